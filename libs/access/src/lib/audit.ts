@@ -1,0 +1,19 @@
+/** What an audit row says happened. */
+export const ActionAuditAction = {
+  CREATE: 'create',
+  UPDATE: 'update',
+  DELETE: 'delete',
+  ADD_MEMBER: 'add_member',
+} as const;
+export type ActionAuditAction = (typeof ActionAuditAction)[keyof typeof ActionAuditAction];
+
+/** The kind of record an audit row points at. */
+export const AuditResourceType = {
+  DEPARTMENT: 'department',
+  DEPARTMENT_MEMBER: 'department_member',
+} as const;
+export type AuditResourceType = (typeof AuditResourceType)[keyof typeof AuditResourceType];
+
+/** Where a write came from: the REST API or an agent tool call. */
+export const AuditSource = { HTTP: 'http', AGENT: 'agent' } as const;
+export type AuditSource = (typeof AuditSource)[keyof typeof AuditSource];

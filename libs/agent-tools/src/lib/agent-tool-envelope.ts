@@ -1,0 +1,45 @@
+import { USER_TYPES } from '@naalya/access';
+import { z } from 'zod';
+import type { AgentIdentity } from './agent-runtime-context.js';
+
+const id = z.string().min(1).max(100);
+
+/** Where a call runs: the whole school (a platform admin's write names its target school) or one campus. */
+export type AgentCallScope =
+  | { mode: 'school'; targetSchoolId?: string }
+  | { mode: 'campus'; campusId: string };
+
+/** Per-call facts the proxy adds: an idempotency key stable across resumes, and an epoch-ms deadline. */
+export type AgentToolMeta = { callId: string; deadline: number };
+
+/** What crosses RabbitMQ for one tool call. */
+export type AgentToolRequest<A = unknown> = {
+  identity: AgentIdentity;
+  scope: AgentCallScope;
+  args: A;
+  meta: AgentToolMeta;
+};
+
+/** A call's answer: data with a sentence on its reach, or a model-readable error. */
+export type AgentToolResult<T = unknown> =
+  | { data: T; scopeContext: string; auditId?: string }
+  | { error: string };
+
+/** The strict shape of an envelope: typed identity with nothing extra, scope and meta. Args are parsed by the tool's schema. */
+export const agentToolRequestSchema = z.strictObject({
+  identity: z.strictObject({
+    sub: id,
+    type: z.enum(USER_TYPES),
+    schoolId: id.nullable(),
+    campusId: id.nullable(),
+  }),
+  scope: z.discriminatedUnion('mode', [
+    z.strictObject({ mode: z.literal('school'), targetSchoolId: id.optional() }),
+    z.strictObject({ mode: z.literal('campus'), campusId: id }),
+  ]),
+  args: z.unknown(),
+  meta: z.strictObject({
+    callId: z.string().min(8).max(128),
+    deadline: z.number().int().positive(),
+  }),
+});

@@ -1,0 +1,117 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  EM_DASH,
+  EVENT_PATTERN,
+  MUTATING_VERBS,
+  READING_VERBS,
+  defineAgentTool,
+  isMutatingEvent,
+  type AnyAgentTool,
+} from './define-agent-tool.js';
+import { RPC_AGENT_TOOLS, toolsForMode, toolsForRole } from './agent-tool-registry.js';
+import { AGENT_TOOL_ROLES, eligibleAgentRoles } from './agent-tool-role.js';
+
+const IDENTITY_FIELDS = ['schoolId', 'userId', 'sub', 'type'];
+const tools: readonly AnyAgentTool[] = RPC_AGENT_TOOLS;
+
+/** Every key a schema accepts, at any depth, so nested identity fields are caught too. */
+const schemaKeys = (schema: z.ZodType): string[] => {
+  const json = z.toJSONSchema(schema, { io: 'input' }) as Record<string, unknown>;
+  const keys: string[] = [];
+  const walk = (node: unknown) => {
+    if (!node || typeof node !== 'object') return;
+    const properties = (node as { properties?: Record<string, unknown> }).properties;
+    if (properties) keys.push(...Object.keys(properties));
+    Object.values(node).forEach(walk);
+  };
+  walk(json);
+  return keys;
+};
+
+describe('RPC_AGENT_TOOLS', () => {
+  it('has unique names and unique events', () => {
+    expect(new Set(tools.map((tool) => tool.name)).size).toBe(tools.length);
+    expect(new Set(tools.map((tool) => tool.event)).size).toBe(tools.length);
+  });
+
+  it.each(tools.map((tool) => [tool.name, tool] as const))('%s: event matches EVENT_PATTERN and the name', (_, tool) => {
+    expect(tool.event).toMatch(EVENT_PATTERN);
+    expect(tool.name).toMatch(/^[a-z]+(_[a-z]+)*$/);
+    // add_department_member <-> add.department-member
+    expect(tool.event.replace('.', '_').replaceAll('-', '_')).toBe(tool.name);
+  });
+
+  it.each(tools.map((tool) => [tool.name, tool] as const))('%s: no em dash in the description or argument copy', (_, tool) => {
+    expect(tool.description).not.toContain(EM_DASH);
+    expect(JSON.stringify(z.toJSONSchema(tool.schema))).not.toContain(EM_DASH);
+  });
+
+  it.each(tools.map((tool) => [tool.name, tool] as const))('%s: the schema exposes no identity field', (_, tool) => {
+    expect(schemaKeys(tool.schema).filter((key) => IDENTITY_FIELDS.includes(key))).toEqual([]);
+  });
+
+  it.each(tools.map((tool) => [tool.name, tool] as const))('%s: takes campusId exactly when campus-scoped, and optional', (_, tool) => {
+    const shape = tool.schema.shape as Record<string, z.ZodType>;
+    expect('campusId' in shape).toBe(Boolean(tool.campusScoped));
+    if (tool.campusScoped) expect(shape['campusId'].safeParse(undefined).success).toBe(true);
+  });
+
+  it.each(tools.map((tool) => [tool.name, tool] as const))('%s: a strict schema, so unknown keys are refused', (_, tool) => {
+    expect(tool.schema.safeParse({ smuggled: true }).success).toBe(false);
+  });
+
+  it('is never both shared and role-tagged', () => {
+    expect(tools.filter((tool) => tool.shared && tool.roles?.length)).toEqual([]);
+  });
+});
+
+describe('isMutatingEvent', () => {
+  it('classifies by the published verb lists', () => {
+    for (const verb of MUTATING_VERBS) expect(isMutatingEvent(`${verb}.thing`)).toBe(true);
+    for (const verb of READING_VERBS) expect(isMutatingEvent(`${verb}.thing`)).toBe(false);
+  });
+
+  it('refuses events with an unpublished verb or a bad shape', () => {
+    for (const event of ['fetch.staff', 'create', 'create.Department', 'create.department_', 'list.my--classes']) {
+      expect(event).not.toMatch(EVENT_PATTERN);
+    }
+  });
+});
+
+describe('tool placement', () => {
+  const roleTool = defineAgentTool({
+    name: 'list_probe',
+    event: 'list.probe',
+    description: 'probe',
+    schema: z.strictObject({}),
+    roles: ['class_teacher'],
+    modes: ['campus'],
+  });
+
+  it('offers a tool only in its modes', () => {
+    expect(toolsForMode('school').map((tool) => tool.name)).toContain('list_staff');
+    expect(roleTool.modes).toEqual(['campus']);
+  });
+
+  it('gives each role its tools plus the shared ones', () => {
+    for (const role of AGENT_TOOL_ROLES) {
+      for (const tool of toolsForRole(role, 'school')) expect(tool.shared || tool.roles?.includes(role)).toBe(true);
+    }
+  });
+});
+
+describe('eligibleAgentRoles', () => {
+  it('returns the roles in registration order', () => {
+    expect(eligibleAgentRoles({ isClassTeacher: true, isSubjectTeacher: true, isDirectorOfStudies: true })).toEqual([
+      'class_teacher',
+      'subject_teacher',
+      'dos',
+    ]);
+    expect(eligibleAgentRoles({ isClassTeacher: false, isSubjectTeacher: true, isDirectorOfStudies: true })).toEqual([
+      'subject_teacher',
+      'dos',
+    ]);
+    expect(eligibleAgentRoles({ isClassTeacher: false, isSubjectTeacher: false, isDirectorOfStudies: false })).toEqual([]);
+  });
+});

@@ -1,0 +1,41 @@
+import type { z } from 'zod';
+import type { AgentRunModeName, AnyAgentTool } from './define-agent-tool.js';
+import type { AgentToolRole } from './agent-tool-role.js';
+import type { AgentToolRequest } from './agent-tool-envelope.js';
+import { listStaffTool } from './tools/staff.tools.js';
+import {
+  addDepartmentMemberTool,
+  createDepartmentTool,
+  deleteDepartmentTool,
+  listDepartmentsTool,
+} from './tools/department.tools.js';
+
+/** Every RPC tool. Adding a tool is adding its definition here; the worker needs no change. */
+export const RPC_AGENT_TOOLS = [
+  listStaffTool,
+  listDepartmentsTool,
+  createDepartmentTool,
+  deleteDepartmentTool,
+  addDepartmentMemberTool,
+] as const satisfies readonly AnyAgentTool[];
+
+type RegisteredTool = (typeof RPC_AGENT_TOOLS)[number];
+
+/** The RabbitMQ pattern of every registered tool. */
+export type AgentToolEvent = RegisteredTool['event'];
+
+/** The envelope each event carries, with `args` typed from that tool's schema input. */
+export type AgentToolPayload = {
+  [E in AgentToolEvent]: AgentToolRequest<z.input<Extract<RegisteredTool, { event: E }>['schema']>>;
+};
+
+const offeredIn = (definition: AnyAgentTool, mode: AgentRunModeName) =>
+  !definition.modes || definition.modes.includes(mode);
+
+/** The tools offered in a run mode. */
+export const toolsForMode = (mode: AgentRunModeName): AnyAgentTool[] =>
+  RPC_AGENT_TOOLS.filter((definition: AnyAgentTool) => offeredIn(definition, mode));
+
+/** One specialist's RPC tools in a run mode: those tagged with the role, plus the shared ones. */
+export const toolsForRole = (role: AgentToolRole, mode: AgentRunModeName): AnyAgentTool[] =>
+  toolsForMode(mode).filter((definition) => definition.shared || definition.roles?.includes(role));

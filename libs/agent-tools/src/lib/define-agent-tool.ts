@@ -1,0 +1,79 @@
+import { z } from 'zod';
+import type { AgentToolRole } from './agent-tool-role.js';
+
+/** The em dash character; agent-facing copy must not contain it. */
+export const EM_DASH = '\u2014';
+
+/** Verbs whose events change state; every such call is audited and goes through the idempotency ledger. */
+export const MUTATING_VERBS = [
+  'create', 'update', 'delete', 'assign', 'unassign', 'add', 'remove', 'record', 'approve', 'reject', 'submit',
+] as const;
+
+/** Verbs whose events only read. */
+export const READING_VERBS = ['list', 'get', 'search', 'count'] as const;
+
+export type MutatingVerb = (typeof MUTATING_VERBS)[number];
+export type ReadingVerb = (typeof READING_VERBS)[number];
+
+/** `verb.kebab-noun`, for example `add.department-member`; the verb must be one of the published lists. */
+export const EVENT_PATTERN = new RegExp(
+  `^(${[...MUTATING_VERBS, ...READING_VERBS].join('|')})\\.[a-z]+(-[a-z]+)*$`,
+);
+
+/** A RabbitMQ pattern of a tool: its verb is checked by the type, its shape by EVENT_PATTERN. */
+export type AgentToolEventName = `${MutatingVerb | ReadingVerb}.${string}`;
+
+/** True when the event's verb changes state. Classification is by verb only, never by opinion. */
+export const isMutatingEvent = (event: string): boolean =>
+  (MUTATING_VERBS as readonly string[]).includes(event.split('.')[0] ?? '');
+
+/** Run modes: the whole school, or pinned to one campus. */
+export const AGENT_RUN_MODES = ['school', 'campus'] as const;
+export type AgentRunModeName = (typeof AGENT_RUN_MODES)[number];
+
+/** What the worker streams to the client after a successful call (the proxy adds the audit id). */
+export type AgentStreamEvent = {
+  name: string;
+  label: string;
+  resourceType?: string;
+  resourceId?: string;
+  auditId?: string;
+};
+
+type ToolPlacement =
+  | { roles?: undefined; shared?: true }
+  | { roles: readonly [AgentToolRole, ...AgentToolRole[]]; shared?: undefined };
+
+/** A shared tool definition: the model-facing name, the RabbitMQ event and the zod schema of its arguments. */
+export type AgentToolDefinition<
+  Name extends string = string,
+  Event extends AgentToolEventName = AgentToolEventName,
+  Schema extends z.ZodObject = z.ZodObject,
+> = {
+  name: Name;
+  event: Event;
+  description: string;
+  schema: Schema;
+  modes?: readonly AgentRunModeName[];
+  campusScoped?: true;
+  streamOnSuccess?: (args: z.output<Schema>) => AgentStreamEvent | undefined;
+} & ToolPlacement;
+
+/** Any tool definition, whatever its schema. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the registry holds tools of every schema
+export type AnyAgentTool = AgentToolDefinition<string, AgentToolEventName, any>;
+
+/** Declares one tool; the literal name and event types are kept so payloads can be typed per event. */
+export const defineAgentTool = <
+  const Name extends string,
+  const Event extends AgentToolEventName,
+  Schema extends z.ZodObject,
+>(
+  definition: AgentToolDefinition<Name, Event, Schema>,
+): AgentToolDefinition<Name, Event, Schema> => Object.freeze(definition);
+
+/** The optional campus argument of a campus-scoped tool; campus mode pins it from the envelope. */
+export const campusIdArg = z
+  .guid()
+  .optional()
+  .describe('Campus to act in. Leave it out to use the whole school, or the campus this chat is pinned to.');

@@ -1,0 +1,11 @@
+import { z } from 'zod';
+import { campusIdArg, defineAgentTool } from '../define-agent-tool.js';
+
+export const listStaffTool = defineAgentTool({
+  name: 'list_staff',
+  event: 'list.staff',
+  description:
+    'List the staff of the school, or of one campus, with their names, email addresses and campus. Only staff the user may see are returned.',
+  schema: z.strictObject({ campusId: campusIdArg }),
+  campusScoped: true,
+});
