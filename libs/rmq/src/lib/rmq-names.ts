@@ -1,0 +1,20 @@
+/** Queue and exchange names shared by the server, the worker and the topology setup. Tests pass their own suffixed names. */
+export type RmqNames = {
+  /** Tool calls from the worker to the server (RPC, direct reply-to). */
+  toolsQueue: string;
+  /** Runs from the server to the worker. */
+  runsQueue: string;
+  /** Run events from the worker to the server, routed by run id. */
+  runEventsExchange: string;
+  /** Where refused, malformed and expired messages go. */
+  deadLetterExchange: string;
+  deadLetterQueue: string;
+};
+
+export const rmqNames = (toolsQueue = 'agent-tools', runsQueue = 'agent-runs'): RmqNames => ({
+  toolsQueue,
+  runsQueue,
+  runEventsExchange: `${runsQueue}.events`,
+  deadLetterExchange: `${toolsQueue}.dlx`,
+  deadLetterQueue: `${toolsQueue}.dead-letter`,
+});
