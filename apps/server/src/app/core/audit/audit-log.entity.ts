@@ -1,0 +1,17 @@
+import type { AuditSource } from '@naalya/access';
+import { Column, CreateDateColumn, Entity, PrimaryGeneratedColumn } from 'typeorm';
+
+/** Append-only: the app role may INSERT and SELECT, never UPDATE or DELETE. */
+@Entity({ name: 'audit_log' })
+export class AuditLogEntity {
+  @PrimaryGeneratedColumn('uuid') id: string;
+  @Column({ name: 'school_id', type: 'uuid' }) schoolId: string;
+  @Column({ name: 'actor_id', type: 'uuid' }) actorId: string;
+  @Column({ name: 'actor_type', type: 'text' }) actorType: string;
+  @Column({ type: 'text' }) action: string;
+  @Column({ name: 'resource_type', type: 'text' }) resourceType: string;
+  @Column({ name: 'resource_id', type: 'text', nullable: true }) resourceId: string | null;
+  @Column({ type: 'text' }) source: AuditSource;
+  @Column({ name: 'call_id', type: 'text', nullable: true }) callId: string | null;
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
+}

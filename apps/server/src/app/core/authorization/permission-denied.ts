@@ -1,0 +1,24 @@
+import { Action, Resource } from '@naalya/access';
+import type { PermissionGate } from './app-ability.js';
+
+const NOUNS: Record<Resource, string> = {
+  [Resource.ALL]: 'everything',
+  [Resource.SCHOOL]: 'schools',
+  [Resource.CAMPUS]: 'campuses',
+  [Resource.STAFF]: 'staff',
+  [Resource.DEPARTMENT]: 'departments',
+  [Resource.AUDIT_LOG]: 'the activity log',
+};
+
+const VERBS: Record<Action, string> = {
+  [Action.MANAGE]: 'manage',
+  [Action.LIST]: 'list',
+  [Action.READ]: 'view',
+  [Action.CREATE]: 'create',
+  [Action.UPDATE]: 'change',
+  [Action.DELETE]: 'delete',
+};
+
+/** The same sentence for a denied REST route and a denied tool call. */
+export const permissionDeniedMessage = ({ action, resource }: PermissionGate): string =>
+  `You do not have permission to ${VERBS[action]} ${NOUNS[resource]}.`;

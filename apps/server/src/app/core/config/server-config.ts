@@ -1,0 +1,38 @@
+import { z } from 'zod';
+
+const postgresUrl = z
+  .string()
+  .url()
+  .refine((value) => /^postgres(ql)?:\/\//.test(value), 'must be a postgres:// URL');
+
+const serverConfigSchema = z.object({
+  DATABASE_URL: postgresUrl.describe('the app role (non-owner, NOBYPASSRLS)'),
+  DATABASE_OWNER_URL: postgresUrl.describe('the owner role, for migrations and setup'),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(8),
+  DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  RABBITMQ_URL: z.string().regex(/^amqps?:\/\//, 'must be an amqp:// URL'),
+  AGENT_TOOLS_QUEUE: z.string().min(1).default('agent-tools'),
+  AGENT_RUNS_QUEUE: z.string().min(1).default('agent-runs'),
+  JWT_SECRET: z.string().min(32, 'must be at least 32 characters'),
+  JWT_TTL_SECONDS: z.coerce.number().int().min(60).default(8 * 3600),
+  HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+});
+
+export type ServerConfig = z.infer<typeof serverConfigSchema>;
+
+/** Thrown with one line per bad variable, so the process can say exactly what to fix. */
+export class ConfigError extends Error {}
+
+export const loadServerConfig = (env: NodeJS.ProcessEnv = process.env): ServerConfig => {
+  const parsed = serverConfigSchema.safeParse(env);
+  if (parsed.success) return parsed.data;
+  const lines = parsed.error.issues.map((issue) => {
+    const variable = String(issue.path[0] ?? 'environment');
+    const message = env[variable] === undefined ? 'is missing' : `is invalid: ${issue.message}`;
+    return `  ${variable} ${message}`;
+  });
+  throw new ConfigError(`Invalid server configuration (see .env.example):\n${lines.join('\n')}`);
+};
+
+export const SERVER_CONFIG = Symbol('SERVER_CONFIG');

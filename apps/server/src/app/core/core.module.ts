@@ -1,0 +1,38 @@
+import { Global, Module, type DynamicModule } from '@nestjs/common';
+import { APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
+import { AuditInterceptor } from './audit/audit.interceptor.js';
+import { AuditLogService } from './audit/audit-log.service.js';
+import { AuthController } from './auth/auth.controller.js';
+import { HealthController } from './health/health.controller.js';
+import { AuthService } from './auth/auth.service.js';
+import { IdentityService } from './auth/identity.service.js';
+import { JwtAuthGuard } from './auth/jwt-auth.guard.js';
+import { AppAbilityFactory } from './authorization/app-ability.factory.js';
+import { SERVER_CONFIG, type ServerConfig } from './config/server-config.js';
+import { DatabaseModule } from './database/database.module.js';
+import { UnitOfWorkInterceptor } from './http/unit-of-work.interceptor.js';
+
+/** Plumbing shared by every domain: config, database, auth, the unit of work, permissions and audit. */
+@Global()
+@Module({})
+export class CoreModule {
+  static forRoot(config: ServerConfig): DynamicModule {
+    return {
+      module: CoreModule,
+      imports: [DatabaseModule],
+      controllers: [AuthController, HealthController],
+      providers: [
+        { provide: SERVER_CONFIG, useValue: config },
+        AuthService,
+        IdentityService,
+        AppAbilityFactory,
+        AuditLogService,
+        { provide: APP_GUARD, useClass: JwtAuthGuard },
+        // Order matters: the unit of work opens first, so the audit row lands in its transaction.
+        { provide: APP_INTERCEPTOR, useClass: UnitOfWorkInterceptor },
+        { provide: APP_INTERCEPTOR, useClass: AuditInterceptor },
+      ],
+      exports: [SERVER_CONFIG, AuthService, IdentityService, AppAbilityFactory, AuditLogService],
+    };
+  }
+}

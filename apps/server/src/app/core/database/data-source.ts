@@ -1,0 +1,40 @@
+import { DataSource } from 'typeorm';
+import { ENTITIES } from './entities.js';
+import { CreateTenancySchema1764662400000 } from './migrations/1764662400000-create-tenancy-schema.js';
+import { StrayQueryLogger } from './stray-query.logger.js';
+
+export const MIGRATIONS = [CreateTenancySchema1764662400000];
+
+export type DatabaseOptions = { url: string; poolSize?: number; statementTimeoutMs?: number };
+
+/** The app's connection: the non-owner role, so row-level security applies to every query. */
+export const createAppDataSource = ({ url, poolSize = 8, statementTimeoutMs = 10_000 }: DatabaseOptions): DataSource =>
+  new DataSource({
+    type: 'postgres',
+    url,
+    entities: ENTITIES,
+    synchronize: false,
+    migrationsRun: false,
+    installExtensions: false,
+    logger: new StrayQueryLogger(),
+    maxQueryExecutionTime: 1_000,
+    // A call that hangs must not hold its connection (and its prefetch slot) forever.
+    extra: {
+      max: poolSize,
+      statement_timeout: statementTimeoutMs,
+      idle_in_transaction_session_timeout: statementTimeoutMs * 2,
+    },
+  });
+
+/** The owner's connection: migrations and setup only. */
+export const createOwnerDataSource = (url: string): DataSource =>
+  new DataSource({
+    type: 'postgres',
+    url,
+    entities: ENTITIES,
+    migrations: MIGRATIONS,
+    migrationsTableName: 'typeorm_migrations',
+    synchronize: false,
+    installExtensions: false,
+    extra: { max: 2 },
+  });

@@ -1,0 +1,53 @@
+import {
+  ForbiddenException,
+  Injectable,
+  type CallHandler,
+  type ExecutionContext,
+  type NestInterceptor,
+} from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { from, lastValueFrom, type Observable } from 'rxjs';
+import { AppAbilityFactory } from '../authorization/app-ability.factory.js';
+import type { PermissionGate } from '../authorization/app-ability.js';
+import { permissionDeniedMessage } from '../authorization/permission-denied.js';
+import { permissionScopeStore } from '../authorization/permission-scope.store.js';
+import { REQUIRE_PERMISSIONS } from '../authorization/require-permissions.decorator.js';
+import { IdentityService } from '../auth/identity.service.js';
+import type { AuthenticatedRequest } from '../auth/jwt-auth.guard.js';
+import { NO_TENANT_SCOPE_ERROR, hasNoTenantScope, inTenantScope, tenantJwtFor } from '../tenancy/tenant-scope.js';
+import { targetSchoolOf } from './target-school.js';
+
+/**
+ * The REST unit of work: one transaction in the caller's tenant frame, the caller reloaded fresh, the
+ * ability rebuilt inside it and the route's @RequirePermissions checked. Guards run before interceptors
+ * and cannot see the frame, so the permission check lives here.
+ */
+@Injectable()
+export class UnitOfWorkInterceptor implements NestInterceptor {
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly abilityFactory: AppAbilityFactory,
+    private readonly identityService: IdentityService,
+  ) {}
+
+  intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
+    if (context.getType() !== 'http') return next.handle();
+    const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
+    if (!request.user) return next.handle();
+    const jwt = request.user;
+    const gate = this.reflector.get<PermissionGate | undefined>(REQUIRE_PERMISSIONS, context.getHandler());
+    return from(
+      (async () => {
+        if (hasNoTenantScope(jwt)) throw new ForbiddenException(NO_TENANT_SCOPE_ERROR);
+        const tenantJwt = tenantJwtFor(jwt, targetSchoolOf(request));
+        request.tenantUser = tenantJwt;
+        return inTenantScope(tenantJwt, async () => {
+          await this.identityService.assertCurrent(jwt);
+          const ability = await this.abilityFactory.createForUser(tenantJwt);
+          if (gate && !ability.can(gate.action, gate.resource)) throw new ForbiddenException(permissionDeniedMessage(gate));
+          return permissionScopeStore.run({ ability }, () => lastValueFrom(next.handle(), { defaultValue: undefined }));
+        });
+      })(),
+    );
+  }
+}

@@ -1,0 +1,124 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { DataSource, EntityManager, EntityTarget, ObjectLiteral, QueryRunner, Repository } from 'typeorm';
+
+/** A frame is pinned to one school, or unscoped (platform admins read across schools). */
+export type TenantScope = { kind: 'school'; schoolId: string } | { kind: 'unscoped' };
+
+type Frame = {
+  scope: TenantScope;
+  actorId: string;
+  runner: QueryRunner;
+  manager: EntityManager;
+  rollbackOnly: boolean;
+};
+
+/** Raised when COMMIT itself failed: the write may or may not have been persisted. */
+export class CommitOutcomeUnknownError extends Error {
+  constructor(cause: unknown) {
+    super('The database did not confirm the commit; the outcome is unknown.', { cause });
+  }
+}
+
+const frames = new AsyncLocalStorage<Frame>();
+let registeredDataSource: DataSource | undefined;
+
+/** The app's data source; registered once at startup so free functions like withSchool can open frames. */
+export const registerDataSource = (dataSource: DataSource): void => {
+  registeredDataSource = dataSource;
+};
+
+const dataSource = (): DataSource => {
+  if (!registeredDataSource) throw new Error('No data source registered: the database module has not started.');
+  return registeredDataSource;
+};
+
+/** The open frame. Throws outside one: every query must belong to a unit of work with a known tenant. */
+export const currentFrame = (): Frame => {
+  const frame = frames.getStore();
+  if (!frame) {
+    throw new Error('No tenant frame: database access outside withSchool/runUnscoped. Open a unit of work first.');
+  }
+  return frame;
+};
+
+/** The school the open frame is pinned to; throws in an unscoped frame, which has none. */
+export const currentSchoolId = (): string => {
+  const { scope } = currentFrame();
+  if (scope.kind !== 'school') throw new Error('This unit of work is not pinned to a school.');
+  return scope.schoolId;
+};
+
+export const currentScope = (): TenantScope => currentFrame().scope;
+
+/** The frame's transaction manager: the only way services reach the database. */
+export const currentManager = (): EntityManager => currentFrame().manager;
+
+export const repo = <T extends ObjectLiteral>(entity: EntityTarget<T>): Repository<T> =>
+  currentManager().getRepository(entity);
+
+export const isInFrame = (): boolean => frames.getStore() !== undefined;
+
+/** The open frame's connection, for stray-query detection. */
+export const currentRunner = (): QueryRunner | undefined => frames.getStore()?.runner;
+
+/** The frame will roll back instead of committing: a refused call must leave nothing behind. */
+export const markRollbackOnly = (): void => {
+  currentFrame().rollbackOnly = true;
+};
+
+const sameScope = (left: TenantScope, right: TenantScope) =>
+  left.kind === right.kind && (left.kind === 'unscoped' || left.schoolId === (right as { schoolId: string }).schoolId);
+
+const openFrame = async <T>(scope: TenantScope, actorId: string, fn: () => Promise<T>): Promise<T> => {
+  const runner = dataSource().createQueryRunner('master');
+  const frame: Frame = { scope, actorId, runner, manager: runner.manager, rollbackOnly: false };
+  // BEGIN..COMMIT run inside als.run so every query of the unit of work sees the frame.
+  return frames.run(frame, async () => {
+    try {
+      await runner.connect();
+      await runner.startTransaction();
+      // Transaction-local settings: a pooled connection returns to the pool with no tenant left on it.
+      await runner.query(
+        `SELECT set_config('app.school_id', $1, true), set_config('app.platform', $2, true), set_config('app.user_id', $3, true)`,
+        [scope.kind === 'school' ? scope.schoolId : '', scope.kind === 'unscoped' ? 'on' : '', actorId],
+      );
+      const result = await fn();
+      if (frame.rollbackOnly) {
+        await runner.rollbackTransaction();
+        return result;
+      }
+      try {
+        await runner.commitTransaction();
+      } catch (error) {
+        throw new CommitOutcomeUnknownError(error);
+      }
+      return result;
+    } catch (error) {
+      if (runner.isTransactionActive && !runner.isReleased) await runner.rollbackTransaction().catch(() => undefined);
+      throw error;
+    } finally {
+      await runner.release();
+    }
+  });
+};
+
+/**
+ * Runs fn in one transaction pinned to a school. Reentrant: inside an open frame for the same
+ * school it reuses it; a frame for another tenant is refused rather than silently nested.
+ */
+const inFrame = <T>(scope: TenantScope, actorId: string, fn: () => Promise<T>): Promise<T> => {
+  const open = frames.getStore();
+  if (open) {
+    return sameScope(open.scope, scope) && open.actorId === actorId
+      ? fn()
+      : Promise.reject(new Error('A unit of work for another tenant or actor is already open.'));
+  }
+  return openFrame(scope, actorId, fn);
+};
+
+export const withSchool = <T>(schoolId: string, actorId: string, fn: () => Promise<T>): Promise<T> =>
+  inFrame({ kind: 'school', schoolId }, actorId, fn);
+
+/** Cross-school reads for platform admins; RLS lets the frame read every school and write none. */
+export const runUnscoped = <T>(actorId: string, fn: () => Promise<T>): Promise<T> =>
+  inFrame({ kind: 'unscoped' }, actorId, fn);

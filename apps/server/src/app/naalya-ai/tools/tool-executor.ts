@@ -1,0 +1,162 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { UserType } from '@naalya/access';
+import {
+  RPC_AGENT_TOOLS,
+  agentToolRequestSchema,
+  isMutatingEvent,
+  type AgentCallScope,
+  type AgentToolResult,
+  type AnyAgentTool,
+} from '@naalya/agent-tools';
+import type { ZodType } from 'zod';
+import { AuditLogService } from '../../core/audit/audit-log.service.js';
+import { AppAbilityFactory } from '../../core/authorization/app-ability.factory.js';
+import { IdentityService } from '../../core/auth/identity.service.js';
+import type { JwtPayload } from '../../core/auth/jwt-payload.js';
+import { markRollbackOnly } from '../../core/tenancy/tenant-context.js';
+import { PLATFORM_WRITE_NEEDS_SCHOOL_ERROR, tenantJwtFor } from '../../core/tenancy/tenant-scope.js';
+import { auditToolWrite } from './tool-audit.js';
+import { LedgerRaceError, ToolCallLedgerService, requestHash } from './tool-call-ledger.service.js';
+import type { ToolPosture } from './tool-posture.js';
+import { NO_TENANT_SCOPE_ERROR, hasNoTenantScope, inTenantScope, runInRelationshipToolScope, runInToolScope, toJwtPayload } from './tool-scope.js';
+import { toToolError } from './tool-error.js';
+
+export const MISSING_IDENTITY_ERROR = 'Missing tool-call identity.';
+export const MALFORMED_ENVELOPE_ERROR = 'The tool call was malformed, so it cannot run securely. Do not retry.';
+export const DEADLINE_PASSED_ERROR =
+  'This tool call arrived after its deadline, so it was not run. Do not retry; tell the user the platform was too slow to answer.';
+export const DEFAULT_RELATIONSHIP_SCOPE_NOTE =
+  'This covers only what you are directly responsible for, such as your own classes, subjects or departments.';
+
+/** Clock skew allowed between the worker that set the deadline and this server. */
+const DEADLINE_SKEW_MS = 2_000;
+
+const TOOLS_BY_SCHEMA = new Map<unknown, AnyAgentTool>(RPC_AGENT_TOOLS.map((definition) => [definition.schema, definition]));
+
+const describeIssues = (issues: readonly { path: PropertyKey[]; message: string }[]) =>
+  issues.map((issue) => (issue.path.length ? `${issue.path.join('.')}: ${issue.message}` : issue.message)).join('; ');
+
+type CallPlan = {
+  event: string;
+  mutating: boolean;
+  callId: string;
+  deadline: number;
+  identityJwt: JwtPayload;
+  tenantJwt: JwtPayload;
+  scope: AgentCallScope;
+  hash: string;
+};
+
+/**
+ * The only RPC entry: every @MessagePattern handler funnels here. HTTP guards do not run on RabbitMQ,
+ * so this parses, pins the tenant, rebuilds the ability, gates, audits and never throws.
+ */
+@Injectable()
+export class ToolExecutor {
+  private readonly logger = new Logger(ToolExecutor.name);
+
+  constructor(
+    private readonly abilityFactory: AppAbilityFactory,
+    private readonly identityService: IdentityService,
+    private readonly auditLogService: AuditLogService,
+    private readonly ledger: ToolCallLedgerService,
+  ) {}
+
+  async execute<A, T>(
+    payload: unknown,
+    schema: ZodType<A>,
+    posture: ToolPosture<T>,
+    fn: (args: A, jwt: JwtPayload) => Promise<T>,
+  ): Promise<AgentToolResult<T>> {
+    try {
+      // Step 0: the envelope is untrusted bytes; nothing runs unless it has exactly the published shape.
+      const envelope = payload as { identity?: { sub?: unknown; type?: unknown } } | undefined;
+      if (!envelope?.identity?.sub || !envelope.identity.type) return { error: MISSING_IDENTITY_ERROR };
+      const parsedEnvelope = agentToolRequestSchema.safeParse(payload);
+      if (!parsedEnvelope.success) return { error: MALFORMED_ENVELOPE_ERROR };
+      const { identity, scope, meta } = parsedEnvelope.data;
+
+      const definition = TOOLS_BY_SCHEMA.get(schema);
+      if (!definition) throw new Error('execute() was given a schema that is not a registered tool definition.');
+
+      const args = schema.safeParse(parsedEnvelope.data.args);
+      if (!args.success) return { error: `Invalid tool arguments: ${describeIssues(args.error.issues)}` };
+
+      const identityJwt = toJwtPayload(identity);
+      if (hasNoTenantScope(identityJwt)) return { error: NO_TENANT_SCOPE_ERROR };
+      const mutating = isMutatingEvent(definition.event);
+      const targetSchoolId = scope.mode === 'school' ? scope.targetSchoolId : undefined;
+      if (mutating && identity.type === UserType.PLATFORM_ADMIN && !targetSchoolId) {
+        return { error: PLATFORM_WRITE_NEEDS_SCHOOL_ERROR };
+      }
+
+      const plan: CallPlan = {
+        event: definition.event,
+        mutating,
+        callId: meta.callId,
+        deadline: meta.deadline,
+        identityJwt,
+        tenantJwt: tenantJwtFor(identityJwt, targetSchoolId),
+        scope,
+        hash: requestHash({ event: definition.event, identity, scope, args: args.data }),
+      };
+      return await this.run(plan, posture, () => fn(args.data, plan.tenantJwt));
+    } catch (error) {
+      return { error: toToolError(error, 'execute') };
+    }
+  }
+
+  private async run<T>(
+    plan: CallPlan,
+    posture: ToolPosture<T>,
+    call: () => Promise<T>,
+  ): Promise<AgentToolResult<T>> {
+    try {
+      return await inTenantScope(plan.tenantJwt, () => this.runInFrame(plan, posture, call));
+    } catch (error) {
+      if (!(error instanceof LedgerRaceError)) throw error;
+      // Another delivery of this call committed first: answer with its outcome, run nothing more.
+      this.logger.warn({ msg: 'Concurrent delivery of one tool call', callId: plan.callId, event: plan.event });
+      const stored = await inTenantScope(plan.tenantJwt, () => this.ledger.lookup(plan.callId, plan.hash));
+      if (!stored) throw error;
+      return stored as AgentToolResult<T>;
+    }
+  }
+
+  private async runInFrame<T>(plan: CallPlan, posture: ToolPosture<T>, call: () => Promise<T>): Promise<AgentToolResult<T>> {
+    if (plan.mutating) {
+      // A redelivered or replayed call returns what it returned the first time, even past its deadline.
+      const stored = await this.ledger.lookup(plan.callId, plan.hash);
+      if (stored) return stored as AgentToolResult<T>;
+    }
+    if (Date.now() > plan.deadline + DEADLINE_SKEW_MS) return { error: DEADLINE_PASSED_ERROR };
+
+    await this.identityService.assertCurrent(plan.identityJwt);
+    const ability = await this.abilityFactory.createForUser(plan.tenantJwt);
+    const result =
+      posture.auth === 'casl'
+        ? await runInToolScope({ jwt: plan.tenantJwt, ability, scope: plan.scope }, posture.gate, call)
+        : await runInRelationshipToolScope(plan.tenantJwt, ability, posture.scopeNote ?? DEFAULT_RELATIONSHIP_SCOPE_NOTE, call);
+    if ('error' in result) {
+      // A refused or failed call leaves nothing behind, whatever the service wrote before it threw.
+      markRollbackOnly();
+      return result;
+    }
+    if (posture.audit) {
+      const auditId = await auditToolWrite(
+        this.auditLogService,
+        plan.tenantJwt,
+        {
+          action: posture.audit.action,
+          resourceType: posture.audit.resourceType,
+          resourceId: posture.audit.resourceId?.(result.data),
+        },
+        result,
+        plan.callId,
+      );
+      if (auditId) result.auditId = auditId;
+    }
+    if (plan.mutating) await this.ledger.record(plan.callId, plan.event, plan.hash, plan.tenantJwt, result);
+    return result;
+  }
+}
