@@ -7,7 +7,7 @@ import { CampusService } from '../campuses/campus.service.js';
 import { campusFilter, campusReach } from '../core/authorization/campus-reach.js';
 import { currentAbility } from '../core/authorization/permission-scope.store.js';
 import type { JwtPayload } from '../core/auth/jwt-payload.js';
-import { currentManager, repo } from '../core/tenancy/tenant-context.js';
+import { currentManager, currentSchoolId, repo } from '../core/tenancy/tenant-context.js';
 import { UserEntity } from '../staff/user.entity.js';
 import { DepartmentMemberEntity } from './department-member.entity.js';
 import { DepartmentEntity } from './department.entity.js';
@@ -73,7 +73,7 @@ export class DepartmentService {
       );
     }
     try {
-      return await repo(DepartmentEntity).save(repo(DepartmentEntity).create({ name: dto.name.trim(), campusId }));
+      return await repo(DepartmentEntity).save(repo(DepartmentEntity).create({ schoolId: currentSchoolId(), name: dto.name.trim(), campusId }));
     } catch (error) {
       if ((error as { code?: string }).code === UNIQUE_VIOLATION) {
         throw new ConflictException(`A department called "${dto.name.trim()}" already exists there.`);

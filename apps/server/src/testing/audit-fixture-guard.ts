@@ -1,0 +1,106 @@
+import type { TestingModule } from '@nestjs/testing';
+import { isMutatingEvent, type AgentToolResult, type AnyAgentTool } from '@naalya/agent-tools';
+import type { DataSource } from 'typeorm';
+import { vi } from 'vitest';
+import type { FixtureContext, ToolFixture } from '../app/naalya-ai/tools/fixtures/tool-fixture.js';
+import { ToolExecutor } from '../app/naalya-ai/tools/tool-executor.js';
+import type { ToolPosture } from '../app/naalya-ai/tools/tool-posture.js';
+import { dispatchEnvelope } from './dispatch-envelope.js';
+import { invokeTool } from './tool-handlers.js';
+
+type AuditRow = {
+  id: string;
+  school_id: string;
+  actor_id: string;
+  action: string;
+  resource_type: string;
+  resource_id: string | null;
+  source: string;
+  call_id: string | null;
+};
+
+export type GuardContext = FixtureContext & { module: TestingModule; owner: DataSource };
+export type Invoke = (module: TestingModule, tool: AnyAgentTool, payload: unknown) => Promise<AgentToolResult>;
+
+const auditRowsAfter = async (owner: DataSource, since: Date): Promise<AuditRow[]> =>
+  owner.query(`SELECT * FROM audit_log WHERE created_at > $1 ORDER BY created_at`, [since]);
+
+/**
+ * The audit-fixture guard: for every tool, its fixture proves through execute() on real PostgreSQL that
+ * a successful mutating call writes exactly one correct audit row, and that reads, denials and failures
+ * write none. Returns the violations, so a deliberately broken case can show that it catches them.
+ */
+export const auditFixtureViolations = async (
+  context: GuardContext,
+  tools: readonly AnyAgentTool[],
+  fixtures: readonly ToolFixture[],
+  invoke: Invoke = invokeTool,
+): Promise<string[]> => {
+  const violations: string[] = [];
+  const executor = context.module.get(ToolExecutor);
+  for (const tool of tools) {
+    const fixture = fixtures.find((candidate) => candidate.tool.event === tool.event);
+    const mutating = isMutatingEvent(tool.event);
+    if (!fixture) {
+      violations.push(`${tool.name}: no fixture${mutating ? ' for a mutating tool' : ''}`);
+      continue;
+    }
+    const spy = vi.spyOn(executor, 'execute');
+    try {
+      const call = await fixture.allowed(context);
+      const envelope = dispatchEnvelope(call.persona, tool, call.args, call.options);
+      const since = new Date(Date.now() - 1);
+      const result = await invoke(context.module, tool, envelope);
+      const rows = await auditRowsAfter(context.owner, since);
+      const posture = spy.mock.calls.at(-1)?.[2] as ToolPosture<unknown> | undefined;
+      if (!posture) violations.push(`${tool.name}: the handler did not go through execute()`);
+      if ('error' in result) {
+        violations.push(`${tool.name}: the allowed call failed: ${result.error}`);
+        continue;
+      }
+      if (!mutating) {
+        if (posture?.audit) violations.push(`${tool.name}: a read posture must not pass audit`);
+        if (rows.length !== 0) violations.push(`${tool.name}: a read wrote ${rows.length} audit rows`);
+      } else {
+        if (!posture?.audit) violations.push(`${tool.name}: a mutating tool's posture has no audit`);
+        if (!fixture.audit) violations.push(`${tool.name}: the fixture does not say which audit row to expect`);
+        if (rows.length !== 1) violations.push(`${tool.name}: one successful call wrote ${rows.length} audit rows, not 1`);
+        const [row] = rows;
+        if (row && fixture.audit) {
+          const expected = {
+            school_id: call.options?.targetSchoolId ?? call.persona.schoolId,
+            actor_id: call.persona.id,
+            action: fixture.audit.action,
+            resource_type: fixture.audit.resourceType,
+            resource_id: fixture.audit.resourceId(result.data, call),
+            source: 'agent',
+            call_id: envelope.meta.callId,
+          };
+          for (const [column, value] of Object.entries(expected)) {
+            if (row[column as keyof AuditRow] !== value) {
+              violations.push(`${tool.name}: audit ${column} is ${row[column as keyof AuditRow]}, expected ${value}`);
+            }
+          }
+          if (result.auditId !== row.id) violations.push(`${tool.name}: the result's auditId does not name the row it wrote`);
+        }
+      }
+
+      const denied = await fixture.denied(context);
+      const deniedSince = new Date(Date.now() - 1);
+      const deniedResult = await invoke(context.module, tool, dispatchEnvelope(denied.persona, tool, denied.args, denied.options));
+      if (!('error' in deniedResult)) violations.push(`${tool.name}: the denied call was allowed`);
+      const deniedRows = await auditRowsAfter(context.owner, deniedSince);
+      if (deniedRows.length) violations.push(`${tool.name}: a denied call wrote ${deniedRows.length} audit rows`);
+
+      const failedSince = new Date(Date.now() - 1);
+      const retry = await fixture.allowed(context);
+      const failed = await invoke(context.module, tool, dispatchEnvelope(retry.persona, tool, { ...retry.args, unexpected: 1 }, retry.options));
+      if (!('error' in failed)) violations.push(`${tool.name}: a call with invalid arguments succeeded`);
+      const failedRows = await auditRowsAfter(context.owner, failedSince);
+      if (failedRows.length) violations.push(`${tool.name}: a failed call wrote ${failedRows.length} audit rows`);
+    } finally {
+      spy.mockRestore();
+    }
+  }
+  return violations;
+};

@@ -1,0 +1,65 @@
+import 'reflect-metadata';
+import type { INestApplication } from '@nestjs/common';
+import { Test, type TestingModule } from '@nestjs/testing';
+import { DataSource } from 'typeorm';
+import { AppModule } from '../app/app.module.js';
+import type { ServerConfig } from '../app/core/config/server-config.js';
+import { createOwnerDataSource } from '../app/core/database/data-source.js';
+import { seedDemo, type DemoData } from '../app/core/database/seed/demo-seed.js';
+import { StrayQueryLogger } from '../app/core/database/stray-query.logger.js';
+import { createTestDatabase, type TestDatabase } from './test-database.js';
+
+export type TestApp = {
+  app: INestApplication;
+  module: TestingModule;
+  database: TestDatabase;
+  demo: DemoData;
+  /** The owner's connection: reads every school's rows (superuser) to check what a call did or did not change. */
+  owner: DataSource;
+  /** Queries a call ran outside its unit of work's connection. */
+  strays: () => string[];
+  close: () => Promise<void>;
+};
+
+export const testConfig = (database: TestDatabase, overrides: Partial<ServerConfig> = {}): ServerConfig => ({
+  DATABASE_URL: database.appUrl,
+  DATABASE_OWNER_URL: database.ownerUrl,
+  DATABASE_POOL_SIZE: 4,
+  DATABASE_STATEMENT_TIMEOUT_MS: 10_000,
+  RABBITMQ_URL: 'amqp://guest:guest@127.0.0.1:5672',
+  AGENT_TOOLS_QUEUE: 'agent-tools',
+  AGENT_RUNS_QUEUE: 'agent-runs',
+  JWT_SECRET: 'test-secret-test-secret-test-secret-0000',
+  JWT_TTL_SECONDS: 3600,
+  HTTP_PORT: 0,
+  LOG_LEVEL: 'error',
+  ...overrides,
+});
+
+/** The real server module on its own cloned database, seeded with the two demo schools, HTTP on a free port. */
+export const createTestApp = async (): Promise<TestApp> => {
+  const database = await createTestDatabase();
+  const owner = createOwnerDataSource(database.ownerUrl);
+  await owner.initialize();
+  const demo = await owner.transaction((manager) => seedDemo(manager));
+  const module = await Test.createTestingModule({ imports: [AppModule.forRoot(testConfig(database))] })
+    .compile();
+  // Quiet by default; TEST_LOGS=1 shows the server's logs when a test needs explaining.
+  const app = module.createNestApplication({ logger: process.env['TEST_LOGS'] ? ['error', 'warn'] : false });
+  await app.init();
+  await app.listen(0, '127.0.0.1');
+  const logger = module.get(DataSource).logger as StrayQueryLogger;
+  return {
+    app,
+    module,
+    database,
+    demo,
+    owner,
+    strays: () => [...logger.strays],
+    close: async () => {
+      await app.close();
+      await owner.destroy();
+      await database.drop();
+    },
+  };
+};
