@@ -35,11 +35,11 @@ export class DepartmentController {
   @Audit({
     action: ActionAuditAction.DELETE,
     resourceType: AuditResourceType.DEPARTMENT,
-    resourceId: (result) => result as string,
+    resourceId: (result) => (result as { id: string }).id,
   })
   async remove(@Param() params: unknown, @CurrentUser() jwt: JwtPayload) {
     const { departmentId } = parseDto(deleteDepartmentTool.schema, params);
-    return this.departmentService.remove(departmentId, jwt);
+    return { id: await this.departmentService.remove(departmentId, jwt) };
   }
 
   @Post(':departmentId/members')

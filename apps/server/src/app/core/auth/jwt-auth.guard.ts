@@ -6,6 +6,7 @@ import type { JwtPayload } from './jwt-payload.js';
 export const IS_PUBLIC = 'naalya:public';
 
 export type AuthenticatedRequest = {
+  method: string;
   headers: Record<string, string | string[] | undefined>;
   user?: JwtPayload;
   /** The identity the unit of work runs as (a platform admin pinned to a target school); set by UnitOfWorkInterceptor. */

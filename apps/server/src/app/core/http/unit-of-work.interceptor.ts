@@ -14,7 +14,14 @@ import { permissionScopeStore } from '../authorization/permission-scope.store.js
 import { REQUIRE_PERMISSIONS } from '../authorization/require-permissions.decorator.js';
 import { IdentityService } from '../auth/identity.service.js';
 import type { AuthenticatedRequest } from '../auth/jwt-auth.guard.js';
-import { NO_TENANT_SCOPE_ERROR, hasNoTenantScope, inTenantScope, tenantJwtFor } from '../tenancy/tenant-scope.js';
+import { UserType } from '@naalya/access';
+import {
+  NO_TENANT_SCOPE_ERROR,
+  PLATFORM_WRITE_NEEDS_SCHOOL_ERROR,
+  hasNoTenantScope,
+  inTenantScope,
+  tenantJwtFor,
+} from '../tenancy/tenant-scope.js';
 import { targetSchoolOf } from './target-school.js';
 
 /**
@@ -40,6 +47,9 @@ export class UnitOfWorkInterceptor implements NestInterceptor {
       (async () => {
         if (hasNoTenantScope(jwt)) throw new ForbiddenException(NO_TENANT_SCOPE_ERROR);
         const tenantJwt = tenantJwtFor(jwt, targetSchoolOf(request));
+        if (request.method !== 'GET' && jwt.type === UserType.PLATFORM_ADMIN && !tenantJwt.schoolId) {
+          throw new ForbiddenException(PLATFORM_WRITE_NEEDS_SCHOOL_ERROR);
+        }
         request.tenantUser = tenantJwt;
         return inTenantScope(tenantJwt, async () => {
           await this.identityService.assertCurrent(jwt);
