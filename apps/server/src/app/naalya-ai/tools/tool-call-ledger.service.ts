@@ -1,12 +1,9 @@
 import { createHash } from 'node:crypto';
-import { Injectable } from '@nestjs/common';
+import { ConflictException, Injectable } from '@nestjs/common';
 import type { AgentToolResult } from '@naalya/agent-tools';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
-import { repo } from '../../core/tenancy/tenant-context.js';
+import { currentManager, repo } from '../../core/tenancy/tenant-context.js';
 import { ToolCallLedgerEntity } from './tool-call-ledger.entity.js';
-
-/** Thrown when another delivery of the same call committed first; the caller re-reads the stored outcome. */
-export class LedgerRaceError extends Error {}
 
 export const CALL_ID_REUSED_ERROR =
   'This call id was already used for a different request, so it was not run. Do not retry this call.';
@@ -29,6 +26,14 @@ export const requestHash = (request: { event: string; identity: unknown; scope: 
 
 @Injectable()
 export class ToolCallLedgerService {
+  /**
+   * Holds this call id until the unit of work ends: a concurrent delivery of the same call waits here,
+   * then finds the first one's stored outcome instead of racing it on the domain's own constraints.
+   */
+  async claim(callId: string): Promise<void> {
+    await currentManager().query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [callId]);
+  }
+
   /** The stored outcome of this call id, or a refusal when the id was used for another request. */
   async lookup(callId: string, hash: string): Promise<AgentToolResult | undefined> {
     const entry = await repo(ToolCallLedgerEntity).findOneBy({ callId });
@@ -48,7 +53,8 @@ export class ToolCallLedgerService {
         result: result as object,
       });
     } catch (error) {
-      if ((error as { code?: string }).code === '23505') throw new LedgerRaceError('call id already recorded', { cause: error });
+      // Only a call id taken in another school (invisible here under RLS) can still collide.
+      if ((error as { code?: string }).code === '23505') throw new ConflictException(CALL_ID_REUSED_ERROR);
       throw error;
     }
   }

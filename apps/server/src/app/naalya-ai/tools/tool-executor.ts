@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import { UserType } from '@naalya/access';
 import {
   RPC_AGENT_TOOLS,
@@ -16,7 +16,7 @@ import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { markRollbackOnly } from '../../core/tenancy/tenant-context.js';
 import { PLATFORM_WRITE_NEEDS_SCHOOL_ERROR, tenantJwtFor } from '../../core/tenancy/tenant-scope.js';
 import { auditToolWrite } from './tool-audit.js';
-import { LedgerRaceError, ToolCallLedgerService, requestHash } from './tool-call-ledger.service.js';
+import { ToolCallLedgerService, requestHash } from './tool-call-ledger.service.js';
 import type { ToolPosture } from './tool-posture.js';
 import { NO_TENANT_SCOPE_ERROR, hasNoTenantScope, inTenantScope, runInRelationshipToolScope, runInToolScope, toJwtPayload } from './tool-scope.js';
 import { toToolError } from './tool-error.js';
@@ -53,8 +53,6 @@ type CallPlan = {
  */
 @Injectable()
 export class ToolExecutor {
-  private readonly logger = new Logger(ToolExecutor.name);
-
   constructor(
     private readonly abilityFactory: AppAbilityFactory,
     private readonly identityService: IdentityService,
@@ -100,32 +98,16 @@ export class ToolExecutor {
         scope,
         hash: requestHash({ event: definition.event, identity, scope, args: args.data }),
       };
-      return await this.run(plan, posture, () => fn(args.data, plan.tenantJwt));
+      return await inTenantScope(plan.tenantJwt, () => this.runInFrame(plan, posture, () => fn(args.data, plan.tenantJwt)));
     } catch (error) {
       return { error: toToolError(error, 'execute') };
-    }
-  }
-
-  private async run<T>(
-    plan: CallPlan,
-    posture: ToolPosture<T>,
-    call: () => Promise<T>,
-  ): Promise<AgentToolResult<T>> {
-    try {
-      return await inTenantScope(plan.tenantJwt, () => this.runInFrame(plan, posture, call));
-    } catch (error) {
-      if (!(error instanceof LedgerRaceError)) throw error;
-      // Another delivery of this call committed first: answer with its outcome, run nothing more.
-      this.logger.warn({ msg: 'Concurrent delivery of one tool call', callId: plan.callId, event: plan.event });
-      const stored = await inTenantScope(plan.tenantJwt, () => this.ledger.lookup(plan.callId, plan.hash));
-      if (!stored) throw error;
-      return stored as AgentToolResult<T>;
     }
   }
 
   private async runInFrame<T>(plan: CallPlan, posture: ToolPosture<T>, call: () => Promise<T>): Promise<AgentToolResult<T>> {
     if (plan.mutating) {
       // A redelivered or replayed call returns what it returned the first time, even past its deadline.
+      await this.ledger.claim(plan.callId);
       const stored = await this.ledger.lookup(plan.callId, plan.hash);
       if (stored) return stored as AgentToolResult<T>;
     }
