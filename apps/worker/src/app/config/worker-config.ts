@@ -1,0 +1,91 @@
+import { rmqNames, type RmqNames } from '@naalya/rmq';
+import { z } from 'zod';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'] as const;
+export type WorkerLogLevel = (typeof LOG_LEVELS)[number];
+
+const MIN_TOOL_CALL_TIMEOUT_MS = 100;
+const MAX_TOOL_CALL_TIMEOUT_MS = 300_000;
+
+const queueName = (fallback: string) =>
+  z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z0-9._:-]{1,200}$/, { error: 'must be a queue name of letters, digits, ".", "_", ":" or "-"' })
+    .default(fallback);
+
+// The worker's environment only. It holds no server database URL and no JWT secret: identity reaches
+// the worker already resolved, inside the runtime context the server minted at dispatch.
+const workerEnvSchema = z.object({
+  RABBITMQ_URL: z.url({
+    protocol: /^amqps?$/,
+    error: (issue) =>
+      issue.input === undefined
+        ? 'is required: the amqp:// URL of the worker\'s own broker user'
+        : 'must be an amqp:// or amqps:// URL, for example amqp://worker:secret@127.0.0.1:5672',
+  }),
+  AGENT_TOOLS_QUEUE: queueName('agent-tools'),
+  AGENT_RUNS_QUEUE: queueName('agent-runs'),
+  TOOL_CALL_TIMEOUT_MS: z
+    .string()
+    .trim()
+    .regex(/^\d+$/, { error: 'must be a whole number of milliseconds' })
+    .default('15000')
+    .transform(Number)
+    .pipe(
+      z
+        .number()
+        .min(MIN_TOOL_CALL_TIMEOUT_MS, { error: `must be at least ${MIN_TOOL_CALL_TIMEOUT_MS} ms` })
+        .max(MAX_TOOL_CALL_TIMEOUT_MS, { error: `must be at most ${MAX_TOOL_CALL_TIMEOUT_MS} ms` }),
+    ),
+  AGENT_MODEL: z
+    .string()
+    .trim()
+    .regex(/^(scripted|[a-z0-9-]+:\S+)$/, { error: 'must be "scripted" or "provider:model", for example openai:gpt-4.1' })
+    .default('scripted'),
+  LOG_LEVEL: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).default('log'),
+});
+
+export type WorkerConfig = {
+  rabbitmqUrl: string;
+  queues: RmqNames;
+  toolCallTimeoutMs: number;
+  agentModel: string;
+  logLevel: WorkerLogLevel;
+};
+
+export class WorkerConfigError extends Error {
+  override readonly name = 'WorkerConfigError';
+}
+
+// Secrets are never echoed back: RABBITMQ_URL carries the broker password.
+const SECRET_VARIABLES = new Set(['RABBITMQ_URL']);
+
+const describeIssue = (issue: z.core.$ZodIssue, env: Record<string, string | undefined>): string => {
+  const variable = String(issue.path[0] ?? '');
+  const value = env[variable];
+  const received = value === undefined || SECRET_VARIABLES.has(variable) ? '' : ` (got "${value}")`;
+  return `${variable} ${issue.message}${received}`;
+};
+
+export const loadWorkerConfig = (env: Record<string, string | undefined>): WorkerConfig => {
+  const parsed = workerEnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `  - ${describeIssue(issue, env)}`);
+    throw new WorkerConfigError(`Invalid worker configuration:\n${lines.join('\n')}`);
+  }
+  const values = parsed.data;
+  return {
+    rabbitmqUrl: values.RABBITMQ_URL,
+    queues: rmqNames(values.AGENT_TOOLS_QUEUE, values.AGENT_RUNS_QUEUE),
+    toolCallTimeoutMs: values.TOOL_CALL_TIMEOUT_MS,
+    agentModel: values.AGENT_MODEL,
+    logLevel: values.LOG_LEVEL,
+  };
+};
+
+// Nest enables exactly the levels listed: the chosen one and every more severe one.
+export const enabledLogLevels = (level: WorkerLogLevel): WorkerLogLevel[] =>
+  LOG_LEVELS.slice(0, LOG_LEVELS.indexOf(level) + 1);
+
+export const WORKER_CONFIG = Symbol('WorkerConfig');

@@ -1,0 +1,127 @@
+import {
+  isMutatingEvent,
+  type AgentToolEvent,
+  type AgentToolPayload,
+  type AgentToolResult,
+} from '@naalya/agent-tools';
+import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import { ClientRMQ, RmqRecord, type RmqOptions } from '@nestjs/microservices';
+import { TimeoutError, defer, firstValueFrom, timeout } from 'rxjs';
+import type { AgentToolCaller } from './agent-tool-caller.js';
+
+export type AgentToolServiceOptions = {
+  rabbitmqUrl: string;
+  toolsQueue: string;
+  timeoutMs: number;
+};
+
+export const AGENT_TOOL_SERVICE_OPTIONS = Symbol('AgentToolServiceOptions');
+
+// The ClientRMQ options for the tools queue, kept in one function so the shared helper being built
+// in libs/rmq (rmqClientOptions) can replace it when it lands.
+export const toolsClientOptions = (rabbitmqUrl: string, toolsQueue: string): NonNullable<RmqOptions['options']> => ({
+  urls: [rabbitmqUrl],
+  queue: toolsQueue,
+  // The topology setup declares the queue with its arguments; a client asserting it with other
+  // arguments would get 406 PRECONDITION_FAILED.
+  noAssert: true,
+  // Direct reply-to: no reply queue to declare or leak. noAck is left at its default (true) on
+  // purpose: on the client it applies to the reply consumer, and direct reply-to refuses acks.
+  replyQueue: 'amq.rabbitmq.reply-to',
+  // Not persistent: a call that outlived a broker restart would run after its caller gave up.
+  persistent: false,
+  // Nagle's algorithm costs about 40 ms per small request and reply (reference/performance.md).
+  socketOptions: { connectionOptions: { noDelay: true } },
+});
+
+// RabbitMQ validates user_id against the connection's user, so the server can trust it to tell the
+// worker's publishes from anyone else's. It is taken from the URL so the two cannot disagree.
+const brokerUserOf = (rabbitmqUrl: string): string | undefined => {
+  const username = decodeURIComponent(new URL(rabbitmqUrl).username);
+  return username === '' ? undefined : username;
+};
+
+type TransportFailure = 'timeout' | 'unreachable';
+
+const INFRASTRUCTURE_ISSUE = 'This is an infrastructure issue, not a problem with your request.';
+
+// A write that got no answer may still have happened (the request can sit in the broker or run
+// late), so it is reported as "outcome unknown", never as a failure.
+export const transportFailureMessage = (event: AgentToolEvent, failure: TransportFailure): string => {
+  const what =
+    failure === 'timeout'
+      ? `The "${event}" tool timed out, the platform may be slow and could still be processing the request.`
+      : `The "${event}" tool could not reach the platform or did not get a usable answer back.`;
+  const next = isMutatingEvent(event)
+    ? 'The outcome is unknown: the change may still complete. Do not retry this call; tell the user the outcome is unknown and ask them to check whether the change was made before trying again.'
+    : 'Do not retry this call; tell the user it is unavailable right now.';
+  return `${what} ${INFRASTRUCTURE_ISSUE} ${next}`;
+};
+
+const isAgentToolResult = (reply: unknown): reply is AgentToolResult => {
+  if (typeof reply !== 'object' || reply === null) return false;
+  const candidate = reply as Record<string, unknown>;
+  return typeof candidate['error'] === 'string' || ('data' in candidate && typeof candidate['scopeContext'] === 'string');
+};
+
+// For the log only, never for the model. Connection errors carry the broker URL, so credentials are masked.
+const describeError = (error: unknown): string => {
+  const text = error instanceof Error ? error.message : typeof error === 'string' ? error : JSON.stringify(error);
+  return text.replace(/\/\/[^/@\s"]*@/g, '//***@');
+};
+
+// The RMQ adapter behind the AgentToolCaller port. Semantic errors ({ error } results) pass through
+// untouched; only transport failures are caught and mapped to a non-retryable sentence.
+@Injectable()
+export class AgentToolService implements AgentToolCaller, OnModuleInit, OnModuleDestroy {
+  readonly timeoutMs: number;
+  private readonly client: ClientRMQ;
+  private readonly brokerUser: string | undefined;
+  private readonly logger = new Logger(AgentToolService.name);
+
+  constructor(@Inject(AGENT_TOOL_SERVICE_OPTIONS) private readonly options: AgentToolServiceOptions) {
+    this.timeoutMs = options.timeoutMs;
+    this.brokerUser = brokerUserOf(options.rabbitmqUrl);
+    this.client = new ClientRMQ(toolsClientOptions(options.rabbitmqUrl, options.toolsQueue));
+  }
+
+  // Eager: the first tool call must not spend its timeout on connection and channel setup, and a
+  // worker that cannot reach its broker is not ready, so start-up fails loudly instead of serving
+  // runs whose every tool call would fail. After start-up, reconnects are the client's job and
+  // calls made meanwhile get the infrastructure sentence.
+  async onModuleInit(): Promise<void> {
+    try {
+      await firstValueFrom(defer(() => this.client.connect()).pipe(timeout(this.timeoutMs)));
+    } catch (error) {
+      await this.client.close();
+      throw new Error(
+        `Cannot connect to RabbitMQ for the "${this.options.toolsQueue}" queue: ${error instanceof TimeoutError ? `no connection within ${this.timeoutMs} ms` : describeError(error)}`,
+      );
+    }
+  }
+
+  // Calls still waiting get "Connection closed" and so the infrastructure sentence.
+  async onModuleDestroy(): Promise<void> {
+    this.logger.log(`Closing the connection to the "${this.options.toolsQueue}" queue`);
+    await this.client.close();
+  }
+
+  async call<E extends AgentToolEvent>(event: E, payload: AgentToolPayload[E]): Promise<AgentToolResult> {
+    // The expiration drops a request nobody consumed in time, so a server that comes back later
+    // cannot perform a call whose caller already gave up (reliability.md, finding 2).
+    const record = new RmqRecord(payload, {
+      expiration: String(this.timeoutMs),
+      ...(this.brokerUser === undefined ? {} : { userId: this.brokerUser }),
+    });
+    try {
+      const reply = await firstValueFrom(this.client.send<unknown>(event, record).pipe(timeout(this.timeoutMs)));
+      if (isAgentToolResult(reply)) return reply;
+      this.logger.warn(`Tool call "${event}" (callId ${payload.meta.callId}) got an unreadable reply`);
+      return { error: transportFailureMessage(event, 'unreachable') };
+    } catch (error) {
+      const failure: TransportFailure = error instanceof TimeoutError ? 'timeout' : 'unreachable';
+      this.logger.warn(`Tool call "${event}" (callId ${payload.meta.callId}) failed in transport (${failure}): ${describeError(error)}`);
+      return { error: transportFailureMessage(event, failure) };
+    }
+  }
+}

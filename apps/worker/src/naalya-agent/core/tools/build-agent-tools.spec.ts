@@ -1,0 +1,367 @@
+import { createHash } from 'node:crypto';
+import {
+  AGENT_RUN_MODES,
+  AGENT_TOOL_ROLES,
+  EM_DASH,
+  RPC_AGENT_TOOLS,
+  agentRuntimeContextSchema,
+  defineAgentTool,
+  identityFromUserDetails,
+  toolsForMode,
+  toolsForRole,
+  type AgentToolEvent,
+  type AgentToolPayload,
+  type AgentToolResult,
+} from '@naalya/agent-tools';
+import { ToolInputParsingException } from '@langchain/core/tools';
+import { MemorySaver } from '@langchain/langgraph';
+import { AIMessage, HumanMessage, ToolMessage, createAgent, fakeModel } from 'langchain';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import type { AgentToolCaller } from './agent-tool-caller.js';
+import {
+  LOCAL_AGENT_TOOLS,
+  buildAgentTools,
+  buildClassTeacherTools,
+  buildDosTools,
+  buildRoleTools,
+  buildSubjectTeacherTools,
+  toRpcProxy,
+  toolCallIdempotencyKey,
+  withoutEmDash,
+} from './build-agent-tools.js';
+import { CONTEXT_MISSING_ERROR } from './tool-context.js';
+import {
+  OTHER_CAMPUS_ID,
+  OTHER_SCHOOL_ID,
+  PINNED_CAMPUS_ID,
+  SCHOOL_ID,
+  campusContext,
+  platformAdminContext,
+  schoolContext,
+} from './tool-context.fixture.js';
+
+type RecordedCall = { event: AgentToolEvent; payload: AgentToolPayload[AgentToolEvent] };
+
+class FakeToolCaller implements AgentToolCaller {
+  readonly timeoutMs = 15_000;
+  readonly calls: RecordedCall[] = [];
+  result: AgentToolResult = { data: [], scopeContext: 'You can see staff across the whole school.' };
+
+  async call<E extends AgentToolEvent>(event: E, payload: AgentToolPayload[E]): Promise<AgentToolResult> {
+    this.calls.push({ event, payload });
+    return this.result;
+  }
+}
+
+const definitionNamed = (name: string) => {
+  const definition = RPC_AGENT_TOOLS.find((candidate) => candidate.name === name);
+  if (!definition) throw new Error(`no tool ${name}`);
+  return definition;
+};
+
+type InvokeOptions = { context?: unknown; toolCallId?: string; writer?: (chunk: unknown) => void };
+
+// Invokes a proxy the way langchain's ToolNode does (agents/nodes/ToolNode.js runTool): the tool call
+// as input, and a config carrying the graph's context, writer and the tool call id, which tool()
+// hands to the function as its runtime. The createAgent suite below checks the same path end to end.
+const invokeProxy = async (
+  proxy: ReturnType<typeof toRpcProxy>,
+  args: Record<string, unknown>,
+  { context, toolCallId = 'call-1', writer }: InvokeOptions = {},
+) => {
+  // Given a tool call, tool() answers with a ToolMessage although its declared output type is the string.
+  const output: unknown = await proxy.invoke(
+    { id: toolCallId, name: proxy.name, args, type: 'tool_call' },
+    { context, toolCallId, writer, configurable: { thread_id: 'thread-1' } },
+  );
+  if (!ToolMessage.isInstance(output)) throw new Error('expected a ToolMessage for a tool call');
+  return JSON.parse(String(output.content)) as unknown;
+};
+
+describe('toRpcProxy', () => {
+  let caller: FakeToolCaller;
+  beforeEach(() => {
+    caller = new FakeToolCaller();
+  });
+
+  it('sends the definition event (not the model-facing name) with identity from the runtime context', async () => {
+    const context = schoolContext();
+    await invokeProxy(toRpcProxy(definitionNamed('list_staff'), caller), {}, { context });
+
+    expect(caller.calls).toHaveLength(1);
+    expect(caller.calls[0].event).toBe('list.staff');
+    expect(caller.calls[0].payload.identity).toEqual(identityFromUserDetails(context.userDetails));
+    expect(caller.calls[0].payload.scope).toEqual({ mode: 'school' });
+  });
+
+  it('campus mode: the envelope campus wins over a model-supplied campusId', async () => {
+    await invokeProxy(toRpcProxy(definitionNamed('list_staff'), caller), { campusId: OTHER_CAMPUS_ID }, {
+      context: campusContext(),
+    });
+
+    expect(caller.calls[0].payload.scope).toEqual({ mode: 'campus', campusId: PINNED_CAMPUS_ID });
+  });
+
+  it('school mode: the target school comes from the dispatch, never from the model', async () => {
+    await invokeProxy(toRpcProxy(definitionNamed('create_department'), caller), { name: 'Sciences' }, {
+      context: platformAdminContext(),
+    });
+
+    expect(caller.calls[0].payload.scope).toEqual({ mode: 'school', targetSchoolId: SCHOOL_ID });
+    expect(caller.calls[0].payload.identity).toMatchObject({ sub: 'user-root', type: 'platform_admin', schoolId: null });
+  });
+
+  it.each([
+    ['schoolId', OTHER_SCHOOL_ID],
+    ['targetSchoolId', OTHER_SCHOOL_ID],
+    ['sub', 'user-someone-else'],
+    ['userId', 'user-someone-else'],
+    ['type', 'platform_admin'],
+    ['identity', { sub: 'user-someone-else', type: 'platform_admin', schoolId: null, campusId: null }],
+    ['scope', { mode: 'school' }],
+    ['meta', { callId: 'x'.repeat(64), deadline: 1 }],
+  ])('the model cannot pass %s: the strict schema refuses it and nothing is sent', async (key, value) => {
+    const proxy = toRpcProxy(definitionNamed('create_department'), caller);
+
+    await expect(invokeProxy(proxy, { name: 'Sciences', [key]: value }, { context: schoolContext() })).rejects.toBeInstanceOf(
+      ToolInputParsingException,
+    );
+    expect(caller.calls).toEqual([]);
+  });
+
+  it('parses args with the definition schema before sending (defaults applied, text trimmed)', async () => {
+    await invokeProxy(
+      toRpcProxy(definitionNamed('add_department_member'), caller),
+      { departmentId: SCHOOL_ID, staffId: OTHER_SCHOOL_ID },
+      { context: schoolContext() },
+    );
+    await invokeProxy(toRpcProxy(definitionNamed('create_department'), caller), { name: '  Sciences  ' }, {
+      context: schoolContext(),
+    });
+
+    expect(caller.calls[0].payload.args).toEqual({ departmentId: SCHOOL_ID, staffId: OTHER_SCHOOL_ID, asHead: false });
+    expect(caller.calls[1].payload.args).toEqual({ name: 'Sciences' });
+  });
+
+  describe('fail closed: no trusted context means CONTEXT_MISSING_ERROR and the caller is never called', () => {
+    const valid = schoolContext();
+    it.each<[string, unknown]>([
+      ['no context at all', undefined],
+      ['a malformed context (userDetails missing its id)', { ...valid, userDetails: { ...valid.userDetails, id: undefined } }],
+      ['a context with an extra key', { ...valid, schoolId: OTHER_SCHOOL_ID }],
+      ['a context naming an unknown user type', { ...valid, userDetails: { ...valid.userDetails, userType: 'root' } }],
+    ])('%s', async (_, context) => {
+      const result = await invokeProxy(toRpcProxy(definitionNamed('list_staff'), caller), {}, { context });
+
+      expect(result).toEqual({ error: CONTEXT_MISSING_ERROR });
+      expect(caller.calls).toEqual([]);
+    });
+
+    it('a missing tool call id (no stable idempotency key)', async () => {
+      const proxy = toRpcProxy(definitionNamed('list_staff'), caller);
+      const message = await proxy.invoke({}, { context: valid });
+
+      expect(JSON.parse(String(message))).toEqual({ error: CONTEXT_MISSING_ERROR });
+      expect(caller.calls).toEqual([]);
+    });
+  });
+
+  describe('meta', () => {
+    it('callId is the sha256 of threadId:toolCallId, stable when a resume replays the same tool call', async () => {
+      const proxy = toRpcProxy(definitionNamed('create_department'), caller);
+      await invokeProxy(proxy, { name: 'Sciences' }, { context: schoolContext(), toolCallId: 'call-7' });
+      await invokeProxy(proxy, { name: 'Sciences' }, { context: schoolContext(), toolCallId: 'call-7' });
+
+      const expected = createHash('sha256').update('thread-1:call-7').digest('hex');
+      expect(caller.calls.map((call) => call.payload.meta.callId)).toEqual([expected, expected]);
+      expect(expected).toMatch(/^[0-9a-f]{64}$/);
+    });
+
+    it('callId differs for another tool call id or another thread', async () => {
+      const proxy = toRpcProxy(definitionNamed('create_department'), caller);
+      const otherThread = { ...schoolContext(), run: { runId: 'run-2', threadId: 'thread-2' } };
+      await invokeProxy(proxy, { name: 'Sciences' }, { context: schoolContext(), toolCallId: 'call-7' });
+      await invokeProxy(proxy, { name: 'Sciences' }, { context: schoolContext(), toolCallId: 'call-8' });
+      await invokeProxy(proxy, { name: 'Sciences' }, { context: otherThread, toolCallId: 'call-7' });
+
+      expect(new Set(caller.calls.map((call) => call.payload.meta.callId)).size).toBe(3);
+    });
+
+    it('callId does not collide when the separator moves between threadId and toolCallId', () => {
+      expect(toolCallIdempotencyKey('thread-1', 'call-7')).not.toBe(toolCallIdempotencyKey('thread-1:call', '7'));
+    });
+
+    it('deadline is now plus the caller timeout', async () => {
+      const before = Date.now();
+      await invokeProxy(toRpcProxy(definitionNamed('list_staff'), caller), {}, { context: schoolContext() });
+      const after = Date.now();
+
+      const { deadline } = caller.calls[0].payload.meta;
+      expect(deadline).toBeGreaterThanOrEqual(before + caller.timeoutMs);
+      expect(deadline).toBeLessThanOrEqual(after + caller.timeoutMs);
+    });
+  });
+
+  describe('result and streamOnSuccess', () => {
+    it('returns the caller result as JSON, unchanged', async () => {
+      caller.result = { data: [{ id: 'staff-1', name: 'Ada' }], scopeContext: 'Your access covers the Kisasi campus only.' };
+      const result = await invokeProxy(toRpcProxy(definitionNamed('list_staff'), caller), {}, { context: schoolContext() });
+
+      expect(result).toEqual(caller.result);
+    });
+
+    it('on success emits the streamOnSuccess event with the auditId added', async () => {
+      caller.result = { data: { id: 'dept-1' }, scopeContext: 'You can act across the whole school.', auditId: 'audit-1' };
+      const writer = vi.fn();
+      await invokeProxy(toRpcProxy(definitionNamed('create_department'), caller), { name: 'Sciences' }, {
+        context: schoolContext(),
+        writer,
+      });
+
+      expect(writer).toHaveBeenCalledTimes(1);
+      expect(writer).toHaveBeenCalledWith({
+        name: 'department.created',
+        label: 'Department "Sciences" created',
+        resourceType: 'department',
+        auditId: 'audit-1',
+      });
+    });
+
+    it('on success without an auditId emits the event without an auditId key', async () => {
+      caller.result = { data: { id: 'dept-1' }, scopeContext: 'You can act across the whole school.' };
+      const writer = vi.fn();
+      await invokeProxy(toRpcProxy(definitionNamed('create_department'), caller), { name: 'Sciences' }, {
+        context: schoolContext(),
+        writer,
+      });
+
+      expect(writer.mock.calls[0][0]).not.toHaveProperty('auditId');
+    });
+
+    it('never emits streamOnSuccess on an { error } result, so a failed write is not celebrated', async () => {
+      caller.result = { error: 'Forbidden resource' };
+      const writer = vi.fn();
+      const result = await invokeProxy(toRpcProxy(definitionNamed('create_department'), caller), { name: 'Sciences' }, {
+        context: schoolContext(),
+        writer,
+      });
+
+      expect(writer).not.toHaveBeenCalled();
+      expect(result).toEqual({ error: 'Forbidden resource' });
+    });
+
+    it('a read without streamOnSuccess emits nothing', async () => {
+      const writer = vi.fn();
+      await invokeProxy(toRpcProxy(definitionNamed('list_staff'), caller), {}, { context: schoolContext(), writer });
+
+      expect(writer).not.toHaveBeenCalled();
+    });
+  });
+
+  it('refuses a definition the registry does not hold, since no server handler would answer it', () => {
+    const unregistered = defineAgentTool({
+      name: 'list_probes',
+      event: 'list.probes',
+      description: 'Probe.',
+      schema: z.strictObject({}),
+    });
+
+    expect(() => toRpcProxy(unregistered, new FakeToolCaller())).toThrow(/does not register/);
+  });
+});
+
+describe('withoutEmDash', () => {
+  it('replaces a spaced em dash and a bare one with a comma', () => {
+    expect(withoutEmDash(`Create a department ${EM_DASH} on a campus`)).toBe('Create a department, on a campus');
+    expect(withoutEmDash(`one${EM_DASH}two`)).toBe('one, two');
+  });
+});
+
+describe('descriptions', () => {
+  it.each(AGENT_RUN_MODES)('no tool on any belt in %s mode has an em dash in its description', (mode) => {
+    const belts = [buildAgentTools(new FakeToolCaller(), mode), ...AGENT_TOOL_ROLES.map((role) => buildRoleTools(role, new FakeToolCaller(), mode))];
+    for (const belt of belts) for (const beltTool of belt) expect(beltTool.description).not.toContain(EM_DASH);
+  });
+});
+
+describe('belts', () => {
+  const caller = new FakeToolCaller();
+  const names = (belt: Array<{ name: string }>) => belt.map((beltTool) => beltTool.name);
+
+  it.each(AGENT_RUN_MODES)("Rover's belt in %s mode: the mode's tools without roles, plus the local tools", (mode) => {
+    expect(names(buildAgentTools(caller, mode))).toEqual([
+      ...toolsForMode(mode).filter((definition) => !definition.roles?.length).map((definition) => definition.name),
+      ...names(LOCAL_AGENT_TOOLS),
+    ]);
+  });
+
+  it("Rover's belt defaults to school mode and carries the clock", () => {
+    expect(names(buildAgentTools(caller))).toEqual(names(buildAgentTools(caller, 'school')));
+    expect(names(buildAgentTools(caller))).toContain('clock');
+  });
+
+  it.each(AGENT_TOOL_ROLES.flatMap((role) => AGENT_RUN_MODES.map((mode) => [role, mode] as const)))(
+    "the %s belt in %s mode is exactly toolsForRole",
+    (role, mode) => {
+      expect(names(buildRoleTools(role, caller, mode))).toEqual(toolsForRole(role, mode).map((definition) => definition.name));
+    },
+  );
+
+  it('the per-role wrappers are buildRoleTools for their role', () => {
+    for (const mode of AGENT_RUN_MODES) {
+      expect(names(buildClassTeacherTools(caller, mode))).toEqual(names(buildRoleTools('class_teacher', caller, mode)));
+      expect(names(buildSubjectTeacherTools(caller, mode))).toEqual(names(buildRoleTools('subject_teacher', caller, mode)));
+      expect(names(buildDosTools(caller, mode))).toEqual(names(buildRoleTools('dos', caller, mode)));
+    }
+  });
+});
+
+describe('inside a real createAgent run', () => {
+  const THREAD_ID = 'thread-real';
+  const contextFor = () => ({ ...campusContext(), run: { runId: 'run-real', threadId: THREAD_ID } });
+
+  const roverWith = (caller: AgentToolCaller, toolCall: { name: string; args: Record<string, unknown>; id: string }) =>
+    createAgent({
+      model: fakeModel().respondWithTools([toolCall]).respond(new AIMessage('Done.')),
+      tools: buildAgentTools(caller, 'campus'),
+      contextSchema: agentRuntimeContextSchema,
+      checkpointer: new MemorySaver(),
+    });
+
+  it('the graph hands the proxy its context, tool call id and writer: identity, campus pin, callId and the streamed event', async () => {
+    const caller = new FakeToolCaller();
+    caller.result = { data: { id: 'dept-1' }, scopeContext: 'Your access covers the Kisasi campus only.', auditId: 'audit-9' };
+    const rover = roverWith(caller, { name: 'create_department', args: { name: 'Sciences', campusId: OTHER_CAMPUS_ID }, id: 'tc-42' });
+
+    const custom: unknown[] = [];
+    const stream = await rover.stream(
+      { messages: [new HumanMessage('Create a department called Sciences')] },
+      { configurable: { thread_id: THREAD_ID }, context: contextFor(), streamMode: ['custom', 'updates'] },
+    );
+    for await (const [mode, chunk] of stream) if (mode === 'custom') custom.push(chunk);
+
+    expect(caller.calls).toHaveLength(1);
+    const { payload } = caller.calls[0];
+    expect(payload.identity).toEqual(identityFromUserDetails(contextFor().userDetails));
+    expect(payload.scope).toEqual({ mode: 'campus', campusId: PINNED_CAMPUS_ID });
+    expect(payload.meta.callId).toBe(createHash('sha256').update(`${THREAD_ID}:tc-42`).digest('hex'));
+    expect(custom).toEqual([
+      { name: 'department.created', label: 'Department "Sciences" created', resourceType: 'department', auditId: 'audit-9' },
+    ]);
+  });
+
+  it('a model-supplied schoolId in a real run is refused before anything is sent', async () => {
+    const caller = new FakeToolCaller();
+    const rover = roverWith(caller, { name: 'create_department', args: { name: 'Sciences', schoolId: OTHER_SCHOOL_ID }, id: 'tc-43' });
+
+    const result = await rover.invoke(
+      { messages: [new HumanMessage('Create a department called Sciences in the other school')] },
+      { configurable: { thread_id: THREAD_ID }, context: contextFor() },
+    );
+
+    expect(caller.calls).toEqual([]);
+    const toolMessage = result.messages.find((message) => message.type === 'tool');
+    expect(String(toolMessage?.content)).toMatch(/did not match expected schema/);
+  });
+});

@@ -1,0 +1,110 @@
+import { createHash } from 'node:crypto';
+import {
+  EM_DASH,
+  RPC_AGENT_TOOLS,
+  identityFromUserDetails,
+  toolsForMode,
+  toolsForRole,
+  type AgentRunModeName,
+  type AgentToolEvent,
+  type AgentToolRequest,
+  type AgentToolRole,
+  type AnyAgentTool,
+} from '@naalya/agent-tools';
+import { tool, type ToolRuntime } from 'langchain';
+import type { z } from 'zod';
+import type { AgentToolCaller } from './agent-tool-caller.js';
+import { clockTool } from './local/clock.tool.js';
+import { CONTEXT_MISSING_ERROR, callScopeFromContext, resolveRuntimeContext } from './tool-context.js';
+
+// A last pass over agent-facing copy: the model must not learn the character from us.
+export const withoutEmDash = (text: string): string => text.replaceAll(` ${EM_DASH} `, ', ').replaceAll(EM_DASH, ', ');
+
+// Stable when a checkpoint resume replays the same tool call (same thread, same tool call id), so the
+// server's idempotency ledger recognises the replay; different for every other call.
+export const toolCallIdempotencyKey = (threadId: string, toolCallId: string): string =>
+  createHash('sha256').update(`${threadId}:${toolCallId}`).digest('hex');
+
+const REGISTERED_EVENTS: ReadonlySet<string> = new Set(RPC_AGENT_TOOLS.map((definition) => definition.event));
+
+const isRegisteredEvent = (event: string): event is AgentToolEvent => REGISTERED_EVENTS.has(event);
+
+// The contract types payloads per registered event. A definition outside the registry has no server
+// handler, so it is refused when the belt is built rather than left to time out on every call.
+const registeredEventOf = (definition: AnyAgentTool): AgentToolEvent => {
+  const { event } = definition;
+  if (!isRegisteredEvent(event)) {
+    throw new Error(`Tool "${definition.name}" has event "${event}", which RPC_AGENT_TOOLS does not register.`);
+  }
+  return event;
+};
+
+// What tool() parsed with the definition's own strict schema before the body runs. AnyAgentTool
+// erases each schema's type, so the tie between an event and its arguments is the definition itself
+// (event and schema read from the same registered object), not a type the compiler can follow.
+type ParsedToolArgs = z.output<AnyAgentTool['schema']>;
+
+const contextMissing = () => JSON.stringify({ error: CONTEXT_MISSING_ERROR });
+
+// The one generic proxy for every RPC tool. Three jobs: identity and call scope from the runtime
+// context (never from the model), one RPC with the definition's event, the envelope back as JSON.
+export const toRpcProxy = (definition: AnyAgentTool, toolCaller: AgentToolCaller) => {
+  const event = registeredEventOf(definition);
+  return tool(
+    async (args: ParsedToolArgs, runtime: ToolRuntime): Promise<string> => {
+      const context = resolveRuntimeContext(runtime);
+      // Without a tool call id there is no stable idempotency key, so the call cannot run safely either.
+      if (!context || !runtime.toolCallId) return contextMissing();
+
+      // Identity and campus pinning come only from the context; the schema is strict, so args cannot carry them.
+      const request: AgentToolRequest<ParsedToolArgs> = {
+        identity: identityFromUserDetails(context.userDetails),
+        scope: callScopeFromContext(context),
+        args,
+        meta: {
+          callId: toolCallIdempotencyKey(context.run.threadId, runtime.toolCallId),
+          deadline: Date.now() + toolCaller.timeoutMs,
+        },
+      };
+      const result = await toolCaller.call(event, request);
+
+      // Only a success is announced: the Hub must not celebrate a failed write.
+      if (!('error' in result)) {
+        const streamEvent = definition.streamOnSuccess?.(args);
+        if (streamEvent) {
+          runtime.writer?.(result.auditId === undefined ? streamEvent : { ...streamEvent, auditId: result.auditId });
+        }
+      }
+      return JSON.stringify(result);
+    },
+    {
+      name: definition.name,
+      description: withoutEmDash(definition.description),
+      schema: definition.schema,
+    },
+  );
+};
+
+// Tools that run in the worker and cross no hop. get_agent_map and ask_user join this list later.
+export const LOCAL_AGENT_TOOLS = [clockTool];
+
+// Rover's belt for one run: the RPC tools of the mode that belong to no specialist (shared ones
+// included), plus the local tools. Built per turn, never cached across messages.
+export const buildAgentTools = (toolCaller: AgentToolCaller, mode: AgentRunModeName = 'school') => [
+  ...toolsForMode(mode)
+    .filter((definition) => !definition.roles?.length)
+    .map((definition) => toRpcProxy(definition, toolCaller)),
+  ...LOCAL_AGENT_TOOLS,
+];
+
+// One specialist's belt: the role's RPC tools plus the shared ones for the mode.
+// ask_user, stamped with the role, joins this belt in a later issue; until then specialists have RPC tools only.
+export const buildRoleTools = (role: AgentToolRole, toolCaller: AgentToolCaller, mode: AgentRunModeName = 'school') =>
+  toolsForRole(role, mode).map((definition) => toRpcProxy(definition, toolCaller));
+
+export const buildClassTeacherTools = (toolCaller: AgentToolCaller, mode?: AgentRunModeName) =>
+  buildRoleTools('class_teacher', toolCaller, mode);
+export const buildSubjectTeacherTools = (toolCaller: AgentToolCaller, mode?: AgentRunModeName) =>
+  buildRoleTools('subject_teacher', toolCaller, mode);
+export const buildDosTools = (toolCaller: AgentToolCaller, mode?: AgentRunModeName) =>
+  buildRoleTools('dos', toolCaller, mode);

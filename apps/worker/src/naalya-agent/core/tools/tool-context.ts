@@ -1,0 +1,42 @@
+import {
+  agentRuntimeContextSchema,
+  identityFromUserDetails,
+  type AgentCallScope,
+  type AgentIdentity,
+  type AgentRuntimeContext,
+} from '@naalya/agent-tools';
+
+type RuntimeWithContext = { context?: unknown };
+
+// The proxy never trusts model arguments for "who is calling" or "which campus": it reads the
+// context the server minted at dispatch, and a malformed one reads as no context at all.
+export const resolveRuntimeContext = (runtime: RuntimeWithContext): AgentRuntimeContext | null => {
+  const parsed = agentRuntimeContextSchema.safeParse(runtime?.context);
+  return parsed.success ? parsed.data : null;
+};
+
+export const resolveIdentity = (runtime: RuntimeWithContext): AgentIdentity | null => {
+  const context = resolveRuntimeContext(runtime);
+  return context ? identityFromUserDetails(context.userDetails) : null;
+};
+
+// Campus mode pins campusId here, so campus-scoped handlers read it from the envelope and ignore a
+// model-supplied id. School mode carries only the target school minted at dispatch (platform admins).
+export const callScopeFromContext = ({ runMode }: AgentRuntimeContext): AgentCallScope => {
+  if (runMode.mode === 'campus') return { mode: 'campus', campusId: runMode.campus.id };
+  return runMode.targetSchoolId === undefined
+    ? { mode: 'school' }
+    : { mode: 'school', targetSchoolId: runMode.targetSchoolId };
+};
+
+export const resolveCallScope = (runtime: RuntimeWithContext): AgentCallScope | null => {
+  const context = resolveRuntimeContext(runtime);
+  return context ? callScopeFromContext(context) : null;
+};
+
+// For shaping what Rover offers (display), never for deciding whether a tool may run: the server decides.
+export const resolvePermissions = (runtime: RuntimeWithContext) => resolveRuntimeContext(runtime)?.userPermissions ?? [];
+
+// "Do not retry" matters: agents self-retry error results, which would turn a missing context into a loop.
+export const CONTEXT_MISSING_ERROR =
+  'User context is unavailable for this tool call, so it cannot run securely. Do not retry.';
