@@ -31,7 +31,7 @@ describe('resolveIdentity', () => {
     });
   });
 
-  it('keeps a platform admin without a school (schoolId null), so the server runs it unscoped only for reads', () => {
+  it('keeps a platform admin schoolId null: the worker never invents a school for the caller', () => {
     expect(resolveIdentity({ context: platformAdminContext() })).toEqual({
       sub: 'user-root',
       type: 'platform_admin',
