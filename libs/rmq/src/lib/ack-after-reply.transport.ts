@@ -1,0 +1,419 @@
+import { Logger, type LoggerService } from '@nestjs/common';
+import { RmqContext, Server, type CustomTransportStrategy, type MessageHandler, type MsPattern } from '@nestjs/microservices';
+import { connect, type Channel, type ChannelModel, type ConsumeMessage, type RecoveringChannelModel } from 'amqplib';
+import { runInRmqMessageFrame, type RmqMessageFrame } from './current-rmq-message.js';
+import { parseRmqPacket, rmqError, type RmqReplyPacket } from './rmq-packet.js';
+
+export const DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024;
+
+export type AckAfterReplyTransportOptions = {
+  /** amqp://user:password@host:port/vhost */
+  url: string;
+  /** Consumed as declared by `declareTopology`; never asserted here, so a mismatch fails loudly instead of redeclaring. */
+  queue: string;
+  /** Messages handled at once: size it to the database pool, since each call holds a connection. */
+  prefetch: number;
+  /** Checked at startup: without it, a refused message would be dropped instead of dead-lettered. */
+  deadLetterExchange: string;
+  /** Larger bodies are dead-lettered unparsed. Default 1 MiB. */
+  maxMessageBytes?: number;
+  /** A handler still running after this is answered with an error and dead-lettered, freeing its prefetch slot. */
+  handlerTimeoutMs: number;
+  /** How long close() waits for in-flight messages before closing the channel (which requeues what is left). */
+  drainTimeoutMs: number;
+  logger?: LoggerService;
+  /** Shown by `rabbitmqctl list_connections client_properties`, to tell the server's connection from the worker's. */
+  connectionName?: string;
+  /**
+   * Reconnect backoff (defaults 100 ms doubling to 30 s). Once connected, reconnection never gives up; `startupRetries`
+   * (default 5) bounds only the first connection, so a missing broker or queue fails listen() instead of hanging it.
+   */
+  reconnect?: { initialDelayMs?: number; maxDelayMs?: number; startupRetries?: number };
+};
+
+export type AckAfterReplyEvents = {
+  connect: () => void;
+  disconnect: (error: Error) => void;
+  error: (error: Error) => void;
+  blocked: (reason: string) => void;
+  unblocked: () => void;
+  'reconnect-failed': (error: Error) => void;
+};
+
+export type AckAfterReplyStatus = 'connected' | 'disconnected';
+
+type Settlement = 'ack' | 'dead-letter';
+
+type Outcome = {
+  settlement: Settlement;
+  /** Published before the settlement when the message has a `replyTo`. */
+  reply?: RmqReplyPacket;
+  /** Logged when the message is dead-lettered. */
+  reason?: string;
+};
+
+type InFlightMessage = { settled: Promise<void>; abandon: () => void };
+
+type Consumer = { model: ChannelModel; channel: Channel; consumerTag: string };
+
+/** One message between delivery and settlement. */
+type Delivery = {
+  readonly message: ConsumeMessage;
+  readonly channel: Channel;
+  readonly signal: AbortSignal;
+  abort(reason: Error): void;
+  /** Runs once the message is settled or abandoned (at once if it already is). */
+  onFinish(cleanup: () => void): void;
+  /** The first call wins; later ones do nothing, so a late handler result cannot settle a message twice. */
+  settle(outcome: Outcome): void;
+};
+
+const SETTLING_METHODS = new Set<PropertyKey>(['ack', 'nack', 'reject', 'ackAll', 'nackAll']);
+const LOGGED_TEXT_LIMIT = 200;
+const MASKED_ERROR = 'Internal server error';
+
+const shorten = (text: string): string => (text.length > LOGGED_TEXT_LIMIT ? `${text.slice(0, LOGGED_TEXT_LIMIT)}…` : text);
+const describe = (error: unknown): string => {
+  if (error instanceof Error) return error.message;
+  if (typeof error !== 'object' || error === null) return String(error);
+  try {
+    return JSON.stringify(error);
+  } catch {
+    return String(error);
+  }
+};
+
+/**
+ * A Nest transport on raw amqplib that settles each message only after its reply is published: a crash mid-call leaves
+ * the message unacked (redelivered), and every message is acked or dead-lettered exactly once whatever happens, so no
+ * message ever holds a prefetch slot for good. Nest's stock ServerRMQ acks on delivery, cannot ack after replying, and
+ * hides message properties from handlers; see reference/transport.md.
+ */
+export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfterReplyStatus> implements CustomTransportStrategy {
+  protected override readonly logger: LoggerService;
+  /** Event handler failures reach dispatch() (which dead-letters them), so Nest need not log them a second time. */
+  override readonly propagatesEventHandlerErrors = true;
+
+  private readonly options: Required<Omit<AckAfterReplyTransportOptions, 'logger' | 'connectionName' | 'reconnect'>> &
+    Pick<AckAfterReplyTransportOptions, 'connectionName' | 'reconnect'>;
+  private connection: RecoveringChannelModel | null = null;
+  private consumer: Consumer | null = null;
+  private closing = false;
+  private readonly inFlight = new Set<InFlightMessage>();
+  private readonly pendingListeners: Array<[string, (...args: unknown[]) => void]> = [];
+  private readonly handlerChannels = new WeakMap<Channel, Channel>();
+
+  constructor(options: AckAfterReplyTransportOptions) {
+    super();
+    const { logger, ...rest } = options;
+    this.logger = logger ?? new Logger(AckAfterReplyTransport.name);
+    this.options = { ...rest, maxMessageBytes: rest.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES };
+    if (!Number.isInteger(rest.prefetch) || rest.prefetch < 1) {
+      // prefetch 0 means unlimited to RabbitMQ, which would let a flood of slow calls exhaust the pool.
+      throw new Error(`prefetch must be a positive integer, got ${rest.prefetch}.`);
+    }
+    for (const key of ['handlerTimeoutMs', 'drainTimeoutMs', 'maxMessageBytes'] as const) {
+      const value = this.options[key];
+      // setTimeout treats NaN or Infinity as 1 ms, which would fail every call instead of reporting the mistake.
+      if (!Number.isFinite(value) || value <= 0) throw new Error(`${key} must be a positive number, got ${value}.`);
+    }
+  }
+
+  async listen(callback: (...optionalParams: unknown[]) => unknown): Promise<void> {
+    this.closing = false;
+    try {
+      const { reconnect, connectionName, url } = this.options;
+      const connection = await connect(url, {
+        noDelay: true,
+        clientProperties: connectionName ? { connection_name: connectionName } : undefined,
+        recovery: {
+          // Resolve at once so the error listeners are attached before the first attempt can emit anything.
+          waitForConnect: false,
+          initialDelay: reconnect?.initialDelayMs ?? 100,
+          maxDelay: reconnect?.maxDelayMs ?? 30_000,
+          initialMaxRetries: reconnect?.startupRetries ?? 5,
+          setup: (model: ChannelModel) => this.startConsuming(model),
+        },
+      });
+      this.connection = connection;
+      this.watchConnection(connection);
+      for (const [event, listener] of this.pendingListeners.splice(0)) connection.on(event, listener);
+      await connection.waitForConnect();
+      this._status$.next('connected');
+      callback();
+    } catch (error) {
+      const connection = this.connection;
+      this.connection = null;
+      await connection?.close().catch(() => undefined);
+      this.logger.error(`Could not start consuming ${this.options.queue}: ${describe(error)}`);
+      callback(error);
+    }
+  }
+
+  /** Stops consuming, lets in-flight messages finish (bounded by drainTimeoutMs), then closes channel and connection. */
+  async close(): Promise<void> {
+    this.closing = true;
+    const consumer = this.consumer;
+    if (consumer) {
+      try {
+        await consumer.channel.cancel(consumer.consumerTag);
+      } catch (error) {
+        this.logger.warn(`Cancelling the consumer of ${this.options.queue} failed: ${describe(error)}`);
+      }
+    }
+    await this.drain();
+    const connection = this.connection;
+    this.consumer = null;
+    this.connection = null;
+    await consumer?.channel.close().catch(() => undefined);
+    await connection?.close().catch(() => undefined);
+    this._status$.next('disconnected');
+  }
+
+  on<EventKey extends keyof AckAfterReplyEvents = keyof AckAfterReplyEvents>(
+    event: EventKey,
+    callback: AckAfterReplyEvents[EventKey],
+  ): void {
+    const listener = callback as (...args: unknown[]) => void;
+    if (this.connection) this.connection.on(event, listener);
+    else this.pendingListeners.push([event, listener]);
+  }
+
+  /** The recovering amqplib connection. */
+  unwrap<T>(): T {
+    if (!this.connection) throw new Error('AckAfterReplyTransport is not listening: call listen() first.');
+    return this.connection as T;
+  }
+
+  /** Runs after every (re)connection, as amqplib's recovery setup. */
+  private async startConsuming(model: ChannelModel): Promise<void> {
+    if (this.closing) return;
+    const channel = await this.openChannel(model);
+    // Without an 'error' listener a channel error crashes the process (amqp-node/amqplib#649).
+    channel.on('error', (error: Error) => this.logger.error(`RabbitMQ channel error on ${this.options.queue}: ${error.message}`));
+    channel.on('close', () => this.onChannelClosed(channel));
+    channel.on('handler-error', (error: Error, event: string) => this.logger.error(`Listener of '${event}' threw: ${error.message}`));
+    await channel.checkExchange(this.options.deadLetterExchange);
+    await channel.prefetch(this.options.prefetch, false);
+    const { consumerTag } = await channel.consume(
+      this.options.queue,
+      (message) => (message ? this.dispatch(channel, message) : this.onConsumerCancelled(channel)),
+      { noAck: false },
+    );
+    this.consumer = { model, channel, consumerTag };
+    if (this.closing) await channel.cancel(consumerTag).catch(() => undefined);
+  }
+
+  /** The channel that consumes, replies and settles. A seam for tests that record the order of replies and acks. */
+  protected openChannel(model: ChannelModel): Promise<Channel> {
+    return model.createChannel();
+  }
+
+  private watchConnection(connection: RecoveringChannelModel): void {
+    const queue = this.options.queue;
+    connection.on('error', (error: Error) => this.logger.error(`RabbitMQ connection error (${queue}): ${error.message}`));
+    connection.on('connect', () => this._status$.next('connected'));
+    connection.on('disconnect', (error: Error) => {
+      this._status$.next('disconnected');
+      this.logger.warn(`Disconnected from RabbitMQ (${queue}): ${error.message}. Reconnecting.`);
+    });
+    connection.on('connect-failed', (error: Error) => this.logger.warn(`Connecting to RabbitMQ (${queue}) failed: ${error.message}`));
+    connection.on('reconnect-failed', (error: Error) => this.logger.error(`Gave up reconnecting to RabbitMQ (${queue}): ${error.message}`));
+    connection.on('blocked', (reason: string) => this.logger.warn(`RabbitMQ blocked the connection (${queue}): ${reason}`));
+    connection.on('unblocked', () => this.logger.log(`RabbitMQ unblocked the connection (${queue}).`));
+    connection.on('handler-error', (error: Error, event: string) => this.logger.error(`Listener of '${event}' threw: ${error.message}`));
+  }
+
+  private onChannelClosed(channel: Channel): void {
+    const consumer = this.consumer;
+    if (consumer?.channel !== channel) return;
+    this.consumer = null;
+    if (this.closing) return;
+    this._status$.next('disconnected');
+    this.logger.warn(`The channel consuming ${this.options.queue} closed; reconnecting.`);
+    // Closing the connection hands the restart, with its backoff, to amqplib's recovery, which runs startConsuming again.
+    // When the connection itself went down this close is refused, and recovery is already under way.
+    consumer.model.close().catch(() => undefined);
+  }
+
+  /** The broker cancels the consumer when the queue is deleted: restart and let the setup report what is wrong. */
+  private onConsumerCancelled(channel: Channel): void {
+    this.logger.warn(`RabbitMQ cancelled the consumer of ${this.options.queue}.`);
+    channel.close().catch(() => undefined);
+  }
+
+  private async drain(): Promise<void> {
+    if (this.inFlight.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(true), this.options.drainTimeoutMs);
+    });
+    const drained = Promise.all([...this.inFlight].map(({ settled }) => settled)).then(() => false);
+    const gaveUp = await Promise.race([drained, timedOut]);
+    clearTimeout(timer);
+    if (!gaveUp) return;
+    this.logger.warn(`${this.inFlight.size} message(s) still running after ${this.options.drainTimeoutMs} ms; closing requeues them.`);
+    for (const message of this.inFlight) message.abandon();
+  }
+
+  /** Handles one delivery and settles it exactly once; never throws. */
+  private dispatch(channel: Channel, message: ConsumeMessage): void {
+    const delivery = this.track(channel, message);
+    try {
+      this.route(delivery);
+    } catch (error) {
+      // route() does not throw by design; this keeps a bug there from leaving the message unsettled.
+      this.logger.error(`Dispatch failed: ${describe(error)}`);
+      delivery.settle({ settlement: 'dead-letter', reply: { err: rmqError(MASKED_ERROR), isDisposed: true }, reason: describe(error) });
+    }
+  }
+
+  /** Registers the delivery as in flight until it is settled, or abandoned by a close() that outlived its drain. */
+  private track(channel: Channel, message: ConsumeMessage): Delivery {
+    const abortController = new AbortController();
+    const cleanups: Array<() => void> = [];
+    let settled = false;
+    let markSettled!: () => void;
+    const finish = (): boolean => {
+      if (settled) return false;
+      settled = true;
+      for (const cleanup of cleanups) cleanup();
+      this.inFlight.delete(entry);
+      markSettled();
+      return true;
+    };
+    const entry: InFlightMessage = {
+      settled: new Promise<void>((resolve) => {
+        markSettled = resolve;
+      }),
+      abandon: () => {
+        abortController.abort(new Error('The transport closed before the handler finished.'));
+        finish();
+      },
+    };
+    this.inFlight.add(entry);
+    return {
+      message,
+      channel,
+      signal: abortController.signal,
+      abort: (reason) => abortController.abort(reason),
+      onFinish: (cleanup) => {
+        if (settled) cleanup();
+        else cleanups.push(cleanup);
+      },
+      settle: (outcome) => {
+        if (finish()) this.settle(channel, message, outcome);
+      },
+    };
+  }
+
+  private route(delivery: Delivery): void {
+    const { message } = delivery;
+    const { replyTo } = message.properties;
+    const parsed = parseRmqPacket(message.content, this.options.maxMessageBytes);
+    if (!parsed.ok) {
+      delivery.settle({ settlement: 'dead-letter', reply: { err: rmqError(parsed.reason), isDisposed: true }, reason: parsed.reason });
+      return;
+    }
+    const { packet } = parsed;
+    const id = packet.id;
+    const refuse = (reason: string): void =>
+      delivery.settle({ settlement: 'dead-letter', reply: { id, err: rmqError(reason), isDisposed: true }, reason });
+
+    // A plain map lookup: the stock server JSON.parses every pattern and throws and catches once per string pattern.
+    const pattern = this.normalizePattern(packet.pattern as MsPattern);
+    const handler: MessageHandler | undefined = typeof pattern === 'string' ? this.messageHandlers.get(pattern) : undefined;
+    if (!handler) {
+      refuse(`There is no handler for pattern ${shorten(String(pattern))}.`);
+      return;
+    }
+    const isEvent = handler.isEventHandler === true;
+    if (!isEvent && !replyTo) {
+      // A call nobody can receive the answer to is refused unrun: a caller always sets replyTo, a forger need not.
+      refuse(`A call to ${shorten(pattern)} without replyTo cannot be answered.`);
+      return;
+    }
+
+    const timer = setTimeout(() => {
+      const reason = `The handler of ${shorten(pattern)} exceeded its time limit of ${this.options.handlerTimeoutMs} ms.`;
+      // Settled first, so the reply carries this reason even if the handler reacts to the abort by failing at once.
+      refuse(reason);
+      delivery.abort(new Error(reason));
+    }, this.options.handlerTimeoutMs);
+    delivery.onFinish(() => clearTimeout(timer));
+
+    const frame: RmqMessageFrame = { pattern, properties: message.properties, fields: message.fields, signal: delivery.signal };
+    const context = new RmqContext([message, this.handlerChannel(delivery.channel), pattern]);
+    let response: unknown;
+    try {
+      const subscription = runInRmqMessageFrame(frame, () =>
+        // Subscribing inside the frame too: a handler returning a cold Observable does its work on subscription.
+        this.transformToObservable(handler(packet.data, context)).subscribe({
+          next: (value) => {
+            response = value;
+          },
+          error: (error: unknown) =>
+            delivery.settle({
+              settlement: 'dead-letter',
+              // Nest's exception filter has already turned a thrown error into { status, message }; a raw Error only
+              // gets here from a handler registered outside Nest, and serialises to {} anyway.
+              reply: isEvent ? undefined : { id, err: error instanceof Error ? rmqError(MASKED_ERROR) : error, isDisposed: true },
+              reason: `The handler of ${shorten(pattern)} failed: ${shorten(describe(error))}`,
+            }),
+          complete: () => delivery.settle({ settlement: 'ack', reply: isEvent ? undefined : { id, response, isDisposed: true } }),
+        }),
+      );
+      delivery.onFinish(() => subscription.unsubscribe());
+    } catch (error) {
+      this.logger.error(`The handler of ${shorten(pattern)} threw synchronously: ${describe(error)}`);
+      refuse(MASKED_ERROR);
+    }
+  }
+
+  /** Publishes the reply (if the message can take one) on the channel that delivered it, and only then acks or nacks. */
+  private settle(channel: Channel, message: ConsumeMessage, outcome: Outcome): void {
+    const { replyTo, correlationId } = message.properties;
+    let { settlement } = outcome;
+    let reason = outcome.reason;
+    if (outcome.reply && replyTo) {
+      let content: Buffer;
+      try {
+        content = Buffer.from(JSON.stringify(outcome.reply));
+      } catch (error) {
+        reason = `The reply could not be serialised: ${describe(error)}`;
+        settlement = 'dead-letter';
+        content = Buffer.from(JSON.stringify({ id: outcome.reply.id, err: rmqError('The reply could not be serialised.'), isDisposed: true }));
+      }
+      try {
+        // The raw channel, not a ChannelWrapper that may publish later: the reply must be on the wire before the ack.
+        channel.sendToQueue(String(replyTo), content, { correlationId });
+      } catch (error) {
+        this.logger.warn(`Reply to ${correlationId} was not published: ${describe(error)}`);
+      }
+    }
+    if (settlement === 'dead-letter') {
+      this.logger.warn(`Dead-lettering a message from ${this.options.queue} (correlationId ${correlationId}): ${reason}`);
+    }
+    try {
+      if (settlement === 'ack') channel.ack(message);
+      else channel.nack(message, false, false);
+    } catch (error) {
+      // Only a closed channel refuses: the broker has already requeued the message, which will be redelivered.
+      this.logger.warn(`Could not ${settlement === 'ack' ? 'ack' : 'nack'} a message from ${this.options.queue}: ${describe(error)}`);
+    }
+  }
+
+  /** Handlers get a channel whose settling methods do nothing: a second ack closes the channel (406) and requeues all. */
+  private handlerChannel(channel: Channel): Channel {
+    let proxy = this.handlerChannels.get(channel);
+    if (!proxy) {
+      const warn = (method: PropertyKey) => () =>
+        this.logger.warn(`A handler called channel.${String(method)}(); ignored, the transport settles every message.`);
+      proxy = new Proxy(channel, {
+        get: (target, key, receiver) => (SETTLING_METHODS.has(key) ? warn(key) : Reflect.get(target, key, receiver)),
+      });
+      this.handlerChannels.set(channel, proxy);
+    }
+    return proxy;
+  }
+}

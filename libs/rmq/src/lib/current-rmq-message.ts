@@ -1,0 +1,25 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { ConsumeMessageFields, MessageProperties } from 'amqplib';
+
+/** The delivery a handler is running for, as the transport saw it. */
+export type RmqMessageFrame = {
+  /** The normalised pattern the handler was found under. */
+  readonly pattern: string;
+  /** `userId` (validated by the broker), `expiration`, `correlationId`, `headers`... */
+  readonly properties: MessageProperties;
+  /** `redelivered`, `deliveryTag`, `routingKey`... */
+  readonly fields: ConsumeMessageFields;
+  /**
+   * Aborted when the transport gives up on the message (its time limit passed, or shutdown outlived the drain),
+   * so long work can stop and roll back instead of committing after the caller was told it failed.
+   */
+  readonly signal: AbortSignal;
+};
+
+const rmqMessageStorage = new AsyncLocalStorage<RmqMessageFrame>();
+
+/** The frame of the message being handled, or undefined outside a handler run by AckAfterReplyTransport. */
+export const currentRmqMessage = (): RmqMessageFrame | undefined => rmqMessageStorage.getStore();
+
+/** `run()` and never `enterWith()`: the latter leaks the frame into sibling work (nodejs/node#35286). */
+export const runInRmqMessageFrame = <T>(frame: RmqMessageFrame, work: () => T): T => rmqMessageStorage.run(frame, work);
