@@ -62,7 +62,7 @@ describe('RPC_AGENT_TOOLS', () => {
   });
 
   it('is never both shared and role-tagged', () => {
-    expect(tools.filter((tool) => tool.shared && tool.roles?.length)).toEqual([]);
+    expect(tools.filter((tool) => tool.shared && (tool.roles as readonly string[] | undefined)?.length)).toEqual([]);
   });
 });
 

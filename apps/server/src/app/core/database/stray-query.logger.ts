@@ -23,7 +23,9 @@ export class StrayQueryLogger implements Logger {
   logQuerySlow(time: number, query: string): void {
     this.logger.warn(`Slow query (${time} ms): ${query.slice(0, 200)}`);
   }
-  logSchemaBuild(): void {}
+  logSchemaBuild(): void {
+    // Schema changes go through migrations only; synchronize is off.
+  }
   logMigration(message: string): void {
     this.logger.log(message);
   }

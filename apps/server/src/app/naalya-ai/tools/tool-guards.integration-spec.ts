@@ -84,8 +84,12 @@ describe('handler coverage', () => {
   it('catches a second handler for an event and a handler for an unregistered event', () => {
     @Controller()
     class DuplicateToolsController {
-      @MessagePattern(listStaffTool.event) again() {}
-      @MessagePattern('list.ghosts') ghosts() {}
+      @MessagePattern(listStaffTool.event) again() {
+        return 'a second handler';
+      }
+      @MessagePattern('list.ghosts') ghosts() {
+        return 'a handler for no tool';
+      }
     }
     expect(handlerCoverageViolations(RPC_AGENT_TOOLS, [...TOOL_HANDLER_CONTROLLERS, DuplicateToolsController])).toEqual([
       'list.staff: 2 handlers, expected exactly 1',
