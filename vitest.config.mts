@@ -8,6 +8,7 @@ export default defineConfig({
       'libs/*/vitest.integration.config.mts',
       'apps/*/vitest.config.mts',
       'apps/*/vitest.integration.config.mts',
+      'apps/*/vitest.e2e.config.mts',
     ],
   },
 });

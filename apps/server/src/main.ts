@@ -3,16 +3,20 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app/app.module.js';
 import { ConfigError, loadServerConfig } from './app/core/config/server-config.js';
+import { connectToolTransport } from './app/core/transport/tool-transport.js';
 
 const bootstrap = async () => {
   const config = loadServerConfig();
-  const app = await NestFactory.create(AppModule.forRoot(config), { bufferLogs: false });
-  app.enableShutdownHooks();
+  const app = await NestFactory.create(AppModule.forRoot(config), { abortOnError: false });
+  // SIGTERM: stop consuming, finish the calls in flight, close the database, then exit.
+  app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
+  connectToolTransport(app, config);
+  await app.startAllMicroservices();
   await app.listen(config.HTTP_PORT, '127.0.0.1');
-  new Logger('Server').log(`HTTP on ${await app.getUrl()}`);
+  new Logger('Server').log(`HTTP on ${await app.getUrl()}; tool calls from queue "${config.AGENT_TOOLS_QUEUE}"`);
 };
 
 bootstrap().catch((error: unknown) => {
-  console.error(error instanceof ConfigError ? error.message : error);
+  console.error(error instanceof ConfigError ? error.message : `Server failed to start: ${error instanceof Error ? error.message : String(error)}`);
   process.exit(1);
 });

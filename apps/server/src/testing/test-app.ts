@@ -31,6 +31,8 @@ export const testConfig = (database: TestDatabase, overrides: Partial<ServerConf
   AGENT_RUNS_QUEUE: 'agent-runs',
   JWT_SECRET: 'test-secret-test-secret-test-secret-0000',
   JWT_TTL_SECONDS: 3600,
+  TOOL_HANDLER_TIMEOUT_MS: 30_000,
+  SHUTDOWN_DRAIN_TIMEOUT_MS: 5_000,
   HTTP_PORT: 0,
   LOG_LEVEL: 'error',
   ...overrides,

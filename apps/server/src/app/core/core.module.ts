@@ -3,6 +3,7 @@ import { APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
 import { AuditInterceptor } from './audit/audit.interceptor.js';
 import { AuditLogService } from './audit/audit-log.service.js';
 import { AuthController } from './auth/auth.controller.js';
+import { BrokerStatus } from './health/broker-status.js';
 import { HealthController } from './health/health.controller.js';
 import { AuthService } from './auth/auth.service.js';
 import { IdentityService } from './auth/identity.service.js';
@@ -27,12 +28,13 @@ export class CoreModule {
         IdentityService,
         AppAbilityFactory,
         AuditLogService,
+        BrokerStatus,
         { provide: APP_GUARD, useClass: JwtAuthGuard },
         // Order matters: the unit of work opens first, so the audit row lands in its transaction.
         { provide: APP_INTERCEPTOR, useClass: UnitOfWorkInterceptor },
         { provide: APP_INTERCEPTOR, useClass: AuditInterceptor },
       ],
-      exports: [SERVER_CONFIG, AuthService, IdentityService, AppAbilityFactory, AuditLogService],
+      exports: [SERVER_CONFIG, AuthService, IdentityService, AppAbilityFactory, AuditLogService, BrokerStatus],
     };
   }
 }

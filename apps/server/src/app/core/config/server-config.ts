@@ -13,6 +13,8 @@ const serverConfigSchema = z.object({
   RABBITMQ_URL: z.string().regex(/^amqps?:\/\//, 'must be an amqp:// URL'),
   AGENT_TOOLS_QUEUE: z.string().min(1).default('agent-tools'),
   AGENT_RUNS_QUEUE: z.string().min(1).default('agent-runs'),
+  TOOL_HANDLER_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  SHUTDOWN_DRAIN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
   JWT_SECRET: z.string().min(32, 'must be at least 32 characters'),
   JWT_TTL_SECONDS: z.coerce.number().int().min(60).default(8 * 3600),
   HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(3000),

@@ -1,10 +1,14 @@
 import { Controller, Get, ServiceUnavailableException } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { Public } from '../auth/current-user.decorator.js';
+import { BrokerStatus } from './broker-status.js';
 
 @Controller()
 export class HealthController {
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly brokerStatus: BrokerStatus,
+  ) {}
 
   /** Liveness: the process answers. */
   @Public()
@@ -13,7 +17,7 @@ export class HealthController {
     return { status: 'ok' };
   }
 
-  /** Readiness: the dependencies a call needs are reachable. */
+  /** Readiness: the database answers and the tool transport is connected to the broker. */
   @Public()
   @Get('ready')
   async ready() {
@@ -21,8 +25,9 @@ export class HealthController {
       () => 'up',
       () => 'down',
     );
-    const result = { status: database === 'up' ? 'ready' : 'not ready', database };
-    if (database !== 'up') throw new ServiceUnavailableException(result);
+    const broker = this.brokerStatus.isConnected() ? 'up' : 'down';
+    const result = { status: database === 'up' && broker === 'up' ? 'ready' : 'not ready', database, broker };
+    if (result.status !== 'ready') throw new ServiceUnavailableException(result);
     return result;
   }
 }

@@ -8,6 +8,7 @@ import {
   type AgentToolResult,
   type AnyAgentTool,
 } from '@naalya/agent-tools';
+import { currentRmqMessage } from '@naalya/rmq';
 import type { ZodType } from 'zod';
 import { AuditLogService } from '../../core/audit/audit-log.service.js';
 import { AppAbilityFactory } from '../../core/authorization/app-ability.factory.js';
@@ -139,6 +140,8 @@ export class ToolExecutor {
       if (auditId) result.auditId = auditId;
     }
     if (plan.mutating) await this.ledger.record(plan.callId, plan.event, plan.hash, plan.tenantJwt, result);
+    // Past the transport's time limit the caller already got an error: commit nothing it no longer expects.
+    if (currentRmqMessage()?.signal.aborted) throw new Error('The tool call ran past its time limit; rolled back.');
     return result;
   }
 }

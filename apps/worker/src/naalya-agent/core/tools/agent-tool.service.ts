@@ -5,7 +5,8 @@ import {
   type AgentToolResult,
 } from '@naalya/agent-tools';
 import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import { ClientRMQ, RmqRecord, type RmqOptions } from '@nestjs/microservices';
+import { ClientRMQ, RmqRecord } from '@nestjs/microservices';
+import { rmqClientOptions } from '@naalya/rmq';
 import { TimeoutError, defer, firstValueFrom, timeout } from 'rxjs';
 import type { AgentToolCaller } from './agent-tool-caller.js';
 
@@ -16,23 +17,6 @@ export type AgentToolServiceOptions = {
 };
 
 export const AGENT_TOOL_SERVICE_OPTIONS = Symbol('AgentToolServiceOptions');
-
-// The ClientRMQ options for the tools queue, kept in one function so the shared helper being built
-// in libs/rmq (rmqClientOptions) can replace it when it lands.
-export const toolsClientOptions = (rabbitmqUrl: string, toolsQueue: string): NonNullable<RmqOptions['options']> => ({
-  urls: [rabbitmqUrl],
-  queue: toolsQueue,
-  // The topology setup declares the queue with its arguments; a client asserting it with other
-  // arguments would get 406 PRECONDITION_FAILED.
-  noAssert: true,
-  // Direct reply-to: no reply queue to declare or leak. noAck is left at its default (true) on
-  // purpose: on the client it applies to the reply consumer, and direct reply-to refuses acks.
-  replyQueue: 'amq.rabbitmq.reply-to',
-  // Not persistent: a call that outlived a broker restart would run after its caller gave up.
-  persistent: false,
-  // Nagle's algorithm costs about 40 ms per small request and reply (reference/performance.md).
-  socketOptions: { connectionOptions: { noDelay: true } },
-});
 
 // RabbitMQ validates user_id against the connection's user, so the server can trust it to tell the
 // worker's publishes from anyone else's. It is taken from the URL so the two cannot disagree.
@@ -82,7 +66,7 @@ export class AgentToolService implements AgentToolCaller, OnModuleInit, OnModule
   constructor(@Inject(AGENT_TOOL_SERVICE_OPTIONS) private readonly options: AgentToolServiceOptions) {
     this.timeoutMs = options.timeoutMs;
     this.brokerUser = brokerUserOf(options.rabbitmqUrl);
-    this.client = new ClientRMQ(toolsClientOptions(options.rabbitmqUrl, options.toolsQueue));
+    this.client = new ClientRMQ(rmqClientOptions({ url: options.rabbitmqUrl, queue: options.toolsQueue, connectionName: 'naalya-worker' }));
   }
 
   // Eager: the first tool call must not spend its timeout on connection and channel setup, and a

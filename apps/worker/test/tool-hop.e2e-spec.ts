@@ -1,0 +1,259 @@
+import { randomUUID } from 'node:crypto';
+import {
+  RPC_AGENT_TOOLS,
+  createDepartmentTool,
+  deleteDepartmentTool,
+  listDepartmentsTool,
+  listStaffTool,
+  type AgentRuntimeContext,
+  type AgentToolResult,
+  type AnyAgentTool,
+} from '@naalya/agent-tools';
+import { deleteTopology, rmqNames } from '@naalya/rmq';
+import amqplib from 'amqplib';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { AgentToolService } from '../src/naalya-agent/core/tools/agent-tool.service.js';
+import { toRpcProxy } from '../src/naalya-agent/core/tools/build-agent-tools.js';
+import { CONTEXT_MISSING_ERROR } from '../src/naalya-agent/core/tools/tool-context.js';
+import { RABBITMQ_URL, createServerStack, type ServerStack } from './support/server-process.js';
+
+let stack: ServerStack;
+let caller: AgentToolService;
+const contexts: Record<string, AgentRuntimeContext> = {};
+let ids: { schoolA: string; schoolB: string; kisasi: string; ntinda: string; sciencesA: string; languagesA: string; campusAdminA: string };
+
+const TIMEOUT_MS = 4_000;
+
+const newCaller = async (timeoutMs = TIMEOUT_MS) => {
+  const service = new AgentToolService({ rabbitmqUrl: RABBITMQ_URL, toolsQueue: stack.toolsQueue, timeoutMs });
+  await service.onModuleInit();
+  return service;
+};
+
+/** What the model triggers: the worker's generic proxy, invoked the way LangGraph's ToolNode invokes it. */
+const viaProxy = async (
+  tool: AnyAgentTool,
+  args: Record<string, unknown>,
+  context: unknown,
+  options: { caller?: AgentToolService; toolCallId?: string; writer?: (event: unknown) => void } = {},
+): Promise<AgentToolResult> => {
+  const proxy = toRpcProxy(tool, options.caller ?? caller);
+  const output = await proxy.invoke(args, {
+    context,
+    toolCallId: options.toolCallId ?? `call-${randomUUID()}`,
+    writer: options.writer ?? null,
+    configurable: { thread_id: 'e2e' },
+  } as never);
+  return JSON.parse(String(output)) as AgentToolResult;
+};
+
+const count = async (sql: string, parameters: unknown[] = []) =>
+  Number((await stack.owner.query<{ count: string }>(sql, parameters)).rows[0].count);
+
+beforeAll(async () => {
+  stack = await createServerStack();
+  await stack.start();
+  caller = await newCaller();
+  const { rows } = await stack.owner.query<{ key: string; id: string }>(`
+    SELECT 'schoolA' AS key, id FROM schools WHERE name = 'Greenhill Academy'
+    UNION ALL SELECT 'schoolB', id FROM schools WHERE name = 'Lakeside College'
+    UNION ALL SELECT 'kisasi', id FROM campuses WHERE name = 'Kisasi'
+    UNION ALL SELECT 'ntinda', id FROM campuses WHERE name = 'Ntinda'
+    UNION ALL SELECT 'sciencesA', d.id FROM departments d JOIN schools s ON s.id = d.school_id WHERE s.name = 'Greenhill Academy' AND d.name = 'Sciences'
+    UNION ALL SELECT 'languagesA', d.id FROM departments d JOIN schools s ON s.id = d.school_id WHERE s.name = 'Greenhill Academy' AND d.name = 'Languages'
+    UNION ALL SELECT 'campusAdminA', id FROM users WHERE email = 'campus.admin@greenhill.school'`);
+  ids = Object.fromEntries(rows.map((row) => [row.key, row.id])) as typeof ids;
+  for (const [key, email, body] of [
+    ['adminA', 'admin@greenhill.school', {}],
+    ['adminAKisasi', 'admin@greenhill.school', { campusId: ids.kisasi }],
+    ['teacherA', 'teacher@greenhill.school', {}],
+    ['headA', 'head@greenhill.school', {}],
+    ['adminB', 'admin@lakeside.school', {}],
+  ] as const) {
+    contexts[key] = (await stack.mintContext(await stack.login(email), body)) as AgentRuntimeContext;
+  }
+}, 120_000);
+
+afterAll(async () => {
+  await caller?.onModuleDestroy();
+  await stack?.teardown();
+  if (stack) await deleteTopology(RABBITMQ_URL, rmqNames(stack.env['AGENT_TOOLS_QUEUE'], stack.env['AGENT_RUNS_QUEUE']));
+});
+
+describe('every tool crosses the hop', () => {
+  const argsFor = (tool: AnyAgentTool): Record<string, unknown> =>
+    ({
+      list_staff: {},
+      list_departments: {},
+      create_department: { name: `Hop ${randomUUID().slice(0, 6)}`, campusId: ids.kisasi },
+      delete_department: { departmentId: ids.languagesA },
+      add_department_member: { departmentId: ids.sciencesA, staffId: ids.campusAdminA },
+    })[tool.name] ?? {};
+
+  it.each(RPC_AGENT_TOOLS.map((tool) => [tool.name, tool] as const))(
+    '%s: toRpcProxy to execute() and back, with scopeContext, and auditId on writes',
+    async (_, tool) => {
+      const events: unknown[] = [];
+      const result = await viaProxy(tool, argsFor(tool), contexts['adminA'], { writer: (event) => events.push(event) });
+      expect(result).toMatchObject({ data: expect.anything(), scopeContext: expect.any(String) });
+      if (tool.streamOnSuccess) {
+        const { auditId } = result as { auditId: string };
+        expect(await count(`SELECT count(*) FROM audit_log WHERE id = $1 AND source = 'agent'`, [auditId])).toBe(1);
+        expect(events).toEqual([expect.objectContaining({ auditId })]);
+      } else {
+        expect(result).not.toHaveProperty('auditId');
+      }
+    },
+  );
+});
+
+describe('security across the hop', () => {
+  it('campus mode: identity and campus come from the runtime context, not from args', async () => {
+    const name = `Pinned ${randomUUID().slice(0, 6)}`;
+    const result = await viaProxy(createDepartmentTool, { name, campusId: ids.ntinda }, contexts['adminAKisasi']);
+    expect(result).toMatchObject({ scopeContext: expect.stringContaining('Kisasi') });
+    expect(await count(`SELECT count(*) FROM departments WHERE name = $1 AND campus_id = $2`, [name, ids.kisasi])).toBe(1);
+  });
+
+  it('the model cannot name a school or a user: such args never leave the worker', async () => {
+    const spy = vi.spyOn(caller, 'call');
+    await expect(viaProxy(listStaffTool, { schoolId: ids.schoolB }, contexts['teacherA'])).rejects.toThrow(/did not match expected schema/);
+    expect(spy).not.toHaveBeenCalled();
+    spy.mockRestore();
+  });
+
+  it('a cross-school attempt changes nothing', async () => {
+    const before = await stack.owner.query(`SELECT id, name FROM departments WHERE school_id = $1 ORDER BY id`, [ids.schoolA]);
+    const audits = await count(`SELECT count(*) FROM audit_log WHERE school_id = $1`, [ids.schoolA]);
+    const result = await viaProxy(deleteDepartmentTool, { departmentId: ids.sciencesA }, contexts['adminB']);
+    expect(result).toEqual({ error: 'Department not found.' });
+    expect((await stack.owner.query(`SELECT id, name FROM departments WHERE school_id = $1 ORDER BY id`, [ids.schoolA])).rows).toEqual(before.rows);
+    expect(await count(`SELECT count(*) FROM audit_log WHERE school_id = $1`, [ids.schoolA])).toBe(audits);
+  });
+
+  it('missing or malformed context returns CONTEXT_MISSING_ERROR and nothing reaches RabbitMQ', async () => {
+    const spy = vi.spyOn(caller, 'call');
+    const malformed = { ...contexts['adminA'], userDetails: { ...contexts['adminA'].userDetails, schoolId: 42 } };
+    for (const context of [undefined, {}, malformed]) {
+      expect(await viaProxy(listStaffTool, {}, context)).toEqual({ error: CONTEXT_MISSING_ERROR });
+    }
+    expect(spy).not.toHaveBeenCalled();
+    spy.mockRestore();
+  });
+
+  it('invalid args that get past the worker are refused by the server', async () => {
+    const result = await caller.call(deleteDepartmentTool.event, {
+      identity: { sub: contexts['adminA'].userDetails.id, type: 'staff', schoolId: ids.schoolA, campusId: null },
+      scope: { mode: 'school' },
+      args: { departmentId: 'not-an-id' },
+      meta: { callId: randomUUID(), deadline: Date.now() + TIMEOUT_MS },
+    });
+    expect(result).toEqual({ error: expect.stringMatching(/^Invalid tool arguments: departmentId/) });
+  });
+
+  it('a CASL denial comes back as the server wrote it', async () => {
+    expect(await viaProxy(createDepartmentTool, { name: 'Not Allowed' }, contexts['teacherA'])).toEqual({
+      error: 'You do not have permission to create departments.',
+    });
+  });
+
+  it('an unexpected server error is masked', async () => {
+    const result = await viaProxy(createDepartmentTool, { name: 'Null \u0000 byte', campusId: ids.kisasi }, contexts['adminA']);
+    expect(result).toEqual({ error: 'That action could not be completed. Do not retry; tell the user what you were trying to do.' });
+  });
+
+  it("a replayed tool call (same thread and toolCallId) returns the ledger's stored result: one effect, one audit row", async () => {
+    const name = `Replayed ${randomUUID().slice(0, 6)}`;
+    const first = await viaProxy(createDepartmentTool, { name, campusId: ids.kisasi }, contexts['adminA'], { toolCallId: 'replayed-call' });
+    const second = await viaProxy(createDepartmentTool, { name, campusId: ids.kisasi }, contexts['adminA'], { toolCallId: 'replayed-call' });
+    expect(second).toEqual(first);
+    expect(await count(`SELECT count(*) FROM departments WHERE name = $1`, [name])).toBe(1);
+    expect(await count(`SELECT count(*) FROM audit_log WHERE id = $1`, [(first as { auditId: string }).auditId])).toBe(1);
+  });
+});
+
+describe('faults', () => {
+  it('server stopped: the infrastructure sentence within the timeout, and the expired request never runs when it comes back', async () => {
+    await stack.stop('SIGTERM');
+    const name = `While Down ${randomUUID().slice(0, 6)}`;
+    const shortCaller = await newCaller(1_500);
+    try {
+      const started = Date.now();
+      const result = await viaProxy(createDepartmentTool, { name, campusId: ids.kisasi }, contexts['adminA'], { caller: shortCaller });
+      expect(Date.now() - started).toBeLessThan(1_500 + 1_000);
+      expect(result).toEqual({ error: expect.stringMatching(/timed out.*infrastructure issue.*outcome is unknown/s) });
+    } finally {
+      await shortCaller.onModuleDestroy();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await stack.start();
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(await count(`SELECT count(*) FROM departments WHERE name = $1`, [name])).toBe(0);
+  });
+
+  it('SIGKILL during a write: the message is redelivered and the write happens exactly once', async () => {
+    const longCaller = await newCaller(30_000);
+    const name = `Killed ${randomUUID().slice(0, 6)}`;
+    const blocker = new (stack.owner.constructor as typeof import('pg').Client)({ connectionString: stack.env['DATABASE_OWNER_URL'] });
+    await blocker.connect();
+    try {
+      // Hold the table so the server's insert waits inside its transaction, then kill the server there.
+      await blocker.query('BEGIN; LOCK TABLE departments IN EXCLUSIVE MODE');
+      const pending = viaProxy(createDepartmentTool, { name, campusId: ids.kisasi }, contexts['adminA'], { caller: longCaller });
+      await waitFor(async () => (await count(`SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'departments'::regclass`)) > 0);
+      await stack.stop('SIGKILL');
+      await blocker.query('ROLLBACK');
+      await stack.start();
+      const result = await pending;
+      expect(result).toMatchObject({ data: { name }, auditId: expect.any(String) });
+      expect(await count(`SELECT count(*) FROM departments WHERE name = $1`, [name])).toBe(1);
+      expect(await count(`SELECT count(*) FROM audit_log WHERE resource_id = (SELECT id::text FROM departments WHERE name = $1)`, [name])).toBe(1);
+    } finally {
+      await blocker.end();
+      await longCaller.onModuleDestroy();
+    }
+  });
+
+  it('10 x prefetch malformed, unknown-pattern and rejected messages leave the server answering at once, all settled', async () => {
+    const names = rmqNames(stack.env['AGENT_TOOLS_QUEUE'], stack.env['AGENT_RUNS_QUEUE']);
+    const connection = await amqplib.connect(RABBITMQ_URL);
+    const channel = await connection.createChannel();
+    try {
+      const deadBefore = (await channel.checkQueue(names.deadLetterQueue)).messageCount;
+      const replyTo = 'amq.rabbitmq.reply-to';
+      await channel.consume(replyTo, () => undefined, { noAck: true });
+      const bad = 40;
+      for (let index = 0; index < bad; index++) {
+        const kind = index % 3;
+        const content =
+          kind === 0
+            ? Buffer.from('not json {')
+            : kind === 1
+              ? Buffer.from(JSON.stringify({ pattern: 'list.nothing', data: {}, id: `u${index}` }))
+              : Buffer.from(JSON.stringify({ pattern: listStaffTool.event, data: null, id: `r${index}` }));
+        channel.sendToQueue(names.toolsQueue, content, { replyTo, correlationId: `bad-${index}` });
+      }
+      const started = Date.now();
+      const result = await viaProxy(listDepartmentsTool, {}, contexts['teacherA']);
+      expect(result).toHaveProperty('data');
+      expect(Date.now() - started).toBeLessThan(2_000);
+      await waitFor(async () => (await channel.checkQueue(names.toolsQueue)).messageCount === 0);
+      const dead = (await channel.checkQueue(names.deadLetterQueue)).messageCount - deadBefore;
+      // Malformed and unknown patterns are dead-lettered; a null envelope is a normal refusal (answered and acked).
+      expect(dead).toBe(Math.ceil((bad * 2) / 3));
+      expect((await channel.checkQueue(names.toolsQueue)).messageCount).toBe(0);
+    } finally {
+      await channel.close();
+      await connection.close();
+    }
+  });
+});
+
+const waitFor = async (check: () => Promise<boolean>, timeoutMs = 10_000) => {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error('condition not met in time');
+};
