@@ -2,12 +2,12 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app/app.module.js';
-import { ConfigError, loadServerConfig } from './app/core/config/server-config.js';
+import { ConfigError, loadServerConfig, nestLogLevels } from './app/core/config/server-config.js';
 import { connectToolTransport } from './app/core/transport/tool-transport.js';
 
 const bootstrap = async () => {
   const config = loadServerConfig();
-  const app = await NestFactory.create(AppModule.forRoot(config), { abortOnError: false });
+  const app = await NestFactory.create(AppModule.forRoot(config), { abortOnError: false, logger: nestLogLevels(config.LOG_LEVEL) });
   // SIGTERM: stop consuming, finish the calls in flight, close the database, then exit.
   app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
   connectToolTransport(app, config);

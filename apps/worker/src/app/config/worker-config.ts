@@ -43,7 +43,11 @@ const workerEnvSchema = z.object({
     .trim()
     .regex(/^(scripted|[a-z0-9-]+:\S+)$/, { error: 'must be "scripted" or "provider:model", for example openai:gpt-4.1' })
     .default('scripted'),
-  LOG_LEVEL: z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(', ')}` }).default('log'),
+  // "info" is the shared spelling (the server's .env section uses it); Nest calls that level "log".
+  LOG_LEVEL: z
+    .enum([...LOG_LEVELS, 'info'], { error: `must be one of info, ${LOG_LEVELS.join(', ')}` })
+    .default('log')
+    .transform((level): WorkerLogLevel => (level === 'info' ? 'log' : level)),
 });
 
 export type WorkerConfig = {

@@ -1,3 +1,4 @@
+import type { LogLevel } from '@nestjs/common';
 import { z } from 'zod';
 
 const postgresUrl = z
@@ -38,3 +39,9 @@ export const loadServerConfig = (env: NodeJS.ProcessEnv = process.env): ServerCo
 };
 
 export const SERVER_CONFIG = Symbol('SERVER_CONFIG');
+
+const NEST_LEVELS = { error: ['fatal', 'error'], warn: ['fatal', 'error', 'warn'], info: ['fatal', 'error', 'warn', 'log'] } as const;
+
+/** LOG_LEVEL in Nest's terms: each level includes the ones above it. */
+export const nestLogLevels = (level: ServerConfig['LOG_LEVEL']): LogLevel[] =>
+  level === 'debug' ? [...NEST_LEVELS.info, 'debug'] : [...NEST_LEVELS[level]];

@@ -1,0 +1,26 @@
+#!/usr/bin/env node
+// `npm start`: sets up what is missing (idempotent: roles, migrations, broker topology), then runs the
+// server and the worker as two processes, each with only its own configuration, until Ctrl-C.
+import { spawn, spawnSync } from 'node:child_process';
+import { readSection } from './with-env.mjs';
+
+const serverEnv = { ...process.env, ...readSection('server') };
+const workerEnv = { ...process.env, ...readSection('worker') };
+
+for (const script of ['db-setup.js', 'rmq-setup.js']) {
+  const result = spawnSync(process.execPath, [`apps/server/dist/cli/${script}`], { env: serverEnv, stdio: 'inherit' });
+  if (result.status !== 0) process.exit(result.status ?? 1);
+}
+const children = [
+  spawn(process.execPath, ['apps/server/dist/main.js'], { env: serverEnv, stdio: 'inherit' }),
+  spawn(process.execPath, ['apps/worker/dist/main.js'], { env: workerEnv, stdio: 'inherit' }),
+];
+const stop = (signal) => children.forEach((child) => child.exitCode === null && child.kill(signal));
+process.on('SIGINT', () => stop('SIGTERM'));
+process.on('SIGTERM', () => stop('SIGTERM'));
+for (const child of children) {
+  child.on('exit', (code) => {
+    stop('SIGTERM');
+    process.exitCode = code ?? 0;
+  });
+}
