@@ -1,0 +1,81 @@
+import { z } from 'zod';
+import { agentRuntimeContextSchema } from './agent-runtime-context.js';
+import { AGENT_TOOL_ROLES } from './agent-tool-role.js';
+
+const id = z.string().min(1).max(100);
+
+/** Who speaks or asks: Rover, or one of the specialists. */
+export const AGENT_SPEAKERS = ['rover', ...AGENT_TOOL_ROLES] as const;
+export type AgentSpeaker = (typeof AGENT_SPEAKERS)[number];
+
+/**
+ * What the server publishes on the runs queue for one run step: a new user message, or answers to
+ * pending ask_user questions. The context is minted by the server and is the worker's only source of
+ * identity and scope; it is sent again on every step (LangGraph does not persist it).
+ */
+export const agentRunRequestSchema = z.discriminatedUnion('kind', [
+  z.strictObject({
+    kind: z.literal('start'),
+    context: agentRuntimeContextSchema,
+    message: z.string().min(1).max(4_000),
+  }),
+  z.strictObject({
+    kind: z.literal('resume'),
+    context: agentRuntimeContextSchema,
+    /** Answers keyed by interrupt id; several questions may be pending at once. */
+    answers: z.record(id, z.string().max(4_000)),
+  }),
+]);
+export type AgentRunRequest = z.infer<typeof agentRunRequestSchema>;
+
+/** A pending ask_user question, attributed to whoever asked it. */
+export const agentInterruptSchema = z.strictObject({
+  interruptId: id,
+  question: z.string(),
+  askedBy: z.enum(AGENT_SPEAKERS),
+  /** The tool call that asked, and a hash of its arguments, so an answer binds to exactly this question. */
+  toolCallId: id.optional(),
+  argsHash: z.string().optional(),
+});
+export type AgentInterrupt = z.infer<typeof agentInterruptSchema>;
+
+const base = { runId: id, threadId: id };
+
+/**
+ * Run events, named after the AG-UI protocol where one fits. The worker publishes them on the run
+ * events topic exchange with the run id as routing key; the server numbers them (seq) as it persists them.
+ */
+export const agentRunEventSchema = z.discriminatedUnion('type', [
+  z.strictObject({ ...base, type: z.literal('RUN_STARTED') }),
+  z.strictObject({ ...base, type: z.literal('TEXT_MESSAGE_START'), messageId: id, speaker: z.enum(AGENT_SPEAKERS) }),
+  z.strictObject({ ...base, type: z.literal('TEXT_MESSAGE_CONTENT'), messageId: id, delta: z.string() }),
+  z.strictObject({ ...base, type: z.literal('TEXT_MESSAGE_END'), messageId: id }),
+  z.strictObject({
+    ...base,
+    type: z.literal('TOOL_CALL_START'),
+    toolCallId: id,
+    toolCallName: z.string(),
+    speaker: z.enum(AGENT_SPEAKERS),
+    /** The RabbitMQ event for RPC tools; absent for local tools. */
+    event: z.string().optional(),
+    args: z.record(z.string(), z.unknown()),
+  }),
+  z.strictObject({ ...base, type: z.literal('TOOL_CALL_END'), toolCallId: id }),
+  z.strictObject({
+    ...base,
+    type: z.literal('TOOL_CALL_RESULT'),
+    toolCallId: id,
+    /** The tool's JSON result: { data, scopeContext, auditId? } or { error }. */
+    content: z.string(),
+    hopMs: z.number().optional(),
+  }),
+  z.strictObject({ ...base, type: z.literal('CUSTOM'), name: z.string(), value: z.record(z.string(), z.unknown()) }),
+  z.strictObject({
+    ...base,
+    type: z.literal('RUN_FINISHED'),
+    outcome: z.enum(['success', 'interrupt']),
+    interrupts: z.array(agentInterruptSchema).optional(),
+  }),
+  z.strictObject({ ...base, type: z.literal('RUN_ERROR'), message: z.string() }),
+]);
+export type AgentRunEvent = z.infer<typeof agentRunEventSchema>;
