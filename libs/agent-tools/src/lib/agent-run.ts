@@ -4,6 +4,9 @@ import { AGENT_TOOL_ROLES } from './agent-tool-role.js';
 
 const id = z.string().min(1).max(100);
 
+/** The Nest pattern of a run step on the runs queue (`client.emit(AGENT_RUN_PATTERN, request)`). */
+export const AGENT_RUN_PATTERN = 'agent.run';
+
 /** Who speaks or asks: Rover, or one of the specialists. */
 export const AGENT_SPEAKERS = ['rover', ...AGENT_TOOL_ROLES] as const;
 export type AgentSpeaker = (typeof AGENT_SPEAKERS)[number];
