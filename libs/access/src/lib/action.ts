@@ -6,6 +6,8 @@ export const Action = {
   CREATE: 'create',
   UPDATE: 'update',
   DELETE: 'delete',
+  ASSIGN: 'assign',
+  APPROVE: 'approve',
 } as const;
 export type Action = (typeof Action)[keyof typeof Action];
 export const ACTIONS = Object.values(Action) as [Action, ...Action[]];

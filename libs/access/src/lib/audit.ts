@@ -4,6 +4,9 @@ export const ActionAuditAction = {
   UPDATE: 'update',
   DELETE: 'delete',
   ADD_MEMBER: 'add_member',
+  RECORD: 'record',
+  ASSIGN: 'assign',
+  APPROVE: 'approve',
 } as const;
 export type ActionAuditAction = (typeof ActionAuditAction)[keyof typeof ActionAuditAction];
 
@@ -11,6 +14,11 @@ export type ActionAuditAction = (typeof ActionAuditAction)[keyof typeof ActionAu
 export const AuditResourceType = {
   DEPARTMENT: 'department',
   DEPARTMENT_MEMBER: 'department_member',
+  BRANDING: 'branding',
+  ATTENDANCE: 'attendance',
+  MARKS: 'marks',
+  LESSON_PLAN: 'lesson_plan',
+  TEACHING_ASSIGNMENT: 'teaching_assignment',
 } as const;
 export type AuditResourceType = (typeof AuditResourceType)[keyof typeof AuditResourceType];
 

@@ -1,10 +1,10 @@
 import { Module } from '@nestjs/common';
-import { StaffModule } from '../staff/staff.module.js';
+import { CampusesModule } from '../campuses/campuses.module.js';
 import { DepartmentController } from './department.controller.js';
 import { DepartmentService } from './department.service.js';
 
 @Module({
-  imports: [StaffModule],
+  imports: [CampusesModule],
   controllers: [DepartmentController],
   providers: [DepartmentService],
   exports: [DepartmentService],

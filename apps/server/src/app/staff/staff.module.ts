@@ -1,11 +1,12 @@
 import { Module } from '@nestjs/common';
-import { CampusService } from '../campuses/campus.service.js';
+import { CampusesModule } from '../campuses/campuses.module.js';
 import { StaffController } from './staff.controller.js';
 import { StaffService } from './staff.service.js';
 
 @Module({
+  imports: [CampusesModule],
   controllers: [StaffController],
-  providers: [StaffService, CampusService],
-  exports: [StaffService, CampusService],
+  providers: [StaffService],
+  exports: [StaffService],
 })
 export class StaffModule {}

@@ -8,6 +8,13 @@ const NOUNS: Record<Resource, string> = {
   [Resource.STAFF]: 'staff',
   [Resource.DEPARTMENT]: 'departments',
   [Resource.AUDIT_LOG]: 'the activity log',
+  [Resource.BRANDING]: 'the school branding',
+  [Resource.CLASS]: 'classes',
+  [Resource.STUDENT]: 'students',
+  [Resource.SUBJECT]: 'subjects',
+  [Resource.TEACHING_ASSIGNMENT]: 'teaching assignments',
+  [Resource.LESSON_PLAN]: 'lesson plans',
+  [Resource.RESULT]: 'results',
 };
 
 const VERBS: Record<Action, string> = {
@@ -17,6 +24,8 @@ const VERBS: Record<Action, string> = {
   [Action.CREATE]: 'create',
   [Action.UPDATE]: 'change',
   [Action.DELETE]: 'delete',
+  [Action.ASSIGN]: 'assign',
+  [Action.APPROVE]: 'approve',
 };
 
 /** The same sentence for a denied REST route and a denied tool call. */

@@ -8,6 +8,7 @@ import { UserRoleEntity } from '../../roles/user-role.entity.js';
 import { SchoolEntity } from '../../schools/school.entity.js';
 import { UserEntity } from '../../staff/user.entity.js';
 import { ToolCallLedgerEntity } from '../../naalya-ai/tools/tool-call-ledger.entity.js';
+import { SCHOOL_DOMAIN_ENTITIES } from './school-domain.entities.js';
 
 export const ENTITIES = [
   SchoolEntity,
@@ -20,4 +21,5 @@ export const ENTITIES = [
   DepartmentMemberEntity,
   AuditLogEntity,
   ToolCallLedgerEntity,
+  ...SCHOOL_DOMAIN_ENTITIES,
 ];

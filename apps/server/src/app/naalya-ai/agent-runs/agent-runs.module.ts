@@ -1,10 +1,10 @@
 import { Module } from '@nestjs/common';
-import { StaffModule } from '../../staff/staff.module.js';
+import { CampusesModule } from '../../campuses/campuses.module.js';
 import { AgentContextController } from './agent-context.controller.js';
 import { AgentContextService } from './agent-context.service.js';
 
 @Module({
-  imports: [StaffModule],
+  imports: [CampusesModule],
   controllers: [AgentContextController],
   providers: [AgentContextService],
   exports: [AgentContextService],

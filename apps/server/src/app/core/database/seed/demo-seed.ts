@@ -1,10 +1,21 @@
 import { Action, Resource, UserType } from '@naalya/access';
 import type { EntityManager } from 'typeorm';
 import { hashPassword } from '../../auth/password-hasher.js';
+import { seedSchoolDomain, type SchoolDomainSeed } from './school-domain-seed.js';
 
 export const DEMO_PASSWORD = 'naalya-demo';
 
-export type PersonaKey = 'schoolAdmin' | 'campusAdmin' | 'departmentHead' | 'teacher' | 'deactivated';
+export type PersonaKey =
+  | 'schoolAdmin'
+  | 'campusAdmin'
+  | 'departmentHead'
+  | 'teacher'
+  | 'deactivated'
+  | 'classTeacher'
+  | 'subjectTeacher'
+  | 'bothHats'
+  | 'directorOfStudies'
+  | 'registrar';
 
 export type DemoPersona = {
   key: PersonaKey | 'platformAdmin';
@@ -24,6 +35,7 @@ export type DemoSchool = {
   campuses: { id: string; name: string }[];
   departments: { id: string; name: string; campusId: string | null }[];
   personas: Record<PersonaKey, DemoPersona>;
+  teaching: SchoolDomainSeed;
 };
 
 export type DemoData = { schools: [DemoSchool, DemoSchool]; platformAdmin: DemoPersona };
@@ -35,6 +47,13 @@ const SCHOOLS = [
 
 const CAMPUS_LIMITED = { campusId: '${user.campusId}' };
 
+/** Everyone on the staff may see the school's subjects and campuses. */
+const STAFF_BASICS = [
+  { action: Action.LIST, resource: Resource.DEPARTMENT },
+  { action: Action.LIST, resource: Resource.SUBJECT },
+  { action: Action.LIST, resource: Resource.CAMPUS },
+];
+
 /** Roles carry permissions; a campus administrator's rules are limited to their own campus. */
 const ROLES: Record<string, { action: Action; resource: Resource; conditions?: Record<string, string> }[]> = {
   'School administrator': [{ action: Action.MANAGE, resource: Resource.ALL }],
@@ -44,8 +63,24 @@ const ROLES: Record<string, { action: Action; resource: Resource; conditions?: R
     { action: Action.CREATE, resource: Resource.DEPARTMENT, conditions: CAMPUS_LIMITED },
     { action: Action.UPDATE, resource: Resource.DEPARTMENT, conditions: CAMPUS_LIMITED },
     { action: Action.DELETE, resource: Resource.DEPARTMENT, conditions: CAMPUS_LIMITED },
+    { action: Action.READ, resource: Resource.RESULT, conditions: CAMPUS_LIMITED },
+    { action: Action.ASSIGN, resource: Resource.TEACHING_ASSIGNMENT, conditions: CAMPUS_LIMITED },
+    { action: Action.LIST, resource: Resource.LESSON_PLAN, conditions: CAMPUS_LIMITED },
+    { action: Action.APPROVE, resource: Resource.LESSON_PLAN, conditions: CAMPUS_LIMITED },
+    { action: Action.LIST, resource: Resource.SUBJECT },
+    { action: Action.LIST, resource: Resource.CAMPUS },
   ],
-  Teacher: [{ action: Action.LIST, resource: Resource.DEPARTMENT }],
+  'Director of studies': [
+    ...STAFF_BASICS,
+    { action: Action.LIST, resource: Resource.STAFF },
+    { action: Action.READ, resource: Resource.RESULT },
+    { action: Action.ASSIGN, resource: Resource.TEACHING_ASSIGNMENT },
+    { action: Action.LIST, resource: Resource.LESSON_PLAN },
+    { action: Action.APPROVE, resource: Resource.LESSON_PLAN },
+  ],
+  // Holds STUDENT READ without teaching anyone: the relationship tools must still refuse them.
+  Registrar: [...STAFF_BASICS, { action: Action.READ, resource: Resource.STUDENT }, { action: Action.LIST, resource: Resource.STUDENT }],
+  Teacher: STAFF_BASICS,
 };
 
 const PEOPLE: { key: PersonaKey; local: string; fullName: string; role: string; campus: 0 | 1 | null; isActive: boolean }[] = [
@@ -54,7 +89,15 @@ const PEOPLE: { key: PersonaKey; local: string; fullName: string; role: string; 
   { key: 'departmentHead', local: 'head', fullName: 'Sarah Nakato', role: 'Teacher', campus: 0, isActive: true },
   { key: 'teacher', local: 'teacher', fullName: 'Brian Mugisha', role: 'Teacher', campus: 1, isActive: true },
   { key: 'deactivated', local: 'former', fullName: 'Joan Atim', role: 'Teacher', campus: 1, isActive: false },
+  { key: 'classTeacher', local: 'class.teacher', fullName: 'Angela Achieng', role: 'Teacher', campus: 0, isActive: true },
+  { key: 'subjectTeacher', local: 'subject.teacher', fullName: 'Benjamin Ssali', role: 'Teacher', campus: 0, isActive: true },
+  { key: 'bothHats', local: 'form.tutor', fullName: 'Christine Auma', role: 'Teacher', campus: 0, isActive: true },
+  { key: 'directorOfStudies', local: 'dos', fullName: 'Samuel Kato', role: 'Director of studies', campus: null, isActive: true },
+  { key: 'registrar', local: 'registrar', fullName: 'Ruth Nambi', role: 'Registrar', campus: 0, isActive: true },
 ];
+
+/** More teachers, so each school has 15 staff and every subject and stream is covered. */
+const EXTRA_TEACHERS = ['Daniel Opio', 'Esther Nalwoga', 'Francis Mukasa', 'Harriet Akello', 'Isaac Wasswa'] as const;
 
 const insertOne = async (manager: EntityManager, sql: string, parameters: unknown[]): Promise<string> => {
   const [row] = (await manager.query(sql, parameters)) as { id: string }[];
@@ -99,6 +142,17 @@ export const seedDemo = async (manager: EntityManager, emailDomain = 'school'): 
       await manager.query(`INSERT INTO user_x_roles (school_id, user_id, role_id) VALUES ($1, $2, $3)`, [schoolId, id, roleIds[person.role]]);
       personas[person.key] = { key: person.key, email, fullName: person.fullName, id, type: UserType.STAFF, schoolId, campusId, isActive: person.isActive };
     }
+    const extraTeacherIds: string[] = [];
+    for (const [index, fullName] of EXTRA_TEACHERS.entries()) {
+      const id = await insertOne(
+        manager,
+        `INSERT INTO users (school_id, campus_id, email, full_name, user_type, password_hash)
+         VALUES ($1, $2, $3, $4, 'staff', $5) RETURNING id`,
+        [schoolId, campuses[index % 2].id, `teacher${index + 2}@${school.slug}.${emailDomain}`, fullName, passwordHash],
+      );
+      await manager.query(`INSERT INTO user_x_roles (school_id, user_id, role_id) VALUES ($1, $2, $3)`, [schoolId, id, roleIds['Teacher']]);
+      extraTeacherIds.push(id);
+    }
     const departments = [];
     for (const [name, campus] of [['Sciences', 0], ['Mathematics', 0], ['Languages', 1]] as const) {
       const campusId = campuses[campus].id;
@@ -112,8 +166,9 @@ export const seedDemo = async (manager: EntityManager, emailDomain = 'school'): 
       `INSERT INTO department_members (school_id, department_id, user_id, is_head) VALUES ($1, $2, $3, true), ($1, $2, $4, false)`,
       [schoolId, departments[0].id, personas.departmentHead.id, personas.teacher.id],
     );
+    const teaching = await seedSchoolDomain(manager, { id: schoolId, name: school.name, slug: school.slug, campuses, personas, extraTeacherIds });
     await manager.query(`SELECT set_config('app.school_id', '', true)`);
-    schools.push({ id: schoolId, name: school.name, slug: school.slug, campuses, departments, personas });
+    schools.push({ id: schoolId, name: school.name, slug: school.slug, campuses, departments, personas, teaching });
   }
   const platformEmail = `platform@naalya.${emailDomain}`;
   const platformId = await insertOne(

@@ -1,0 +1,32 @@
+import { BadRequestException, Injectable } from '@nestjs/common';
+import type { JwtPayload } from '../core/auth/jwt-payload.js';
+import { currentScope, repo } from '../core/tenancy/tenant-context.js';
+import { SchoolBrandingEntity } from './school-branding.entity.js';
+
+export type UpdateBrandingDto = { displayName?: string; motto?: string | null; primaryColor?: string; logoUrl?: string | null };
+
+export type SchoolBranding = Pick<SchoolBrandingEntity, 'displayName' | 'motto' | 'primaryColor' | 'logoUrl'>;
+
+/** Branding belongs to a school: the caller's own, read from the unit of work's tenant, never from an argument. */
+@Injectable()
+export class BrandingService {
+  async get(_jwt: JwtPayload): Promise<SchoolBranding> {
+    const branding = await repo(SchoolBrandingEntity).findOneBy({ schoolId: this.schoolId() });
+    return branding
+      ? { displayName: branding.displayName, motto: branding.motto, primaryColor: branding.primaryColor, logoUrl: branding.logoUrl }
+      : { displayName: 'Your school', motto: null, primaryColor: '#1f6feb', logoUrl: null };
+  }
+
+  async update(dto: UpdateBrandingDto, jwt: JwtPayload): Promise<SchoolBranding> {
+    const schoolId = this.schoolId();
+    const current = await this.get(jwt);
+    await repo(SchoolBrandingEntity).save({ schoolId, ...current, ...dto });
+    return this.get(jwt);
+  }
+
+  private schoolId(): string {
+    const scope = currentScope();
+    if (scope.kind !== 'school') throw new BadRequestException('Pick a school first: branding belongs to one school.');
+    return scope.schoolId;
+  }
+}
