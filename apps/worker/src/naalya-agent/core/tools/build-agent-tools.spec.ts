@@ -304,7 +304,7 @@ describe('belts', () => {
   it.each(AGENT_TOOL_ROLES.flatMap((role) => AGENT_RUN_MODES.map((mode) => [role, mode] as const)))(
     "the %s belt in %s mode is exactly toolsForRole",
     (role, mode) => {
-      expect(names(buildRoleTools(role, caller, mode))).toEqual(toolsForRole(role, mode).map((definition) => definition.name));
+      expect(names(buildRoleTools(role, caller, mode))).toEqual([...toolsForRole(role, mode).map((definition) => definition.name), 'ask_user']);
     },
   );
 

@@ -14,6 +14,8 @@ import {
 import { tool, type ToolRuntime } from 'langchain';
 import type { z } from 'zod';
 import type { AgentToolCaller } from './agent-tool-caller.js';
+import { agentMapTool } from './local/agent-map.tool.js';
+import { createAskUserTool } from './local/ask-user.tool.js';
 import { clockTool } from './local/clock.tool.js';
 import { CONTEXT_MISSING_ERROR, callScopeFromContext, resolveRuntimeContext } from './tool-context.js';
 
@@ -85,8 +87,8 @@ export const toRpcProxy = (definition: AnyAgentTool, toolCaller: AgentToolCaller
   );
 };
 
-// Tools that run in the worker and cross no hop. get_agent_map and ask_user join this list later.
-export const LOCAL_AGENT_TOOLS = [clockTool];
+// Tools that run in the worker and cross no hop. Rover's ask_user attributes its questions to Rover.
+export const LOCAL_AGENT_TOOLS = [clockTool, agentMapTool, createAskUserTool('rover')];
 
 // Rover's belt for one run: the RPC tools of the mode that belong to no specialist (shared ones
 // included), plus the local tools. Built per turn, never cached across messages.
@@ -97,10 +99,12 @@ export const buildAgentTools = (toolCaller: AgentToolCaller, mode: AgentRunModeN
   ...LOCAL_AGENT_TOOLS,
 ];
 
-// One specialist's belt: the role's RPC tools plus the shared ones for the mode.
-// ask_user, stamped with the role, joins this belt in a later issue; until then specialists have RPC tools only.
-export const buildRoleTools = (role: AgentToolRole, toolCaller: AgentToolCaller, mode: AgentRunModeName = 'school') =>
-  toolsForRole(role, mode).map((definition) => toRpcProxy(definition, toolCaller));
+// One specialist's belt: the role's RPC tools plus the shared ones for the mode, and ask_user stamped with
+// the role so the question is attributed to that specialist.
+export const buildRoleTools = (role: AgentToolRole, toolCaller: AgentToolCaller, mode: AgentRunModeName = 'school') => [
+  ...toolsForRole(role, mode).map((definition) => toRpcProxy(definition, toolCaller)),
+  createAskUserTool(role),
+];
 
 export const buildClassTeacherTools = (toolCaller: AgentToolCaller, mode?: AgentRunModeName) =>
   buildRoleTools('class_teacher', toolCaller, mode);

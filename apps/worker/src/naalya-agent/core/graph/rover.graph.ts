@@ -1,0 +1,37 @@
+import { agentRuntimeContextSchema, type AgentRuntimeContext } from '@naalya/agent-tools';
+import type { BaseCheckpointSaver } from '@langchain/langgraph';
+import { createSubAgentMiddleware } from 'deepagents';
+import { createAgent } from 'langchain';
+import { selectSubagents } from '../subagents/subagent-registry.js';
+import type { SubagentDeps } from '../subagents/subagent.types.js';
+import type { AgentToolCaller } from '../tools/agent-tool-caller.js';
+import { buildAgentTools } from '../tools/build-agent-tools.js';
+import { roverSystemPrompt } from './rover.prompt.js';
+
+export type RoverGraphDeps = SubagentDeps & {
+  /** Required: without one, interrupt() inside a tool silently becomes a tool message (ecosystem 1.5). */
+  checkpointer: BaseCheckpointSaver;
+};
+
+export const ROVER_AGENT_NAME = 'rover';
+
+// Built per turn: the tools, the specialists and the models are made for this run step and dropped after it.
+// The context still travels with every invoke or stream call (LangGraph does not persist it), and the
+// contextSchema validates it there before the model runs.
+export const createRoverGraph = (context: AgentRuntimeContext, toolCaller: AgentToolCaller, deps: RoverGraphDeps) => {
+  const model = deps.modelFor('rover');
+  const subagents = selectSubagents(context, toolCaller, deps);
+  return createAgent({
+    name: ROVER_AGENT_NAME,
+    model,
+    tools: buildAgentTools(toolCaller, context.runMode.mode),
+    systemPrompt: roverSystemPrompt(context),
+    contextSchema: agentRuntimeContextSchema,
+    checkpointer: deps.checkpointer,
+    // Only the task tool: generalPurposeAgent false, and no filesystem middleware, so no tool reaches a
+    // specialist except its own belt. Without eligible specialists there is no task tool at all.
+    middleware: subagents.length > 0 ? [createSubAgentMiddleware({ defaultModel: model, subagents, generalPurposeAgent: false })] : [],
+  });
+};
+
+export type RoverGraph = ReturnType<typeof createRoverGraph>;

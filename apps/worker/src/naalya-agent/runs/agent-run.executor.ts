@@ -1,0 +1,169 @@
+import {
+  agentRunEventSchema,
+  eligibleAgentRoles,
+  type AgentRunEvent,
+  type AgentRunRequest,
+  type AgentSpeaker,
+} from '@naalya/agent-tools';
+import { HumanMessage, type BaseMessage } from '@langchain/core/messages';
+import { Command, GraphRecursionError, type BaseCheckpointSaver, type StateSnapshot } from '@langchain/langgraph';
+import { Logger, type LoggerService } from '@nestjs/common';
+import { createRoverGraph } from '../core/graph/rover.graph.js';
+import type { SubagentDeps } from '../core/subagents/subagent.types.js';
+import type { AgentToolCaller } from '../core/tools/agent-tool-caller.js';
+import { toolCallIdempotencyKey } from '../core/tools/build-agent-tools.js';
+import { TimedToolCaller } from '../core/tools/timed-tool-caller.js';
+import { RunEventTranslator, toAgentInterrupts } from './run-event.translator.js';
+
+/** Where run events go: the RabbitMQ publisher in production, an array in tests. Publishes in call order. */
+export type RunEventSink = { publish(event: AgentRunEvent): Promise<void> };
+
+type ChatModel = ReturnType<SubagentDeps['modelFor']>;
+
+export type AgentRunExecutorDeps = {
+  toolCaller: AgentToolCaller;
+  checkpointer: BaseCheckpointSaver;
+  /** A fresh model for one speaker of one run step. */
+  chatModel: (speaker: AgentSpeaker) => Promise<ChatModel> | ChatModel;
+  events: RunEventSink;
+  logger?: LoggerService;
+  /** Model and tool steps one run step may take before it is stopped. Default 40. */
+  recursionLimit?: number;
+};
+
+export type RunStepOutcome = 'success' | 'interrupt' | 'error';
+
+/** Publishing failed: the step cannot report anything, so the message must not be acknowledged as handled. */
+export class RunEventPublishError extends Error {
+  override readonly name = 'RunEventPublishError';
+}
+
+// The new message of a start step carries an id derived from the run, so a redelivered start finds it in
+// the checkpoint and continues that run instead of adding the message a second time.
+export const humanMessageId = (runId: string) => `human-${runId}`;
+
+export const SAFE_ERRORS = {
+  internal: 'The assistant could not finish this step because of an internal problem. Please try again.',
+  tooLong: 'This step took too long and was stopped. Please try again.',
+  tooManySteps: 'The assistant took too many steps on this request and stopped. Try a simpler request.',
+  waitingForAnswer: 'This conversation is waiting for an answer to a question. Answer it before sending a new message.',
+  nothingPending: 'Nothing in this conversation is waiting for an answer.',
+} as const;
+
+type Plan =
+  | { kind: 'run'; input: { messages: BaseMessage[] } | Command | null }
+  | { kind: 'report' }
+  | { kind: 'refuse'; message: string };
+
+const pendingInterrupts = (snapshot: StateSnapshot) => snapshot.tasks.flatMap((task) => task.interrupts ?? []);
+
+const messagesOf = (snapshot: StateSnapshot): BaseMessage[] => {
+  const values = snapshot.values as { messages?: BaseMessage[] } | undefined;
+  return values?.messages ?? [];
+};
+
+// The step is safe to repeat: a redelivered request (the worker died before acknowledging it) finds its
+// own progress in the checkpoint and continues or reports it, and completed tool calls are not made again
+// (LangGraph keeps finished tasks' writes; the server's ledger answers a replayed callId from its record).
+const planStep = (request: AgentRunRequest, snapshot: StateSnapshot): Plan => {
+  const pending = pendingInterrupts(snapshot);
+  const messages = messagesOf(snapshot);
+  const continueOrReport = (): Plan => {
+    if (pending.length > 0) return { kind: 'report' };
+    return snapshot.next.length > 0 ? { kind: 'run', input: null } : { kind: 'report' };
+  };
+
+  if (request.kind === 'start') {
+    const id = humanMessageId(request.context.run.runId);
+    if (messages.some((message) => message.id === id)) return continueOrReport();
+    if (pending.length > 0) return { kind: 'refuse', message: SAFE_ERRORS.waitingForAnswer };
+    return { kind: 'run', input: { messages: [new HumanMessage({ id, content: request.message })] } };
+  }
+
+  // Several questions may be pending; each answer is bound to its question by the interrupt id.
+  const answered = pending.filter((interrupt) => interrupt.id !== undefined && interrupt.id in request.answers);
+  if (answered.length > 0) {
+    return { kind: 'run', input: new Command({ resume: Object.fromEntries(answered.map((interrupt) => [interrupt.id, request.answers[interrupt.id as string]])) }) };
+  }
+  if (messages.length === 0) return { kind: 'refuse', message: SAFE_ERRORS.nothingPending };
+  return continueOrReport();
+};
+
+const safeMessageFor = (error: unknown, signal: AbortSignal | undefined): string => {
+  if (signal?.aborted) return SAFE_ERRORS.tooLong;
+  if (error instanceof GraphRecursionError) return SAFE_ERRORS.tooManySteps;
+  return SAFE_ERRORS.internal;
+};
+
+/**
+ * One run step: builds Rover and the eligible specialists for this turn, streams the graph, and publishes
+ * what happened as run events, from RUN_STARTED to RUN_FINISHED (success, or interrupt with the pending
+ * questions) or RUN_ERROR with a message safe to show. Graph failures become RUN_ERROR and the step counts
+ * as handled; only a failure to publish is thrown, so the message is not acknowledged as done.
+ */
+export class AgentRunExecutor {
+  private readonly logger: LoggerService;
+
+  constructor(private readonly deps: AgentRunExecutorDeps) {
+    this.logger = deps.logger ?? new Logger(AgentRunExecutor.name);
+  }
+
+  async execute(request: AgentRunRequest, signal?: AbortSignal): Promise<RunStepOutcome> {
+    const { context } = request;
+    const ids = { runId: context.run.runId, threadId: context.run.threadId };
+    const publish = async (event: AgentRunEvent): Promise<void> => {
+      const parsed = agentRunEventSchema.parse(event);
+      try {
+        await this.deps.events.publish(parsed);
+      } catch (error) {
+        throw new RunEventPublishError(`Run ${ids.runId}: publishing ${event.type} failed: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    };
+
+    await publish({ ...ids, type: 'RUN_STARTED' });
+    try {
+      const toolCaller = new TimedToolCaller(this.deps.toolCaller);
+      const speakers: AgentSpeaker[] = ['rover', ...eligibleAgentRoles(context.capabilities)];
+      const models = new Map(await Promise.all(speakers.map(async (speaker) => [speaker, await this.deps.chatModel(speaker)] as const)));
+      const modelFor = (speaker: AgentSpeaker): ChatModel => {
+        const model = models.get(speaker);
+        if (!model) throw new Error(`No model was made for ${speaker}.`);
+        return model;
+      };
+      const graph = createRoverGraph(context, toolCaller, { checkpointer: this.deps.checkpointer, modelFor });
+      // The context is not persisted by LangGraph: it travels with every call, resumes included.
+      const config = { configurable: { thread_id: ids.threadId }, context, ...(signal ? { signal } : {}) };
+
+      const plan = planStep(request, await graph.graph.getState(config));
+      if (plan.kind === 'refuse') {
+        await publish({ ...ids, type: 'RUN_ERROR', message: plan.message });
+        return 'error';
+      }
+      if (plan.kind === 'run') {
+        const translator = new RunEventTranslator(ids, (toolCallId) => toolCaller.hopMs(toolCallIdempotencyKey(ids.threadId, toolCallId)));
+        const stream = await graph.stream(plan.input, {
+          ...config,
+          streamMode: ['updates', 'custom'],
+          subgraphs: true,
+          recursionLimit: this.deps.recursionLimit ?? 40,
+        });
+        for await (const chunk of stream) {
+          for (const event of translator.translate(chunk)) await publish(event);
+        }
+      }
+
+      const interrupts = toAgentInterrupts(pendingInterrupts(await graph.graph.getState(config)));
+      if (interrupts.length > 0) {
+        await publish({ ...ids, type: 'RUN_FINISHED', outcome: 'interrupt', interrupts });
+        return 'interrupt';
+      }
+      await publish({ ...ids, type: 'RUN_FINISHED', outcome: 'success' });
+      return 'success';
+    } catch (error) {
+      if (error instanceof RunEventPublishError) throw error;
+      this.logger.error(`Run ${ids.runId} (thread ${ids.threadId}) failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      await publish({ ...ids, type: 'RUN_ERROR', message: safeMessageFor(error, signal) });
+      return 'error';
+    }
+  }
+}
