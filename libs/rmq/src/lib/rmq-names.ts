@@ -18,3 +18,10 @@ export const rmqNames = (toolsQueue = 'agent-tools', runsQueue = 'agent-runs'): 
   deadLetterExchange: `${toolsQueue}.dlx`,
   deadLetterQueue: `${toolsQueue}.dead-letter`,
 });
+
+/**
+ * The server's queue of run events: bound to the run events exchange with `#`, consumed by every server instance with a
+ * single active consumer (publish order is the only order a run's events have). A function rather than a field of
+ * RmqNames, which the worker never needs.
+ */
+export const runEventsIngestQueue = (names: RmqNames): string => `${names.runEventsExchange}.ingest`;

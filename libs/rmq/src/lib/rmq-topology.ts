@@ -1,5 +1,5 @@
 import { connect, type Channel, type Options } from 'amqplib';
-import type { RmqNames } from './rmq-names.js';
+import { runEventsIngestQueue, type RmqNames } from './rmq-names.js';
 
 export type RmqTopologyOptions = {
   /**
@@ -54,6 +54,9 @@ export const declareTopology = (url: string, names: RmqNames, options: RmqTopolo
     await channel.assertQueue(names.toolsQueue, workQueueOptions(names, options));
     await channel.assertQueue(names.runsQueue, workQueueOptions(names, options));
     await channel.assertExchange(names.runEventsExchange, 'topic', { durable: true });
+    const ingest = workQueueOptions(names, options);
+    await channel.assertQueue(runEventsIngestQueue(names), { ...ingest, arguments: { ...ingest.arguments, 'x-single-active-consumer': true } });
+    await channel.bindQueue(runEventsIngestQueue(names), names.runEventsExchange, '#');
   });
 
 /** Removes what declareTopology made, messages included. For tests. */
@@ -61,6 +64,7 @@ export const deleteTopology = (url: string, names: RmqNames): Promise<void> =>
   withChannel(url, async (channel) => {
     await channel.deleteQueue(names.toolsQueue);
     await channel.deleteQueue(names.runsQueue);
+    await channel.deleteQueue(runEventsIngestQueue(names));
     await channel.deleteQueue(names.deadLetterQueue);
     await channel.deleteExchange(names.deadLetterExchange);
     await channel.deleteExchange(names.runEventsExchange);
