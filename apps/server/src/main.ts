@@ -4,6 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app/app.module.js';
 import { ConfigError, loadServerConfig, nestLogLevels } from './app/core/config/server-config.js';
 import { connectToolTransport } from './app/core/transport/tool-transport.js';
+import { startAgentRunMessaging } from './app/naalya-ai/agent-runs/agent-run-messaging.js';
 
 const bootstrap = async () => {
   const config = loadServerConfig();
@@ -12,6 +13,8 @@ const bootstrap = async () => {
   app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
   connectToolTransport(app, config);
   await app.startAllMicroservices();
+  // Run dispatch and the ingest of run events (plain amqplib, outside Nest's microservices).
+  await startAgentRunMessaging(app);
   await app.listen(config.HTTP_PORT, '127.0.0.1');
   new Logger('Server').log(`HTTP on ${await app.getUrl()}; tool calls from queue "${config.AGENT_TOOLS_QUEUE}"`);
 };

@@ -38,13 +38,16 @@ export const testConfig = (database: TestDatabase, overrides: Partial<ServerConf
   ...overrides,
 });
 
-/** The real server module on its own cloned database, seeded with the two demo schools, HTTP on a free port. */
-export const createTestApp = async (): Promise<TestApp> => {
+/**
+ * The real server module on its own cloned database, seeded with the two demo schools, HTTP on a free port.
+ * `overrides` change the configuration, e.g. per-test queue names.
+ */
+export const createTestApp = async (overrides: Partial<ServerConfig> = {}): Promise<TestApp> => {
   const database = await createTestDatabase();
   const owner = createOwnerDataSource(database.ownerUrl);
   await owner.initialize();
   const demo = await owner.transaction((manager) => seedDemo(manager));
-  const module = await Test.createTestingModule({ imports: [AppModule.forRoot(testConfig(database))] })
+  const module = await Test.createTestingModule({ imports: [AppModule.forRoot(testConfig(database, overrides))] })
     .compile();
   // Quiet by default; TEST_LOGS=1 shows the server's logs when a test needs explaining.
   const app = module.createNestApplication({ logger: process.env['TEST_LOGS'] ? ['error', 'warn'] : false });

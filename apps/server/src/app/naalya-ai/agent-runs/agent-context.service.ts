@@ -1,13 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { ForbiddenException, Injectable } from '@nestjs/common';
+import { ForbiddenException, Injectable, NotFoundException } from '@nestjs/common';
 import { UserType } from '@naalya/access';
 import { agentRuntimeContextSchema, type AgentRuntimeContext } from '@naalya/agent-tools';
 import { CampusService } from '../../campuses/campus.service.js';
 import { AppAbilityFactory } from '../../core/authorization/app-ability.factory.js';
 import { IdentityService } from '../../core/auth/identity.service.js';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
+import { repo } from '../../core/tenancy/tenant-context.js';
+import { SchoolEntity } from '../../schools/school.entity.js';
+import { CapabilitiesService } from '../../teaching/capabilities.service.js';
 
-export type MintContextDto = { campusId?: string; targetSchoolId?: string; threadId?: string };
+/** `runId` and `threadId` are the recorded run's and thread's when a run is dispatched; fresh ones otherwise. */
+export type MintContextDto = { campusId?: string; targetSchoolId?: string; runId?: string; threadId?: string };
 
 /**
  * Mints the runtime context a run carries to the worker: the only source of identity and call scope
@@ -19,12 +23,17 @@ export class AgentContextService {
     private readonly identityService: IdentityService,
     private readonly abilityFactory: AppAbilityFactory,
     private readonly campusService: CampusService,
+    private readonly capabilitiesService: CapabilitiesService,
   ) {}
 
   async mint(dto: MintContextDto, jwt: JwtPayload): Promise<AgentRuntimeContext> {
     const user = await this.identityService.assertCurrent(jwt);
     if (dto.targetSchoolId && user.userType !== UserType.PLATFORM_ADMIN) {
       throw new ForbiddenException('Only platform administrators choose a target school.');
+    }
+    // Platform admins read every school: a target that is not there is a mistake worth saying now, not at the first write.
+    if (dto.targetSchoolId && !(await repo(SchoolEntity).existsBy({ id: dto.targetSchoolId }))) {
+      throw new NotFoundException('School not found.');
     }
     const runMode: AgentRuntimeContext['runMode'] = dto.campusId
       ? { mode: 'campus', campus: await this.campusInReach(dto.campusId, user.campusId) }
@@ -40,11 +49,11 @@ export class AgentContextService {
         email: user.email,
       },
       runMode,
-      run: { runId: randomUUID(), threadId: dto.threadId ?? randomUUID() },
+      run: { runId: dto.runId ?? randomUUID(), threadId: dto.threadId ?? randomUUID() },
       // Display only: the worker shapes what Rover offers from it and never decides with it.
       userPermissions: JSON.parse(JSON.stringify(ability.rules)),
-      // Teaching hats arrive with the school domain; until then nobody is eligible for a specialist.
-      capabilities: { isClassTeacher: false, isSubjectTeacher: false, isDirectorOfStudies: false },
+      // The caller's hats decide which specialists join the run; resolved from data here, never by the model.
+      capabilities: await this.capabilitiesService.resolve(jwt),
     });
   }
 

@@ -1,0 +1,27 @@
+import type { AgentInterrupt, AgentRunEvent } from '@naalya/agent-tools';
+import type { AgentRunStatus, StoredInterrupt } from './agent-run.entity.js';
+
+export const PAUSED_WITHOUT_QUESTION_ERROR = 'The assistant paused without a question to answer.';
+
+export type RunState = { status: AgentRunStatus; pendingInterrupts: StoredInterrupt[]; error: string | null };
+
+const stored = (interrupt: AgentInterrupt): StoredInterrupt => ({ ...interrupt, answered: false, delivered: false });
+
+/**
+ * What a run event does to its run. Only the end of a step changes the run: RUN_FINISHED (success → finished;
+ * interrupt → interrupted, its questions added to the pending ones) or RUN_ERROR (→ failed). Questions already
+ * known keep their entry, so a replayed RUN_FINISHED cannot reopen an answered question.
+ */
+export const runStateAfter = (run: RunState, event: AgentRunEvent): RunState => {
+  if (event.type === 'RUN_ERROR') return { ...run, status: 'failed', error: event.message };
+  if (event.type !== 'RUN_FINISHED') return run;
+  if (event.outcome === 'success') return { ...run, status: 'finished', error: null };
+  const known = new Set(run.pendingInterrupts.map((interrupt) => interrupt.interruptId));
+  const added = (event.interrupts ?? []).filter((interrupt) => !known.has(interrupt.interruptId)).map(stored);
+  const pendingInterrupts = [...run.pendingInterrupts, ...added];
+  // Nothing left to answer would leave the thread locked for good: the step counts as failed instead.
+  if (!pendingInterrupts.some((interrupt) => !interrupt.answered)) {
+    return { ...run, status: 'failed', pendingInterrupts, error: PAUSED_WITHOUT_QUESTION_ERROR };
+  }
+  return { status: 'interrupted', pendingInterrupts, error: null };
+};

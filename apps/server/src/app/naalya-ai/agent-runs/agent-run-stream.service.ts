@@ -1,0 +1,144 @@
+import type { ServerResponse } from 'node:http';
+import { BadRequestException, Injectable, Logger } from '@nestjs/common';
+import type { JwtPayload } from '../../core/auth/jwt-payload.js';
+import { IdentityService } from '../../core/auth/identity.service.js';
+import { currentManager } from '../../core/tenancy/tenant-context.js';
+import { asCaller } from './agent-caller.guard.js';
+import { AgentRunNotifier } from './agent-run-notifier.service.js';
+import type { AgentRunStatus } from './agent-run.entity.js';
+import { AgentThreadsService } from './agent-threads.service.js';
+
+export const LAST_EVENT_ID_ERROR = 'Last-Event-ID must be the id of an event of this stream.';
+
+const BATCH = 200;
+/** A comment line keeps proxies from closing an idle stream, and doubles as a safety re-read of the table. */
+const HEARTBEAT_MS = 15_000;
+
+export type StoredRunEvent = { seq: number; type: string; payload: Record<string, unknown> };
+
+/** One server-sent event: `id` is the event's seq, so a reconnecting client's Last-Event-ID resumes right after it. */
+export const formatServerSentEvent = (event: StoredRunEvent): string =>
+  `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event.payload)}\n\n`;
+
+export const parseLastEventId = (value: string | string[] | undefined): number => {
+  if (value === undefined || value === '') return 0;
+  const text = Array.isArray(value) ? value[value.length - 1] : value;
+  if (!/^\d{1,9}$/.test(text ?? '')) throw new BadRequestException(LAST_EVENT_ID_ERROR);
+  return Number(text);
+};
+
+/**
+ * Streams a run's events as server-sent events: first those already stored (after Last-Event-ID), then live ones
+ * as this instance's LISTEN connection reports them, until the run stops running (RUN_FINISHED or RUN_ERROR was
+ * sent and nothing is left to read); then the stream ends. Holds no transaction while it waits: every read is its
+ * own short unit of work as the caller, under RLS.
+ */
+@Injectable()
+export class AgentRunStreamService {
+  private readonly logger = new Logger(AgentRunStreamService.name);
+
+  constructor(
+    private readonly identityService: IdentityService,
+    private readonly threads: AgentThreadsService,
+    private readonly notifier: AgentRunNotifier,
+  ) {}
+
+  async stream(
+    caller: JwtPayload,
+    ids: { threadId: string; runId: string },
+    lastEventId: string | string[] | undefined,
+    response: ServerResponse,
+  ): Promise<void> {
+    let lastSeq = parseLastEventId(lastEventId);
+    // Thrown from here (before any byte is written) these reach the client as ordinary JSON errors: 404, 403.
+    await asCaller(caller, async () => {
+      await this.identityService.assertCurrent(caller);
+      await this.threads.ownedRun(ids.threadId, ids.runId, caller);
+    });
+
+    let isDirty = true;
+    let wake: (() => void) | undefined;
+    const poke = () => {
+      isDirty = true;
+      wake?.();
+    };
+    // Subscribed before the first read: an event stored in between is read either way, and never twice (seq).
+    const unsubscribe = await this.notifier.subscribe(ids.runId, (seq) => {
+      if (seq === null || seq > lastSeq) poke();
+    });
+    const closed = new AbortController();
+    const onClose = () => {
+      closed.abort();
+      wake?.();
+    };
+    const shutdown = this.notifier.shutdownSignal;
+    // The response's close, not the request's: a GET's request stream closes as soon as it has been read.
+    response.on('close', onClose);
+    shutdown.addEventListener('abort', onClose);
+    const heartbeat = setInterval(() => {
+      if (!response.writableEnded) response.write(': keep-alive\n\n');
+      poke();
+    }, HEARTBEAT_MS);
+    try {
+      response.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache, no-transform',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+      });
+      response.write('retry: 3000\n\n');
+      while (!closed.signal.aborted && !shutdown.aborted) {
+        if (!isDirty) {
+          await new Promise<void>((resolve) => (wake = resolve));
+          wake = undefined;
+          continue;
+        }
+        isDirty = false;
+        const { status, events } = await asCaller(caller, () => this.read(ids.runId, lastSeq));
+        for (const event of events) {
+          if (closed.signal.aborted) break;
+          await this.write(response, formatServerSentEvent(event), closed.signal);
+          lastSeq = event.seq;
+        }
+        // The status was read before the events: a run that was no longer running then has all its events of this
+        // step in the batch (the ingest stores RUN_FINISHED or RUN_ERROR and the new status in one transaction).
+        if (status !== 'running' && events.length < BATCH) break;
+        // Otherwise read again after anything new; an empty read of a running run waits for the next notification.
+        if (events.length > 0) isDirty = true;
+      }
+    } catch (error) {
+      this.logger.warn(`Run ${ids.runId}: the event stream stopped: ${error instanceof Error ? error.message : String(error)}`);
+    } finally {
+      clearInterval(heartbeat);
+      unsubscribe();
+      response.off('close', onClose);
+      shutdown.removeEventListener('abort', onClose);
+      if (!response.writableEnded) response.end();
+    }
+  }
+
+  /** Status first, then events: each statement has its own snapshot, and this order never ends a stream early. */
+  private async read(runId: string, afterSeq: number): Promise<{ status: AgentRunStatus | null; events: StoredRunEvent[] }> {
+    const manager = currentManager();
+    const [run] = (await manager.query(`SELECT status FROM agent_runs WHERE id = $1`, [runId])) as { status: AgentRunStatus }[];
+    const events = (await manager.query(
+      `SELECT seq, type, payload FROM agent_run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+      [runId, afterSeq, BATCH],
+    )) as StoredRunEvent[];
+    return { status: run?.status ?? null, events };
+  }
+
+  /** Respects backpressure: waits for the socket to drain, or for the client to go. */
+  private write(response: ServerResponse, chunk: string, closed: AbortSignal): Promise<void> {
+    if (response.write(chunk)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        response.off('drain', done);
+        closed.removeEventListener('abort', done);
+        resolve();
+      };
+      response.on('drain', done);
+      closed.addEventListener('abort', done);
+    });
+  }
+}

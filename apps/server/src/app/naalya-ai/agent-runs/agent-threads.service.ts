@@ -1,0 +1,218 @@
+import { randomUUID } from 'node:crypto';
+import { ConflictException, Injectable, NotFoundException } from '@nestjs/common';
+import { In } from 'typeorm';
+import type { JwtPayload } from '../../core/auth/jwt-payload.js';
+import { IdentityService } from '../../core/auth/identity.service.js';
+import { currentManager, repo } from '../../core/tenancy/tenant-context.js';
+import { AgentContextService } from './agent-context.service.js';
+import { asCaller } from './agent-caller.guard.js';
+import { AgentRunPublisher } from './agent-run-publisher.service.js';
+import { ACTIVE_RUN_STATUSES, AgentRunEntity, type AgentRunStatus, type StoredInterrupt } from './agent-run.entity.js';
+import { AgentThreadEntity } from './agent-thread.entity.js';
+
+export const THREAD_NOT_FOUND_ERROR = 'Thread not found.';
+export const RUN_NOT_FOUND_ERROR = 'Run not found.';
+export const RUN_IN_PROGRESS_ERROR =
+  'This thread already has a run in progress or waiting for an answer. Wait for it to finish, or answer its question.';
+export const UNKNOWN_INTERRUPT_ERROR = 'No question with this id was asked in this thread.';
+export const ALREADY_ANSWERED_ERROR = 'This question has already been answered.';
+export const STALE_INTERRUPT_ERROR = 'This question is no longer waiting for an answer: its run has moved on.';
+
+const UNIQUE_VIOLATION = '23505';
+const ONE_ACTIVE_RUN_INDEX = 'uq_agent_runs_one_active_per_thread';
+const TITLE_LENGTH = 80;
+
+export type CreateThreadDto = { title?: string };
+export type StartRunDto = { message: string; campusId?: string; targetSchoolId?: string };
+export type ResumeDto = { interruptId: string; answer: string };
+
+export type ThreadSummary = { id: string; title: string | null; createdAt: Date; updatedAt: Date };
+export type InterruptView = Pick<StoredInterrupt, 'interruptId' | 'question' | 'askedBy' | 'answered'>;
+export type RunSummary = {
+  id: string;
+  status: AgentRunStatus;
+  message: string;
+  campusId: string | null;
+  targetSchoolId: string | null;
+  interrupts: InterruptView[];
+  error: string | null;
+  lastSeq: number;
+  createdAt: Date;
+  updatedAt: Date;
+};
+export type ThreadDetail = ThreadSummary & { runs: RunSummary[] };
+export type ResumeResult = { runId: string; resumed: boolean; pendingInterruptIds: string[] };
+
+type LockedRun = {
+  id: string;
+  status: AgentRunStatus;
+  campus_id: string | null;
+  target_school_id: string | null;
+  pending_interrupts: StoredInterrupt[];
+};
+
+const threadSummary = (thread: AgentThreadEntity): ThreadSummary => ({
+  id: thread.id,
+  title: thread.title,
+  createdAt: thread.createdAt,
+  updatedAt: thread.updatedAt,
+});
+
+const runSummary = (run: AgentRunEntity): RunSummary => ({
+  id: run.id,
+  status: run.status,
+  message: run.message,
+  campusId: run.campusId,
+  targetSchoolId: run.targetSchoolId,
+  interrupts: run.pendingInterrupts.map(({ interruptId, question, askedBy, answered }) => ({ interruptId, question, askedBy, answered })),
+  error: run.error,
+  lastSeq: run.lastSeq,
+  createdAt: run.createdAt,
+  updatedAt: run.updatedAt,
+});
+
+const isActiveRunConflict = (error: unknown): boolean => {
+  const driverError = (error as { driverError?: { code?: string; constraint?: string } }).driverError;
+  return driverError?.code === UNIQUE_VIOLATION && driverError.constraint === ONE_ACTIVE_RUN_INDEX;
+};
+
+/**
+ * Threads and their runs. Every call is one short unit of work as the caller, checks that the caller owns the
+ * thread (another user's thread, in any school, reads as not found), and is backed by RLS, which binds the rows
+ * to their school and owner. Starting and resuming publish the run step inside that unit of work, after the
+ * broker confirmed it: a step the broker did not take leaves nothing recorded.
+ */
+@Injectable()
+export class AgentThreadsService {
+  constructor(
+    private readonly identityService: IdentityService,
+    private readonly contextService: AgentContextService,
+    private readonly publisher: AgentRunPublisher,
+  ) {}
+
+  createThread(dto: CreateThreadDto, caller: JwtPayload): Promise<ThreadSummary> {
+    return asCaller(caller, async () => {
+      const user = await this.identityService.assertCurrent(caller);
+      const thread = repo(AgentThreadEntity).create({
+        id: randomUUID(),
+        schoolId: user.schoolId,
+        ownerId: user.id,
+        title: dto.title ?? null,
+      });
+      await repo(AgentThreadEntity).insert(thread);
+      return threadSummary(await this.ownedThread(thread.id, caller));
+    });
+  }
+
+  listThreads(caller: JwtPayload): Promise<ThreadSummary[]> {
+    return asCaller(caller, async () => {
+      await this.identityService.assertCurrent(caller);
+      const threads = await repo(AgentThreadEntity).find({ where: { ownerId: caller.sub }, order: { updatedAt: 'DESC' }, take: 100 });
+      return threads.map(threadSummary);
+    });
+  }
+
+  getThread(threadId: string, caller: JwtPayload): Promise<ThreadDetail> {
+    return asCaller(caller, async () => {
+      await this.identityService.assertCurrent(caller);
+      const thread = await this.ownedThread(threadId, caller);
+      const runs = await repo(AgentRunEntity).find({ where: { threadId: thread.id }, order: { createdAt: 'ASC' } });
+      return { ...threadSummary(thread), runs: runs.map(runSummary) };
+    });
+  }
+
+  startRun(threadId: string, dto: StartRunDto, caller: JwtPayload): Promise<{ runId: string }> {
+    return asCaller(caller, async () => {
+      // Locking the thread serialises starts on it; the partial unique index is the floor under this check.
+      const thread = await this.ownedThread(threadId, caller, { lock: true });
+      if (await repo(AgentRunEntity).existsBy({ threadId: thread.id, status: In([...ACTIVE_RUN_STATUSES]) })) {
+        throw new ConflictException(RUN_IN_PROGRESS_ERROR);
+      }
+      const runId = randomUUID();
+      // Identity, campus and target school are checked and minted here, from the token and the database.
+      const context = await this.contextService.mint({ campusId: dto.campusId, targetSchoolId: dto.targetSchoolId, runId, threadId }, caller);
+      try {
+        await repo(AgentRunEntity).insert({
+          id: runId,
+          threadId: thread.id,
+          schoolId: thread.schoolId,
+          ownerId: thread.ownerId,
+          status: 'running',
+          message: dto.message,
+          campusId: context.runMode.mode === 'campus' ? context.runMode.campus.id : null,
+          targetSchoolId: context.runMode.mode === 'school' ? (context.runMode.targetSchoolId ?? null) : null,
+          pendingInterrupts: [],
+          lastSeq: 0,
+        });
+      } catch (error) {
+        if (isActiveRunConflict(error)) throw new ConflictException(RUN_IN_PROGRESS_ERROR);
+        throw error;
+      }
+      await repo(AgentThreadEntity).update(
+        { id: thread.id },
+        { updatedAt: new Date(), ...(thread.title ? {} : { title: dto.message.slice(0, TITLE_LENGTH) }) },
+      );
+      await this.publisher.publish({ kind: 'start', context, message: dto.message });
+      return { runId };
+    });
+  }
+
+  resume(threadId: string, dto: ResumeDto, caller: JwtPayload): Promise<ResumeResult> {
+    return asCaller(caller, async () => {
+      await this.identityService.assertCurrent(caller);
+      const thread = await this.ownedThread(threadId, caller);
+      // The run's row lock makes answers to one run take turns: of two answers to one question, one wins.
+      const [run] = (await currentManager().query(
+        `SELECT id, status, campus_id, target_school_id, pending_interrupts FROM agent_runs
+          WHERE thread_id = $1 AND pending_interrupts @> $2::jsonb
+          ORDER BY created_at DESC LIMIT 1 FOR UPDATE`,
+        [thread.id, JSON.stringify([{ interruptId: dto.interruptId }])],
+      )) as LockedRun[];
+      const interrupt = run?.pending_interrupts.find((candidate) => candidate.interruptId === dto.interruptId);
+      if (!run || !interrupt) throw new ConflictException(UNKNOWN_INTERRUPT_ERROR);
+      if (interrupt.answered) throw new ConflictException(ALREADY_ANSWERED_ERROR);
+      if (run.status !== 'interrupted') throw new ConflictException(STALE_INTERRUPT_ERROR);
+
+      Object.assign(interrupt, { answered: true, answer: dto.answer, answeredAt: new Date().toISOString() });
+      const pendingInterruptIds = run.pending_interrupts.filter((candidate) => !candidate.answered).map((candidate) => candidate.interruptId);
+      const resumed = pendingInterruptIds.length === 0;
+      let answers: Record<string, string> = {};
+      if (resumed) {
+        const undelivered = run.pending_interrupts.filter((candidate) => !candidate.delivered);
+        answers = Object.fromEntries(undelivered.map((candidate) => [candidate.interruptId, candidate.answer ?? '']));
+        for (const candidate of undelivered) candidate.delivered = true;
+      }
+      await currentManager().query(`UPDATE agent_runs SET pending_interrupts = $2, status = $3, updated_at = now() WHERE id = $1`, [
+        run.id,
+        JSON.stringify(run.pending_interrupts),
+        resumed ? 'running' : 'interrupted',
+      ]);
+      if (resumed) {
+        // Re-minted, not replayed: the caller's identity and reach are read again for the next step.
+        const context = await this.contextService.mint(
+          { campusId: run.campus_id ?? undefined, targetSchoolId: run.target_school_id ?? undefined, runId: run.id, threadId: thread.id },
+          caller,
+        );
+        await this.publisher.publish({ kind: 'resume', context, answers });
+      }
+      return { runId: run.id, resumed, pendingInterruptIds };
+    });
+  }
+
+  /** The caller's run in the caller's thread, or 404. Inside a unit of work. */
+  async ownedRun(threadId: string, runId: string, caller: JwtPayload): Promise<AgentRunEntity> {
+    const run = await repo(AgentRunEntity).findOneBy({ id: runId, threadId, ownerId: caller.sub });
+    if (!run) throw new NotFoundException(RUN_NOT_FOUND_ERROR);
+    return run;
+  }
+
+  /** Another user's thread, from any school, is indistinguishable from one that does not exist. */
+  private async ownedThread(threadId: string, caller: JwtPayload, options: { lock?: boolean } = {}): Promise<AgentThreadEntity> {
+    const thread = await repo(AgentThreadEntity).findOne({
+      where: { id: threadId, ownerId: caller.sub },
+      ...(options.lock ? { lock: { mode: 'pessimistic_write' as const } } : {}),
+    });
+    if (!thread) throw new NotFoundException(THREAD_NOT_FOUND_ERROR);
+    return thread;
+  }
+}
