@@ -41,6 +41,13 @@ export const withProbeTools = (original: AgentToolsModule): AgentToolsModule => 
       streamOnSuccess: () => ({ name: 'attendance.recorded', label: 'Attendance recorded', resourceType: 'attendance' }),
     }),
     defineAgentTool({
+      name: 'list_my_teaching_assignments',
+      event: 'list.my-teaching-assignments',
+      description: 'List the subjects and classes the user teaches.',
+      schema: z.strictObject({ campusId: campusIdArg }),
+      roles: ['subject_teacher'],
+    }),
+    defineAgentTool({
       name: 'get_gradebook',
       event: 'get.gradebook',
       description: 'Show the gradebook of a class the user teaches.',

@@ -1,0 +1,73 @@
+import type { AgentSpeaker } from '@naalya/agent-tools';
+import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
+import { initChatModel } from 'langchain';
+import { ScriptedChatModel } from './scripted-chat-model.js';
+import { scriptedPolicy } from './scripted-policy.js';
+
+export const SCRIPTED_MODEL = 'scripted';
+
+/** The providers AGENT_MODEL may name: the package initChatModel loads, and the variable holding the key. */
+export const CHAT_MODEL_PROVIDERS: Record<string, { package: string; keyVariable?: string }> = {
+  openai: { package: '@langchain/openai', keyVariable: 'OPENAI_API_KEY' },
+  anthropic: { package: '@langchain/anthropic', keyVariable: 'ANTHROPIC_API_KEY' },
+  'google-genai': { package: '@langchain/google-genai', keyVariable: 'GOOGLE_API_KEY' },
+  mistralai: { package: '@langchain/mistralai', keyVariable: 'MISTRAL_API_KEY' },
+  groq: { package: '@langchain/groq', keyVariable: 'GROQ_API_KEY' },
+  ollama: { package: '@langchain/ollama' },
+};
+
+export type ChatModelSettings = {
+  /** "scripted" or "provider:model". */
+  agentModel: string;
+  /** Provider keys by variable name, as the worker config read them; absent keys are undefined. */
+  providerKeys: Readonly<Record<string, string | undefined>>;
+};
+
+export class ChatModelUnavailableError extends Error {
+  override readonly name = 'ChatModelUnavailableError';
+}
+
+const splitSpec = (agentModel: string) => {
+  const index = agentModel.indexOf(':');
+  return { provider: agentModel.slice(0, index), model: agentModel.slice(index + 1) };
+};
+
+type PackageImporter = (name: string) => Promise<unknown>;
+
+// Dynamic on purpose: a provider package is optional and only the chosen one must be installed.
+const importPackage: PackageImporter = (name) => import(name);
+
+/**
+ * Checked once at start-up, so a missing provider package or key stops the worker with one clear line
+ * instead of failing the first run. The scripted model needs nothing.
+ */
+export const assertChatModelAvailable = async (settings: ChatModelSettings, importer: PackageImporter = importPackage): Promise<void> => {
+  if (settings.agentModel === SCRIPTED_MODEL) return;
+  const { provider } = splitSpec(settings.agentModel);
+  const entry = CHAT_MODEL_PROVIDERS[provider];
+  if (!entry) {
+    throw new ChatModelUnavailableError(
+      `AGENT_MODEL=${settings.agentModel}: unknown provider "${provider}"; use "scripted" or one of ${Object.keys(CHAT_MODEL_PROVIDERS).join(', ')}.`,
+    );
+  }
+  if (entry.keyVariable && !settings.providerKeys[entry.keyVariable]) {
+    throw new ChatModelUnavailableError(`AGENT_MODEL=${settings.agentModel} needs ${entry.keyVariable} in the worker's environment.`);
+  }
+  try {
+    await importer(entry.package);
+  } catch {
+    throw new ChatModelUnavailableError(`AGENT_MODEL=${settings.agentModel} needs the ${entry.package} package: run npm install ${entry.package}`);
+  }
+};
+
+/**
+ * A fresh model for one speaker of one run step; nothing is created at import time. The scripted model is
+ * offline and deterministic; a provider model goes through initChatModel with the key from the config.
+ */
+export const createChatModel = async (settings: ChatModelSettings, _speaker: AgentSpeaker): Promise<BaseChatModel> => {
+  if (settings.agentModel === SCRIPTED_MODEL) return new ScriptedChatModel(scriptedPolicy);
+  const { provider, model } = splitSpec(settings.agentModel);
+  const keyVariable = CHAT_MODEL_PROVIDERS[provider]?.keyVariable;
+  const apiKey = keyVariable ? settings.providerKeys[keyVariable] : undefined;
+  return initChatModel(model, { modelProvider: provider, temperature: 0, ...(apiKey ? { apiKey } : {}) });
+};

@@ -1,0 +1,302 @@
+import type { AgentRunEvent, AgentRunRequest, AgentRuntimeContext } from '@naalya/agent-tools';
+import { AIMessage, HumanMessage, ToolMessage } from '@langchain/core/messages';
+import { MemorySaver } from '@langchain/langgraph';
+import { describe, expect, it, vi } from 'vitest';
+import { AgentRunExecutor } from '../../runs/agent-run.executor.js';
+import { FakeToolCaller } from '../../testing/fake-tool-caller.fixture.js';
+import { schoolContext } from '../tools/tool-context.fixture.js';
+import { ScriptedChatModel } from './scripted-chat-model.js';
+import { SCRIPTED_HELP, SCRIPTED_INTENTS, SCRIPTED_LABEL, scriptedPolicy } from './scripted-policy.js';
+
+vi.mock('@naalya/agent-tools', async (importOriginal) => {
+  const { withProbeTools } = await import('../../testing/probe-registry.fixture.js');
+  return withProbeTools(await importOriginal());
+});
+
+const IDS = {
+  sciences: '11111111-1111-4111-8111-111111111111',
+  drama: '22222222-2222-4222-8222-222222222222',
+  p5Blue: '33333333-3333-4333-8333-333333333333',
+  tom: '44444444-4444-4444-8444-444444444444',
+  amina: '55555555-5555-4555-8555-555555555555',
+  fractions: '66666666-6666-4666-8666-666666666666',
+};
+
+const SCOPE = 'You can see the whole school.';
+
+const callerWithSchool = () =>
+  new FakeToolCaller()
+    .answer('list.staff', { data: [{ id: 's1', fullName: 'Ada Nakato' }, { id: 's2', fullName: 'Brian Mugisha' }], scopeContext: SCOPE })
+    .answer('list.departments', { data: [{ id: IDS.sciences, name: 'Sciences' }, { id: IDS.drama, name: 'Drama' }], scopeContext: SCOPE })
+    .answer('create.department', { data: { id: 'new-dept', name: 'Sciences' }, scopeContext: SCOPE, auditId: 'audit-1' })
+    .answer('delete.department', { data: IDS.drama, scopeContext: SCOPE, auditId: 'audit-2' })
+    .answer('list.my-classes', { data: [{ id: IDS.p5Blue, name: 'P5 Blue', studentCount: 2 }], scopeContext: 'These are your own classes.' })
+    .answer('list.class-students', { data: [{ id: IDS.tom, fullName: 'Tom Okello' }, { id: IDS.amina, fullName: 'Amina Nabirye' }], scopeContext: SCOPE })
+    .answer('record.attendance', { data: { recorded: 2, absent: 1 }, scopeContext: SCOPE, auditId: 'audit-3' })
+    .answer('list.my-teaching-assignments', { data: [{ id: 'ta-1', classId: IDS.p5Blue, className: 'P5 Blue', subjectName: 'Maths' }], scopeContext: SCOPE })
+    .answer('get.gradebook', { data: { class: 'P5 Blue', rows: 2 }, scopeContext: 'Your access covers the classes you teach.' })
+    .answer('list.pending-lesson-plans', { data: [{ id: IDS.fractions, title: 'Fractions' }], scopeContext: SCOPE })
+    .answer('approve.lesson-plan', { data: { id: IDS.fractions, status: 'approved' }, scopeContext: SCOPE, auditId: 'audit-4' });
+
+let threadCounter = 0;
+
+const conversation = (caller = callerWithSchool(), capabilities = { isClassTeacher: true, isSubjectTeacher: true, isDirectorOfStudies: true }) => {
+  const threadId = `thread-scripted-${++threadCounter}`;
+  let runCounter = 0;
+  const events: AgentRunEvent[] = [];
+  const executor = new AgentRunExecutor({
+    toolCaller: caller,
+    checkpointer: new MemorySaver(),
+    events: { publish: async (event) => void events.push(event) },
+    chatModel: () => new ScriptedChatModel(scriptedPolicy),
+    logger: { log: () => undefined, error: () => undefined, warn: () => undefined },
+  });
+  const context = (): AgentRuntimeContext => ({ ...schoolContext(), capabilities, run: { runId: `run-${++runCounter}`, threadId } });
+  const step = async (request: AgentRunRequest) => {
+    const before = events.length;
+    await executor.execute(request);
+    return events.slice(before);
+  };
+  const pendingOf = (stepEvents: AgentRunEvent[]) => {
+    const finish = stepEvents.findLast((event) => event.type === 'RUN_FINISHED');
+    return finish?.type === 'RUN_FINISHED' ? (finish.interrupts ?? []) : [];
+  };
+  return {
+    caller,
+    events,
+    say: (message: string) => step({ kind: 'start', context: context(), message }),
+    answer: async (stepEvents: AgentRunEvent[], answer: string) => {
+      const pending = pendingOf(stepEvents);
+      return step({ kind: 'resume', context: context(), answers: Object.fromEntries(pending.map((interrupt) => [interrupt.interruptId, answer])) });
+    },
+    pendingOf,
+  };
+};
+
+const texts = (events: AgentRunEvent[]) => events.flatMap((event) => (event.type === 'TEXT_MESSAGE_CONTENT' ? [event.delta] : []));
+const lastText = (events: AgentRunEvent[]) => texts(events).at(-1) ?? '';
+const speakers = (events: AgentRunEvent[]) => events.flatMap((event) => (event.type === 'TEXT_MESSAGE_START' ? [event.speaker] : []));
+
+describe('the scripted model: one test per intent of its policy table', () => {
+  it('"show the staff": list_staff, then the names and the scope sentence', async () => {
+    const chat = conversation();
+    const events = await chat.say('show the staff');
+
+    expect(chat.caller.calls.map((call) => call.event)).toEqual(['list.staff']);
+    expect(lastText(events)).toBe(`${SCRIPTED_LABEL} I found 2 staff: Ada Nakato, Brian Mugisha. ${SCOPE}`);
+  });
+
+  it('"list departments": list_departments', async () => {
+    const chat = conversation();
+    const events = await chat.say('list departments');
+
+    expect(chat.caller.calls.map((call) => call.event)).toEqual(['list.departments']);
+    expect(lastText(events)).toContain('I found 2 departments: Sciences, Drama.');
+  });
+
+  it('"create a department called Sciences": create_department with the name, then the outcome', async () => {
+    const chat = conversation();
+    const events = await chat.say('create a department called Sciences');
+
+    expect(chat.caller.calls.map((call) => [call.event, call.payload.args])).toEqual([['create.department', { name: 'Sciences' }]]);
+    expect(lastText(events)).toBe(`${SCRIPTED_LABEL} Done: Department "Sciences" created. ${SCOPE}`);
+    expect(events.find((event) => event.type === 'CUSTOM')).toMatchObject({ name: 'department.created', value: { auditId: 'audit-1' } });
+  });
+
+  it('"create a department": asks for the name, then creates it', async () => {
+    const chat = conversation();
+    const asked = await chat.say('create a department');
+    expect(chat.pendingOf(asked)[0]?.question).toMatch(/^\[scripted model\] What name should I use\?/);
+
+    await chat.answer(asked, 'Robotics');
+
+    expect(chat.caller.calls.map((call) => call.payload.args)).toEqual([{ name: 'Robotics' }]);
+  });
+
+  it('"delete the Drama department": looks it up, asks to confirm, deletes it by id after yes', async () => {
+    const chat = conversation();
+    const asked = await chat.say('delete the Drama department');
+    expect(chat.pendingOf(asked)).toEqual([
+      expect.objectContaining({ question: `${SCRIPTED_LABEL} Delete the Drama department and its member list? Answer yes to go ahead.`, askedBy: 'rover' }),
+    ]);
+    expect(chat.caller.calls.map((call) => call.event)).toEqual(['list.departments']);
+
+    const done = await chat.answer(asked, 'yes');
+
+    expect(chat.caller.callsTo('delete.department').map((call) => call.payload.args)).toEqual([{ departmentId: IDS.drama }]);
+    expect(chat.caller.callsTo('list.departments')).toHaveLength(1);
+    expect(lastText(done)).toContain('Done: Department deleted.');
+  });
+
+  it('"delete a department" without a name: asks which one (with the choices), then confirms', async () => {
+    const chat = conversation();
+    const which = await chat.say('delete a department');
+    expect(chat.pendingOf(which)[0]?.question).toBe(`${SCRIPTED_LABEL} Which department? You can choose from: Sciences, Drama.`);
+
+    const confirm = await chat.answer(which, 'Sciences');
+    expect(chat.pendingOf(confirm)[0]?.question).toContain('Delete the Sciences department');
+    await chat.answer(confirm, 'yes');
+
+    expect(chat.caller.callsTo('delete.department').map((call) => call.payload.args)).toEqual([{ departmentId: IDS.sciences }]);
+  });
+
+  it('a "no" to the confirmation changes nothing', async () => {
+    const chat = conversation();
+    const asked = await chat.say('delete the Drama department');
+    const done = await chat.answer(asked, 'no, keep it');
+
+    expect(chat.caller.callsTo('delete.department')).toEqual([]);
+    expect(lastText(done)).toContain('Nothing was changed.');
+  });
+
+  it('a department that does not exist is named, with the ones the user can see', async () => {
+    const chat = conversation();
+    const events = await chat.say('delete the Music department');
+
+    expect(chat.caller.callsTo('delete.department')).toEqual([]);
+    expect(lastText(events)).toContain('I could not find a department called "Music". The ones you can see are: Sciences, Drama.');
+  });
+
+  it('"list my classes": delegates to the class teacher specialist through task, who answers under her role', async () => {
+    const chat = conversation();
+    const events = await chat.say('list my classes');
+
+    expect(events.find((event) => event.type === 'TOOL_CALL_START' && event.toolCallName === 'task')).toMatchObject({
+      args: { subagent_type: 'class_teacher', description: 'list my classes' },
+    });
+    expect(chat.caller.calls.map((call) => call.event)).toEqual(['list.my-classes']);
+    expect(speakers(events)).toEqual(['class_teacher']);
+    expect(lastText(events)).toContain('I found 1 classes: P5 Blue.');
+  });
+
+  it('"record attendance for P5 Blue, absent: Tom": the class teacher resolves the class and students and records the register', async () => {
+    const chat = conversation();
+    await chat.say('record attendance for P5 Blue, absent: Tom');
+
+    expect(chat.caller.calls.map((call) => call.event)).toEqual(['list.my-classes', 'list.class-students', 'record.attendance']);
+    expect(chat.caller.callsTo('list.class-students')[0].payload.args).toEqual({ classId: IDS.p5Blue });
+    expect(chat.caller.callsTo('record.attendance')[0].payload.args).toEqual({
+      classId: IDS.p5Blue,
+      date: new Date().toISOString().slice(0, 10),
+      entries: [
+        { studentId: IDS.tom, status: 'absent' },
+        { studentId: IDS.amina, status: 'present' },
+      ],
+    });
+  });
+
+  it('"show the gradebook for P5 Blue": the subject teacher finds the class among their assignments', async () => {
+    const chat = conversation();
+    const events = await chat.say('show the gradebook for P5 Blue');
+
+    expect(chat.caller.calls.map((call) => call.event)).toEqual(['list.my-teaching-assignments', 'get.gradebook']);
+    expect(chat.caller.callsTo('get.gradebook')[0].payload.args).toEqual({ classId: IDS.p5Blue });
+    expect(speakers(events)).toEqual(['subject_teacher']);
+    expect(lastText(events)).toContain('Your access covers the classes you teach.');
+  });
+
+  it('"approve lesson plan Fractions": the director of studies finds it, asks to confirm, approves it', async () => {
+    const chat = conversation();
+    const asked = await chat.say('approve lesson plan Fractions');
+    expect(chat.pendingOf(asked)[0]).toMatchObject({ askedBy: 'dos', question: expect.stringContaining('Approve the lesson plan "Fractions"?') });
+
+    await chat.answer(asked, 'yes');
+
+    expect(chat.caller.callsTo('approve.lesson-plan').map((call) => call.payload.args)).toEqual([{ lessonPlanId: IDS.fractions }]);
+  });
+
+  it('"who teaches Biology": says plainly that no tool serves it yet', async () => {
+    const chat = conversation();
+    const events = await chat.say('who teaches Biology?');
+
+    expect(chat.caller.calls).toEqual([]);
+    expect(lastText(events)).toBe(`${SCRIPTED_LABEL} I cannot find out who teaches what yet: this platform has no tool for it.`);
+  });
+
+  it('a specialist tool the user has no specialist for is refused plainly, without a call', async () => {
+    const chat = conversation(callerWithSchool(), { isClassTeacher: false, isSubjectTeacher: false, isDirectorOfStudies: false });
+    const events = await chat.say('list my classes');
+
+    expect(chat.caller.calls).toEqual([]);
+    expect(lastText(events)).toContain('none of the assistants you can work with in this chat has that tool');
+  });
+
+  it('"what day is it": the clock', async () => {
+    const chat = conversation();
+    const events = await chat.say('what day is it?');
+
+    expect(lastText(events)).toMatch(/^\[scripted model\] It is \w+day, \d{4}-/);
+  });
+
+  it('"who can help me": the agent map names the specialists', async () => {
+    const chat = conversation();
+    const events = await chat.say('who can help me?');
+
+    expect(lastText(events)).toContain('Angie, the class teacher assistant; Bean, the subject teacher assistant; Sarah, the director of studies assistant');
+  });
+
+  it('relays an { error } in plain words', async () => {
+    const chat = conversation(callerWithSchool().answer('create.department', { error: 'Forbidden resource' }));
+    const events = await chat.say('create a department called Sciences');
+
+    expect(lastText(events)).toBe(`${SCRIPTED_LABEL} That did not work. The platform said: Forbidden resource`);
+  });
+
+  it('says "outcome unknown" plainly when a write timed out', async () => {
+    const unknown = 'The "create.department" tool timed out. The outcome is unknown: the change may still complete.';
+    const chat = conversation(callerWithSchool().answer('create.department', { error: unknown }));
+    const events = await chat.say('create a department called Sciences');
+
+    expect(lastText(events)).toMatch(/^\[scripted model\] I could not confirm whether that worked: the outcome is unknown/);
+  });
+
+  it('answers anything else with what it understands', async () => {
+    const chat = conversation();
+    const events = await chat.say('tell me a joke');
+
+    expect(lastText(events)).toBe(SCRIPTED_HELP);
+  });
+
+  it('labels every reply and every question, and never reuses a tool call id', async () => {
+    const chat = conversation();
+    for (const message of ['show the staff', 'list departments', 'list my classes', 'delete the Drama department']) await chat.say(message);
+
+    for (const text of texts(chat.events)) expect(text.startsWith(SCRIPTED_LABEL)).toBe(true);
+    const ids = chat.events.flatMap((event) => (event.type === 'TOOL_CALL_START' ? [event.toolCallId] : []));
+    expect(ids.length).toBeGreaterThan(5);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const id of ids) expect(id).toMatch(/^call_[0-9a-f-]{36}$/);
+  });
+});
+
+describe('scriptedPolicy as a function', () => {
+  it('is deterministic but for ids: the same conversation gives the same call', () => {
+    const tools = [{ name: 'list_staff', description: '', parameters: { type: 'object', properties: {} } }];
+    const first = scriptedPolicy([new HumanMessage('show the staff')], tools);
+    const second = scriptedPolicy([new HumanMessage('show the staff')], tools);
+
+    expect(first.tool_calls?.map(({ name, args }) => ({ name, args }))).toEqual(second.tool_calls?.map(({ name, args }) => ({ name, args })));
+    expect(first.tool_calls?.[0]?.id).not.toBe(second.tool_calls?.[0]?.id);
+  });
+
+  it('answers from the results after the last user message only', () => {
+    const tools = [{ name: 'list_staff', description: '', parameters: { type: 'object', properties: {} } }];
+    const reply = scriptedPolicy(
+      [
+        new HumanMessage('show the staff'),
+        new AIMessage({ content: '', tool_calls: [{ id: 'c1', name: 'list_staff', args: {}, type: 'tool_call' }] }),
+        new ToolMessage({ tool_call_id: 'c1', content: JSON.stringify({ data: [{ fullName: 'Ada' }], scopeContext: SCOPE }) }),
+        new HumanMessage('show the staff'),
+      ],
+      tools,
+    );
+
+    expect(reply.tool_calls?.[0]?.name).toBe('list_staff');
+  });
+
+  it('has an intent for every example in its help text', () => {
+    for (const example of SCRIPTED_HELP.matchAll(/"([^"]+)"/g)) {
+      expect(SCRIPTED_INTENTS.some((intent) => intent.pattern.test(example[1])), example[1]).toBe(true);
+    }
+  });
+});

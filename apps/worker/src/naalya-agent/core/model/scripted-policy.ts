@@ -1,0 +1,459 @@
+import { randomUUID } from 'node:crypto';
+import { AGENT_TOOL_ROLES, RPC_AGENT_TOOLS, isMutatingEvent, type AgentToolRole, type AnyAgentTool } from '@naalya/agent-tools';
+import { AIMessage, type BaseMessage } from '@langchain/core/messages';
+import type { ScriptedPolicy, ScriptedTool } from './scripted-chat-model.js';
+
+// Every reply says where it comes from, so nobody mistakes the offline model for a real one.
+export const SCRIPTED_LABEL = '[scripted model]';
+
+export const ASK_USER = 'ask_user';
+export const TASK = 'task';
+
+type Mentions = Record<string, string>;
+
+/** One plain request the scripted model understands, mapped to the tools that serve it. */
+export type ScriptedIntent = {
+  id: string;
+  /** Matched against the user's request; the first matching intent wins, so the order of the table matters. */
+  pattern: RegExp;
+  /** What it does, for replies: "list the departments". */
+  label: string;
+  /** Candidate tool names, first found wins: tools land on the registry over time and the table needs no change. */
+  tools: readonly string[];
+  /** Names the request mentions, keyed by argument (`name`) or by entity (`department`, resolved to `departmentId`). */
+  mentions?: (request: string) => Mentions;
+  /** A yes/no question asked before the call runs. */
+  confirm?: (mentions: Mentions) => string;
+  /** Entries for an array argument that names cannot fill, built from a lookup (attendance registers). */
+  fillArray?: Record<string, ArrayFiller>;
+};
+
+type ArrayFiller = {
+  lookup: readonly string[];
+  lookupArgs: (args: Record<string, unknown>) => Record<string, unknown>;
+  build: (items: readonly NamedItem[], mentions: Mentions) => unknown[];
+};
+
+type NamedItem = { id: string; name: string };
+
+const STOP_WORDS = new Set(['a', 'an', 'the', 'this', 'that', 'my', 'our', 'new', 'one']);
+
+const clean = (value: string | undefined): string | undefined => {
+  const text = value?.trim().replace(/^["“'‘]|["”'’]$/g, '').trim();
+  return text && !STOP_WORDS.has(text.toLowerCase()) ? text : undefined;
+};
+
+const pick = (request: string, pattern: RegExp, key: string): Mentions => {
+  const value = clean(request.match(pattern)?.[1]);
+  return value ? { [key]: value } : {};
+};
+
+const listOf = (text: string | undefined): string[] =>
+  (text ?? '')
+    .split(/,|\band\b/)
+    .map((part) => part.trim().replace(/[.!?]$/, ''))
+    .filter(Boolean);
+
+const isYes = (answer: string) => /^\s*(y|yes|yeah|yep|sure|ok|okay|confirm|go ahead|do it)\b/i.test(answer);
+
+/** The requests the scripted model understands, most specific first. Adding a tool elsewhere needs no change here. */
+export const SCRIPTED_INTENTS: readonly ScriptedIntent[] = [
+  {
+    id: 'record_attendance',
+    pattern: /\b(record|take|mark|submit)\b.*\b(attendance|register)\b/i,
+    label: 'record attendance',
+    tools: ['record_attendance'],
+    mentions: (request) => ({
+      ...pick(request, /\b(?:attendance|register)\s+(?:for|in|of)\s+(?:class\s+)?(.+?)(?=[,.;:!?]|\s+(?:today|absent|everyone|with)\b|$)/i, 'class'),
+      ...(request.match(/\babsent\b[:\s]+(.+)$/i) ? { absent: request.match(/\babsent\b[:\s]+(.+)$/i)?.[1] ?? '' } : {}),
+    }),
+    fillArray: {
+      entries: {
+        lookup: ['list_class_students', 'list_students'],
+        lookupArgs: (args) => ({ classId: args['classId'] }),
+        build: (students, mentions) => {
+          const absent = listOf(mentions['absent']).map((name) => name.toLowerCase());
+          return students.map((student) => ({
+            studentId: student.id,
+            status: absent.some((name) => student.name.toLowerCase().includes(name)) ? 'absent' : 'present',
+          }));
+        },
+      },
+    },
+  },
+  {
+    id: 'approve_lesson_plan',
+    pattern: /\bapprove\b.*\blesson\s*plans?\b/i,
+    label: 'approve a lesson plan',
+    tools: ['approve_lesson_plan'],
+    mentions: (request) => pick(request, /\blesson\s*plan\s+(?:called\s+|titled\s+|named\s+)?(.+?)[.!?]?$/i, 'lessonPlan'),
+    confirm: (mentions) => `Approve the lesson plan "${mentions['lessonPlan'] ?? 'you chose'}"? Answer yes to go ahead.`,
+  },
+  {
+    id: 'list_pending_lesson_plans',
+    pattern: /\blesson\s*plans?\b/i,
+    label: 'list lesson plans',
+    tools: ['list_pending_lesson_plans', 'list_my_lesson_plans', 'list_lesson_plans'],
+  },
+  {
+    id: 'gradebook',
+    pattern: /\b(grade\s*book|marks|grades)\b/i,
+    label: 'show the gradebook',
+    tools: ['get_gradebook'],
+    mentions: (request) => ({
+      ...pick(request, /\b(?:for|of)\s+(?:class\s+)?(.+?)(?=\s+in\s+|[.!?]|$)/i, 'class'),
+      ...pick(request, /\bin\s+(.+?)[.!?]?$/i, 'subject'),
+    }),
+  },
+  {
+    id: 'who_teaches',
+    pattern: /\bwho\s+teaches\b/i,
+    label: 'find out who teaches what',
+    tools: ['list_teaching_assignments'],
+  },
+  {
+    id: 'list_my_classes',
+    pattern: /\b(list|show|what are|which are|see)\b.*\bclass(es)?\b/i,
+    label: 'list your classes',
+    tools: ['list_my_classes'],
+  },
+  {
+    id: 'delete_department',
+    pattern: /\b(delete|remove)\b.*\bdepartment\b/i,
+    label: 'delete a department',
+    tools: ['delete_department'],
+    mentions: (request) => ({
+      ...pick(request, /\b(?:delete|remove)\s+(?:the\s+)?(.+?)\s+department\b/i, 'department'),
+      ...pick(request, /\bdepartment\s+(?:called|named)\s+(.+?)[.!?]?$/i, 'department'),
+    }),
+    confirm: (mentions) => `Delete the ${mentions['department'] ?? 'chosen'} department and its member list? Answer yes to go ahead.`,
+  },
+  {
+    id: 'add_department_member',
+    pattern: /\badd\b.+\bto\b.*\bdepartment\b/i,
+    label: 'add someone to a department',
+    tools: ['add_department_member'],
+    mentions: (request) => {
+      const match = request.match(/\badd\s+(.+?)\s+to\s+(?:the\s+)?(.+?)\s+department\b/i);
+      return {
+        ...(clean(match?.[1]) ? { staff: clean(match?.[1]) as string } : {}),
+        ...(clean(match?.[2]) ? { department: clean(match?.[2]) as string } : {}),
+        ...(/\bas\s+(?:the\s+)?head\b/i.test(request) ? { asHead: 'true' } : {}),
+      };
+    },
+  },
+  {
+    id: 'create_department',
+    pattern: /\b(create|add|make|start|set up)\b.*\bdepartment\b/i,
+    label: 'create a department',
+    tools: ['create_department'],
+    mentions: (request) => pick(request, /\b(?:called|named)\s+(.+?)[.!?]?$/i, 'name'),
+  },
+  {
+    id: 'list_departments',
+    pattern: /\bdepartments?\b/i,
+    label: 'list the departments',
+    tools: ['list_departments'],
+  },
+  {
+    id: 'list_staff',
+    pattern: /\b(staff|teachers|colleagues|employees|team)\b/i,
+    label: 'list the staff',
+    tools: ['list_staff'],
+  },
+  {
+    id: 'clock',
+    pattern: /\b(what time|what day|the date|today's date|what is today)\b/i,
+    label: 'tell the date and time',
+    tools: ['clock'],
+  },
+  {
+    id: 'agent_map',
+    pattern: /\b(who can help|what can you do|specialists?|assistants?|agent map|help me with)\b/i,
+    label: 'show who can help with what',
+    tools: ['get_agent_map'],
+  },
+];
+
+const HELP_TEXT = `I am the offline scripted model, so I understand only a few plain requests, for example: "show the staff", "list departments", "create a department called Sciences", "delete the Drama department", "list my classes", "record attendance for P5 Blue", "show the gradebook for P5 Blue", "approve lesson plan Fractions". Set AGENT_MODEL to a real model for open conversation.`;
+
+export const SCRIPTED_HELP = `${SCRIPTED_LABEL} ${HELP_TEXT}`;
+
+type Step = { name: string; args: Record<string, unknown>; result?: string };
+type Turn = { request: string; steps: Step[] };
+
+type Action = { call: string; args: Record<string, unknown> } | { say: string };
+
+const textOf = (message: BaseMessage): string =>
+  typeof message.content === 'string'
+    ? message.content
+    : message.content.map((block) => ('text' in block && typeof block.text === 'string' ? block.text : '')).join('');
+
+// The turn so far: the last user request and the tool calls made since, with their results. The policy is a
+// function of this alone, so a resumed run decides exactly what the interrupted one would have.
+const readTurn = (messages: readonly BaseMessage[]): Turn | null => {
+  const start = messages.findLastIndex((message) => message.type === 'human');
+  if (start < 0) return null;
+  const steps: Step[] = [];
+  const byId = new Map<string, Step>();
+  for (const message of messages.slice(start + 1)) {
+    if (AIMessage.isInstance(message)) {
+      for (const call of message.tool_calls ?? []) {
+        const step: Step = { name: call.name, args: call.args };
+        steps.push(step);
+        if (call.id) byId.set(call.id, step);
+      }
+    } else if (message.type === 'tool') {
+      const step = byId.get((message as BaseMessage & { tool_call_id: string }).tool_call_id);
+      if (step) step.result = textOf(message);
+    }
+  }
+  return { request: textOf(messages[start]).trim(), steps };
+};
+
+const parseJson = (text: string | undefined): unknown => {
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+};
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const nameOf = (item: Record<string, unknown>): string | undefined =>
+  [item['name'], item['fullName'], item['title']].find((value): value is string => typeof value === 'string');
+
+// Items of a list result as (id, name). For an entity, rows that carry it by reference (a teaching assignment's
+// classId and className) count too, deduplicated by id.
+const namedItems = (result: string | undefined, entity?: string): NamedItem[] => {
+  const parsed = parseJson(result);
+  const data = isRecord(parsed) ? parsed['data'] : undefined;
+  if (!Array.isArray(data)) return [];
+  const items = data.filter(isRecord).flatMap((item): NamedItem[] => {
+    const referenced = entity ? [item[`${entity}Id`], item[`${entity}Name`]] : [];
+    if (typeof referenced[0] === 'string' && typeof referenced[1] === 'string') return [{ id: referenced[0], name: referenced[1] }];
+    const name = nameOf(item);
+    return typeof item['id'] === 'string' && name ? [{ id: item['id'], name }] : [];
+  });
+  return items.filter((item, index) => items.findIndex((other) => other.id === item.id) === index);
+};
+
+const findNamed = (items: readonly NamedItem[], wanted: string): NamedItem | undefined => {
+  const target = wanted.trim().toLowerCase();
+  return items.find((item) => item.name.toLowerCase() === target) ?? items.find((item) => item.name.toLowerCase().includes(target));
+};
+
+const words = (identifier: string): string =>
+  identifier
+    .replace(/_/g, ' ')
+    .replace(/([a-z])([A-Z])/g, '$1 $2')
+    .toLowerCase();
+
+const UNCOUNTABLE = new Set(['staff']);
+
+const plural = (entity: string): string =>
+  UNCOUNTABLE.has(entity) ? entity : entity.endsWith('s') ? `${entity}es` : entity.endsWith('y') ? `${entity.slice(0, -1)}ies` : `${entity}s`;
+
+const snake = (identifier: string): string => identifier.replace(/([a-z])([A-Z])/g, '$1_$2').toLowerCase();
+
+// The tools that list an entity, by naming convention: departmentId is looked up with list_departments. A
+// teacher's assignments name their classes and subjects, so they serve as a last resort for those.
+const lookupCandidates = (entity: string): string[] => {
+  const many = plural(snake(entity));
+  return [`list_${many}`, `list_my_${many}`, `list_pending_${many}`, `list_class_${many}`, 'list_my_teaching_assignments'];
+};
+
+const definitionOf = (name: string): AnyAgentTool | undefined => RPC_AGENT_TOOLS.find((definition: AnyAgentTool) => definition.name === name);
+
+const callId = () => `call_${randomUUID()}`;
+
+const say = (text: string): AIMessage => new AIMessage({ content: text ? `${SCRIPTED_LABEL} ${text}` : '' });
+
+const toMessage = (action: Action): AIMessage =>
+  'say' in action ? say(action.say) : new AIMessage({ content: '', tool_calls: [{ id: callId(), name: action.call, args: action.args, type: 'tool_call' }] });
+
+const lastCall = (turn: Turn, name: string, matches: (args: Record<string, unknown>) => boolean = () => true): Step | undefined =>
+  turn.steps.findLast((step) => step.name === name && matches(step.args));
+
+const askedQuestion = (question: string) => `${SCRIPTED_LABEL} ${question}`;
+
+/** The user's answer to a question asked this turn, or undefined while it has not been asked or answered. */
+const answerTo = (turn: Turn, question: string): string | undefined => {
+  const parsed = parseJson(lastCall(turn, ASK_USER, (args) => args['question'] === askedQuestion(question))?.result);
+  return isRecord(parsed) && typeof parsed['answer'] === 'string' ? parsed['answer'] : undefined;
+};
+
+const hasAsked = (turn: Turn, question: string) => lastCall(turn, ASK_USER, (args) => args['question'] === askedQuestion(question)) !== undefined;
+
+const ask = (question: string): Action => ({ call: ASK_USER, args: { question: askedQuestion(question) } });
+
+// The specialists the task tool offers this turn, read from its own description of subagent_type.
+const availableSpecialists = (tools: readonly ScriptedTool[]): AgentToolRole[] => {
+  const task = tools.find((candidate) => candidate.name === TASK);
+  const listed = task?.parameters.properties?.['subagent_type']?.description?.match(/Available:\s*(.+)$/)?.[1] ?? '';
+  const names = listed.split(',').map((name) => name.trim());
+  return AGENT_TOOL_ROLES.filter((role) => names.includes(role));
+};
+
+// --- answers from tool results -------------------------------------------------------------------------
+
+const summariseList = (toolName: string, items: unknown[], scopeContext: string): string => {
+  const noun = toolName.replace(/^(list|get|search|count)_(my_|pending_|class_)?/, '').replace(/_/g, ' ');
+  const names = items.filter(isRecord).map((item) => nameOf(item) ?? JSON.stringify(item));
+  if (names.length === 0) return `I found no ${noun}. ${scopeContext}`;
+  const shown = names.slice(0, 25).join(', ');
+  const more = names.length > 25 ? `, and ${names.length - 25} more` : '';
+  return `I found ${names.length} ${noun}: ${shown}${more}. ${scopeContext}`;
+};
+
+const summariseResult = (step: Step): string => {
+  const parsed = parseJson(step.result);
+  if (step.name === 'clock' && isRecord(parsed)) return `It is ${String(parsed['weekday'])}, ${String(parsed['now'])} (UTC).`;
+  if (step.name === 'get_agent_map' && isRecord(parsed) && Array.isArray(parsed['specialists'])) {
+    const specialists = parsed['specialists'].filter(isRecord).map((entry) => `${String(entry['name'])}, the ${String(entry['title'])}`);
+    return specialists.length > 0
+      ? `Besides me, you can work with ${specialists.join('; ')}. Ask for what you need and I will hand it to the right one.`
+      : 'You work with me alone here: no specialist assistant is set up for you.';
+  }
+  if (!isRecord(parsed)) return `The tool answered: ${String(step.result ?? '')}`;
+  if (typeof parsed['error'] === 'string') {
+    const error = parsed['error'];
+    if (/outcome is unknown/i.test(error)) {
+      return `I could not confirm whether that worked: the outcome is unknown, and the change may still complete. Please check before trying again. The platform said: ${error}`;
+    }
+    return `That did not work. The platform said: ${error}`;
+  }
+  const scopeContext = typeof parsed['scopeContext'] === 'string' ? parsed['scopeContext'] : '';
+  const data = parsed['data'];
+  if (Array.isArray(data)) return summariseList(step.name, data, scopeContext);
+  const definition = definitionOf(step.name);
+  if (definition && isMutatingEvent(definition.event)) {
+    const label = definition.streamOnSuccess?.(step.args)?.label ?? `${words(step.name)} done`;
+    return `Done: ${label}. ${scopeContext}`.trim();
+  }
+  const shown = JSON.stringify(data);
+  return `Here is what I found: ${shown.length > 600 ? `${shown.slice(0, 600)}...` : shown} ${scopeContext}`.trim();
+};
+
+// --- filling arguments ----------------------------------------------------------------------------------
+
+type Fill = { args: Record<string, unknown>; names: Mentions } | { action: Action };
+
+const resolveEntity = (turn: Turn, tools: readonly ScriptedTool[], entity: string, mentioned: string | undefined): { id: string; name: string } | Action => {
+  const lookup = lookupCandidates(entity).find((name) => tools.some((candidate) => candidate.name === name));
+  const noun = words(entity);
+  if (!lookup) return { say: `I need to know which ${noun} you mean, and I have no tool here to look it up.` };
+  const listed = lastCall(turn, lookup);
+  if (!listed) return { call: lookup, args: {} };
+  if (listed.result === undefined) return { say: '' };
+  const items = namedItems(listed.result, entity);
+  const parsed = parseJson(listed.result);
+  if (isRecord(parsed) && typeof parsed['error'] === 'string') return { say: summariseResult(listed) };
+  const question = `Which ${noun}? You can choose from: ${items.map((item) => item.name).join(', ') || 'none found'}.`;
+  const wanted = mentioned ?? answerTo(turn, question);
+  if (!wanted) return items.length === 0 ? { say: `I found no ${plural(noun)} you can see.` } : ask(question);
+  const found = findNamed(items, wanted);
+  if (!found) return { say: `I could not find a ${noun} called "${wanted}". The ones you can see are: ${items.map((item) => item.name).join(', ')}.` };
+  return found;
+};
+
+const fillArguments = (turn: Turn, tools: readonly ScriptedTool[], tool: ScriptedTool, intent: ScriptedIntent, mentions: Mentions): Fill => {
+  const schema = tool.parameters;
+  const required = new Set(schema.required ?? []);
+  const args: Record<string, unknown> = {};
+  const names: Mentions = { ...mentions };
+  for (const [key, property] of Object.entries(schema.properties ?? {})) {
+    const isRequired = required.has(key);
+    if (key === 'campusId') continue; // campus mode pins it; school mode leaves the whole school
+    if (mentions[key] !== undefined) {
+      args[key] = property.type === 'boolean' ? mentions[key] === 'true' : mentions[key];
+      continue;
+    }
+    if (key.endsWith('Id') && key.length > 2) {
+      const entity = key.slice(0, -2);
+      if (!isRequired && mentions[entity] === undefined) continue;
+      const resolved = resolveEntity(turn, tools, entity, mentions[entity]);
+      if ('call' in resolved || 'say' in resolved) return { action: resolved };
+      args[key] = resolved.id;
+      names[entity] = resolved.name;
+      continue;
+    }
+    if (!isRequired) continue;
+    const filler = intent.fillArray?.[key];
+    if (filler) {
+      const lookup = filler.lookup.find((name) => tools.some((candidate) => candidate.name === name));
+      if (!lookup) return { action: { say: `I cannot fill in the ${words(key)} here: I have no tool to look them up.` } };
+      const lookupArgs = filler.lookupArgs(args);
+      const listed = lastCall(turn, lookup, (stepArgs) => JSON.stringify(stepArgs) === JSON.stringify(lookupArgs));
+      if (!listed) return { action: { call: lookup, args: lookupArgs } };
+      if (listed.result === undefined) return { action: { say: '' } };
+      args[key] = filler.build(namedItems(listed.result), mentions);
+      continue;
+    }
+    if (property.format === 'date' || key === 'date') {
+      args[key] = new Date().toISOString().slice(0, 10);
+      continue;
+    }
+    if (property.type === 'array' || property.type === 'object') {
+      return { action: { say: `I cannot fill in the ${words(key)} for this request offline. A real model can (set AGENT_MODEL).` } };
+    }
+    const options = property.enum ? ` Choose one of: ${property.enum.join(', ')}.` : '';
+    const question = `What ${words(key)} should I use?${property.description ? ` (${property.description})` : ''}${options}`;
+    const answer = answerTo(turn, question);
+    if (answer === undefined) return { action: ask(question) };
+    args[key] = property.type === 'number' || property.type === 'integer' ? Number(answer) : answer;
+  }
+  return { args, names };
+};
+
+// --- the policy ------------------------------------------------------------------------------------------
+
+const delegateOrRefuse = (turn: Turn, tools: readonly ScriptedTool[], intent: ScriptedIntent): Action => {
+  const specialists = availableSpecialists(tools);
+  for (const name of intent.tools) {
+    const role = definitionOf(name)?.roles?.find((candidate: AgentToolRole) => specialists.includes(candidate));
+    if (!role) continue;
+    const delegated = lastCall(turn, TASK, (args) => args['subagent_type'] === role);
+    // The specialist's own answer reached the user under its name; Rover adds nothing.
+    if (delegated?.result !== undefined) return { say: '' };
+    return { call: TASK, args: { description: turn.request, subagent_type: role } };
+  }
+  const known = intent.tools.some((name) => definitionOf(name) !== undefined || name === 'clock' || name === 'get_agent_map');
+  return {
+    say: known
+      ? `I cannot ${intent.label} here: none of the assistants you can work with in this chat has that tool.`
+      : `I cannot ${intent.label} yet: this platform has no tool for it.`,
+  };
+};
+
+const decide = (turn: Turn, tools: readonly ScriptedTool[]): Action => {
+  const intent = SCRIPTED_INTENTS.find((candidate) => candidate.pattern.test(turn.request));
+  if (!intent) return { say: HELP_TEXT };
+  const tool = intent.tools.map((name) => tools.find((candidate) => candidate.name === name)).find((candidate) => candidate !== undefined);
+  if (!tool) return delegateOrRefuse(turn, tools, intent);
+
+  const done = lastCall(turn, tool.name);
+  if (done?.result !== undefined) return { say: summariseResult(done) };
+
+  const mentions = intent.mentions?.(turn.request) ?? {};
+  const filled = fillArguments(turn, tools, tool, intent, mentions);
+  if ('action' in filled) return filled.action;
+
+  const definition = definitionOf(tool.name);
+  if (intent.confirm && definition && isMutatingEvent(definition.event)) {
+    const question = intent.confirm(filled.names);
+    const answer = answerTo(turn, question);
+    if (answer === undefined) return hasAsked(turn, question) ? { say: '' } : ask(question);
+    if (!isYes(answer)) return { say: `All right, I have not done it. Nothing was changed.` };
+  }
+  return { call: tool.name, args: filled.args };
+};
+
+/** The scripted model's policy: plain requests to tool calls, delegation, questions and plain answers. */
+export const scriptedPolicy: ScriptedPolicy = (messages, tools) => {
+  const turn = readTurn(messages);
+  if (!turn) return say(HELP_TEXT);
+  return toMessage(decide(turn, tools));
+};
