@@ -8,7 +8,9 @@ const serverEnv = { ...process.env, ...readSection('server') };
 const workerEnv = { ...process.env, ...readSection('worker') };
 
 for (const script of ['db-setup.js', 'rmq-setup.js']) {
-  const result = spawnSync(process.execPath, [`apps/server/dist/cli/${script}`], { env: serverEnv, stdio: 'inherit' });
+  // The database setup also creates the worker's checkpoint role, so it alone gets the worker's CHECKPOINT_DATABASE_URL.
+  const env = script === 'db-setup.js' ? { ...serverEnv, CHECKPOINT_DATABASE_URL: workerEnv.CHECKPOINT_DATABASE_URL } : serverEnv;
+  const result = spawnSync(process.execPath, [`apps/server/dist/cli/${script}`], { env, stdio: 'inherit' });
   if (result.status !== 0) process.exit(result.status ?? 1);
 }
 const children = [

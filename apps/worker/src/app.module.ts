@@ -1,30 +1,45 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { WORKER_CONFIG, type WorkerConfig } from './app/config/worker-config.js';
-import { AGENT_TOOL_CALLER } from './naalya-agent/core/tools/agent-tool-caller.js';
-import {
-  AGENT_TOOL_SERVICE_OPTIONS,
-  AgentToolService,
-  type AgentToolServiceOptions,
-} from './naalya-agent/core/tools/agent-tool.service.js';
+import type { WorkerConfig } from './app/config/worker-config.js';
+import { CHECKPOINT_STORE_OPTIONS, CheckpointStore, type CheckpointStoreOptions } from './naalya-agent/core/checkpoint/checkpoint-store.js';
+import { createChatModel } from './naalya-agent/core/model/chat-model.factory.js';
+import { AGENT_TOOL_CALLER, type AgentToolCaller } from './naalya-agent/core/tools/agent-tool-caller.js';
+import { AgentToolsModule } from './naalya-agent/core/tools/agent-tools.module.js';
+import { AgentRunConsumer } from './naalya-agent/runs/agent-run.consumer.js';
+import { AgentRunExecutor } from './naalya-agent/runs/agent-run.executor.js';
+import { RUN_EVENT_PUBLISHER_OPTIONS, RunEventPublisher, type RunEventPublisherOptions } from './naalya-agent/runs/run-event.publisher.js';
 
+// The worker: the runs consumer, its executor, the run events publisher, the checkpoints and the tool hop.
 // The config is loaded and validated before Nest starts, so a bad environment never reaches a provider.
 @Module({})
 export class AppModule {
   static forRoot(config: WorkerConfig): DynamicModule {
-    const toolServiceOptions: AgentToolServiceOptions = {
-      rabbitmqUrl: config.rabbitmqUrl,
-      toolsQueue: config.queues.toolsQueue,
-      timeoutMs: config.toolCallTimeoutMs,
+    const publisherOptions: RunEventPublisherOptions = { rabbitmqUrl: config.rabbitmqUrl, exchange: config.queues.runEventsExchange };
+    const checkpointOptions: CheckpointStoreOptions = {
+      databaseUrl: config.checkpoint.databaseUrl,
+      retentionDays: config.checkpoint.retentionDays,
+      poolSize: config.runs.concurrency + 1,
     };
     return {
       module: AppModule,
+      imports: [AgentToolsModule.forRoot(config)],
+      controllers: [AgentRunConsumer],
       providers: [
-        { provide: WORKER_CONFIG, useValue: config },
-        { provide: AGENT_TOOL_SERVICE_OPTIONS, useValue: toolServiceOptions },
-        AgentToolService,
-        { provide: AGENT_TOOL_CALLER, useExisting: AgentToolService },
+        { provide: RUN_EVENT_PUBLISHER_OPTIONS, useValue: publisherOptions },
+        RunEventPublisher,
+        { provide: CHECKPOINT_STORE_OPTIONS, useValue: checkpointOptions },
+        CheckpointStore,
+        {
+          provide: AgentRunExecutor,
+          inject: [AGENT_TOOL_CALLER, CheckpointStore, RunEventPublisher],
+          useFactory: (toolCaller: AgentToolCaller, checkpoints: CheckpointStore, events: RunEventPublisher) =>
+            new AgentRunExecutor({
+              toolCaller,
+              checkpointer: checkpoints.saver,
+              events,
+              chatModel: (speaker) => createChatModel({ agentModel: config.agentModel, providerKeys: config.providerKeys }, speaker),
+            }),
+        },
       ],
-      exports: [WORKER_CONFIG, AGENT_TOOL_CALLER],
     };
   }
 }

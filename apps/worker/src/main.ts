@@ -1,8 +1,10 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { AckAfterReplyTransport } from '@naalya/rmq';
 import { AppModule } from './app.module.js';
 import { WorkerConfigError, enabledLogLevels, loadWorkerConfig, type WorkerConfig } from './app/config/worker-config.js';
+import { ChatModelUnavailableError, assertChatModelAvailable } from './naalya-agent/core/model/chat-model.factory.js';
 
 const readConfig = (): WorkerConfig | null => {
   try {
@@ -20,16 +22,38 @@ const bootstrap = async (): Promise<void> => {
     process.exitCode = 1;
     return;
   }
-  // abortOnError: false, so a failed start-up (broker unreachable) reaches the catch below and exits 1
-  // with its message, instead of Nest calling process.abort().
-  const app = await NestFactory.createApplicationContext(AppModule.forRoot(config), {
+  try {
+    await assertChatModelAvailable({ agentModel: config.agentModel, providerKeys: config.providerKeys });
+  } catch (error) {
+    if (!(error instanceof ChatModelUnavailableError)) throw error;
+    console.error(error.message);
+    process.exitCode = 1;
+    return;
+  }
+  // Run steps arrive on the runs queue and are acknowledged only when the step is done (events published),
+  // so a worker that dies mid-step leaves the message to be redelivered.
+  const transport = new AckAfterReplyTransport({
+    url: config.rabbitmqUrl,
+    queue: config.queues.runsQueue,
+    prefetch: config.runs.concurrency,
+    deadLetterExchange: config.queues.deadLetterExchange,
+    handlerTimeoutMs: config.runs.stepTimeoutMs,
+    drainTimeoutMs: Math.min(config.runs.stepTimeoutMs, 30_000),
+    logger: new Logger('RunTransport'),
+    connectionName: 'naalya-worker-runs',
+  });
+  // abortOnError: false, so a failed start-up (broker or database unreachable) reaches the catch below and
+  // exits 1 with its message, instead of Nest calling process.abort().
+  const app = await NestFactory.createMicroservice(AppModule.forRoot(config), {
+    strategy: transport,
     logger: enabledLogLevels(config.logLevel),
     abortOnError: false,
   });
-  // SIGTERM closes the app: onModuleDestroy closes the broker connection.
+  // SIGTERM: stop consuming, let run steps in flight finish (bounded), then close the broker and database.
   app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
+  await app.listen();
   Logger.log(
-    `Worker ready: tool calls go to queue "${config.queues.toolsQueue}" with a ${config.toolCallTimeoutMs} ms timeout; model "${config.agentModel}".`,
+    `Worker ready: runs from queue "${config.queues.runsQueue}", events to "${config.queues.runEventsExchange}", tool calls to "${config.queues.toolsQueue}" (${config.toolCallTimeoutMs} ms); model "${config.agentModel}".`,
     'Worker',
   );
 };

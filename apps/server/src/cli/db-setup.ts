@@ -3,8 +3,10 @@ import { setupDatabase } from '../app/core/database/setup-database.js';
 
 try {
   const config = loadServerConfig();
-  await setupDatabase({ ownerUrl: config.DATABASE_OWNER_URL, appUrl: config.DATABASE_URL });
-  console.log('Database ready: roles created, migrations applied.');
+  // Optional and read here only: the worker's checkpoint role is created by the setup, never used by the server.
+  const checkpointUrl = process.env['CHECKPOINT_DATABASE_URL'] || undefined;
+  await setupDatabase({ ownerUrl: config.DATABASE_OWNER_URL, appUrl: config.DATABASE_URL, checkpointUrl });
+  console.log(`Database ready: roles created, migrations applied${checkpointUrl ? ', checkpoint schema ready' : ''}.`);
 } catch (error) {
   console.error(error instanceof ConfigError ? error.message : `Database setup failed: ${(error as Error).message}`);
   process.exit(1);

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { performance } from 'node:perf_hooks';
 import { NestFactory } from '@nestjs/core';
 import { RPC_AGENT_TOOLS, type AnyAgentTool } from '@naalya/agent-tools';
-import { AppModule } from '../app.module.js';
+import { AgentToolsModule } from '../naalya-agent/core/tools/agent-tools.module.js';
 import { WorkerConfigError, loadWorkerConfig } from '../app/config/worker-config.js';
 import { AGENT_TOOL_CALLER, type AgentToolCaller } from '../naalya-agent/core/tools/agent-tool-caller.js';
 import { toRpcProxy, toolCallIdempotencyKey } from '../naalya-agent/core/tools/build-agent-tools.js';
@@ -21,7 +21,7 @@ const readStdin = async () => {
 const main = async () => {
   const config = loadWorkerConfig(process.env);
   const plan = await readStdin();
-  const app = await NestFactory.createApplicationContext(AppModule.forRoot(config), { logger: ['error'], abortOnError: false });
+  const app = await NestFactory.createApplicationContext(AgentToolsModule.forRoot(config), { logger: ['error'], abortOnError: false });
   try {
     const caller = app.get<AgentToolCaller>(AGENT_TOOL_CALLER);
     for (const call of plan) {

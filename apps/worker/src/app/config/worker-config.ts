@@ -7,6 +7,27 @@ export type WorkerLogLevel = (typeof LOG_LEVELS)[number];
 const MIN_TOOL_CALL_TIMEOUT_MS = 100;
 const MAX_TOOL_CALL_TIMEOUT_MS = 300_000;
 
+const wholeNumber = (fallback: string, min: number, max: number, unit: string) =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d+$/, { error: `must be a whole number${unit ? ` of ${unit}` : ''}` })
+    .default(fallback)
+    .transform(Number)
+    .pipe(
+      z
+        .number()
+        .min(min, { error: `must be at least ${min}${unit ? ` ${unit}` : ''}` })
+        .max(max, { error: `must be at most ${max}${unit ? ` ${unit}` : ''}` }),
+    );
+
+// Empty reads as unset: `OPENAI_API_KEY=` is how a .env file leaves a key out.
+const optionalSecret = z
+  .string()
+  .trim()
+  .optional()
+  .transform((value) => value || undefined);
+
 const queueName = (fallback: string) =>
   z
     .string()
@@ -38,11 +59,29 @@ const workerEnvSchema = z.object({
         .min(MIN_TOOL_CALL_TIMEOUT_MS, { error: `must be at least ${MIN_TOOL_CALL_TIMEOUT_MS} ms` })
         .max(MAX_TOOL_CALL_TIMEOUT_MS, { error: `must be at most ${MAX_TOOL_CALL_TIMEOUT_MS} ms` }),
     ),
+  // The checkpoint role: it reaches only the agent_checkpoints schema, never the server's tables.
+  CHECKPOINT_DATABASE_URL: z.url({
+    protocol: /^postgres(ql)?$/,
+    error: (issue) =>
+      issue.input === undefined
+        ? "is required: the postgres:// URL of the checkpoint role (naalya_checkpoint), which reaches only the checkpoint schema"
+        : 'must be a postgres:// URL, for example postgres://naalya_checkpoint:secret@127.0.0.1:5432/naalya',
+  }),
+  CHECKPOINT_RETENTION_DAYS: wholeNumber('30', 1, 3650, 'days'),
+  // How long one run step (a user message, or answers to questions) may take before it is stopped.
+  RUN_STEP_TIMEOUT_MS: wholeNumber('300000', 1_000, 3_600_000, 'ms'),
+  // Run steps handled at once by this worker.
+  RUN_CONCURRENCY: wholeNumber('4', 1, 64, ''),
   AGENT_MODEL: z
     .string()
     .trim()
     .regex(/^(scripted|[a-z0-9-]+:\S+)$/, { error: 'must be "scripted" or "provider:model", for example openai:gpt-4.1' })
     .default('scripted'),
+  OPENAI_API_KEY: optionalSecret,
+  ANTHROPIC_API_KEY: optionalSecret,
+  GOOGLE_API_KEY: optionalSecret,
+  MISTRAL_API_KEY: optionalSecret,
+  GROQ_API_KEY: optionalSecret,
   // "info" is the shared spelling (the server's .env section uses it); Nest calls that level "log".
   LOG_LEVEL: z
     .enum([...LOG_LEVELS, 'info'], { error: `must be one of info, ${LOG_LEVELS.join(', ')}` })
@@ -55,6 +94,10 @@ export type WorkerConfig = {
   queues: RmqNames;
   toolCallTimeoutMs: number;
   agentModel: string;
+  /** Provider keys by variable name; only the one AGENT_MODEL names is needed. */
+  providerKeys: Readonly<Record<string, string | undefined>>;
+  checkpoint: { databaseUrl: string; retentionDays: number };
+  runs: { stepTimeoutMs: number; concurrency: number };
   logLevel: WorkerLogLevel;
 };
 
@@ -63,7 +106,8 @@ export class WorkerConfigError extends Error {
 }
 
 // Secrets are never echoed back: RABBITMQ_URL carries the broker password.
-const SECRET_VARIABLES = new Set(['RABBITMQ_URL']);
+const PROVIDER_KEY_VARIABLES = ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'GOOGLE_API_KEY', 'MISTRAL_API_KEY', 'GROQ_API_KEY'] as const;
+const SECRET_VARIABLES = new Set<string>(['RABBITMQ_URL', 'CHECKPOINT_DATABASE_URL', ...PROVIDER_KEY_VARIABLES]);
 
 const describeIssue = (issue: z.core.$ZodIssue, env: Record<string, string | undefined>): string => {
   const variable = String(issue.path[0] ?? '');
@@ -84,6 +128,9 @@ export const loadWorkerConfig = (env: Record<string, string | undefined>): Worke
     queues: rmqNames(values.AGENT_TOOLS_QUEUE, values.AGENT_RUNS_QUEUE),
     toolCallTimeoutMs: values.TOOL_CALL_TIMEOUT_MS,
     agentModel: values.AGENT_MODEL,
+    providerKeys: Object.fromEntries(PROVIDER_KEY_VARIABLES.map((variable) => [variable, values[variable]])),
+    checkpoint: { databaseUrl: values.CHECKPOINT_DATABASE_URL, retentionDays: values.CHECKPOINT_RETENTION_DAYS },
+    runs: { stepTimeoutMs: values.RUN_STEP_TIMEOUT_MS, concurrency: values.RUN_CONCURRENCY },
     logLevel: values.LOG_LEVEL,
   };
 };

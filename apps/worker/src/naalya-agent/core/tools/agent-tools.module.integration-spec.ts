@@ -2,15 +2,17 @@ import { randomUUID } from 'node:crypto';
 import { Test } from '@nestjs/testing';
 import { connect, type ChannelModel } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AppModule } from './app.module.js';
-import { loadWorkerConfig } from './app/config/worker-config.js';
-import { AGENT_TOOL_CALLER, type AgentToolCaller } from './naalya-agent/core/tools/agent-tool-caller.js';
-import { AgentToolService } from './naalya-agent/core/tools/agent-tool.service.js';
-import { listStaffPayload } from './naalya-agent/core/tools/tool-context.fixture.js';
+import { loadWorkerConfig } from '../../../app/config/worker-config.js';
+import { AGENT_TOOL_CALLER, type AgentToolCaller } from './agent-tool-caller.js';
+import { AgentToolService } from './agent-tool.service.js';
+import { AgentToolsModule } from './agent-tools.module.js';
+import { listStaffPayload } from './tool-context.fixture.js';
 
 const RABBITMQ_URL = process.env['RABBITMQ_TEST_URL'] ?? 'amqp://guest:guest@127.0.0.1:5672';
+// Never connected to: the tool hop alone needs no checkpoint database.
+const CHECKPOINT_DATABASE_URL = 'postgres://naalya_checkpoint:unused@127.0.0.1:5432/naalya';
 
-describe('AppModule', () => {
+describe('AgentToolsModule', () => {
   const queue = `agent-tools.test-${randomUUID().slice(0, 8)}`;
   let connection: ChannelModel;
 
@@ -39,8 +41,8 @@ describe('AppModule', () => {
   });
 
   it('provides AgentToolService under the AgentToolCaller token, configured from the worker config', async () => {
-    const config = loadWorkerConfig({ RABBITMQ_URL, AGENT_TOOLS_QUEUE: queue, TOOL_CALL_TIMEOUT_MS: '2000' });
-    const moduleRef = await Test.createTestingModule({ imports: [AppModule.forRoot(config)] }).compile();
+    const config = loadWorkerConfig({ RABBITMQ_URL, CHECKPOINT_DATABASE_URL, AGENT_TOOLS_QUEUE: queue, TOOL_CALL_TIMEOUT_MS: '2000' });
+    const moduleRef = await Test.createTestingModule({ imports: [AgentToolsModule.forRoot(config)] }).compile();
     await moduleRef.init();
     try {
       const toolCaller = moduleRef.get<AgentToolCaller>(AGENT_TOOL_CALLER);

@@ -1,0 +1,112 @@
+import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
+import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
+import pg from 'pg';
+
+/** The schema the checkpoint role owns; the server's database setup creates it (and nothing else for that role). */
+export const CHECKPOINT_SCHEMA = 'agent_checkpoints';
+
+export type CheckpointStoreOptions = {
+  /** The checkpoint role's URL: it reaches only its own schema, never the domain tables. */
+  databaseUrl: string;
+  schema?: string;
+  /** Threads whose latest checkpoint is older than this are deleted. */
+  retentionDays: number;
+  /** How often the retention sweep runs. Default one hour. */
+  sweepIntervalMs?: number;
+  poolSize?: number;
+};
+
+export const CHECKPOINT_STORE_OPTIONS = Symbol('CheckpointStoreOptions');
+
+const SWEEP_BATCH = 500;
+const DAY_MS = 86_400_000;
+
+const quoteIdentifier = (name: string) => `"${name.replaceAll('"', '""')}"`;
+
+/** PostgresSaver on the checkpoint schema, set up at start, with a periodic retention sweep. */
+@Injectable()
+export class CheckpointStore implements OnModuleInit, OnModuleDestroy {
+  readonly saver: PostgresSaver;
+  private readonly pool: pg.Pool;
+  private readonly schema: string;
+  private readonly logger = new Logger(CheckpointStore.name);
+  private timer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<number> | null = null;
+
+  constructor(@Inject(CHECKPOINT_STORE_OPTIONS) private readonly options: CheckpointStoreOptions) {
+    this.schema = options.schema ?? CHECKPOINT_SCHEMA;
+    this.pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.poolSize ?? 5 });
+    // An idle client's error (the database restarting) must not crash the worker; the next query reconnects.
+    this.pool.on('error', (error) => this.logger.warn(`Checkpoint database connection error: ${error.message}`));
+    this.saver = new PostgresSaver(this.pool, undefined, { schema: this.schema });
+  }
+
+  // setup() creates the saver's tables inside the schema (idempotent); it never creates the schema itself.
+  async onModuleInit(): Promise<void> {
+    try {
+      await this.saver.setup();
+    } catch (error) {
+      await this.pool.end().catch(() => undefined);
+      throw new Error(
+        `Cannot set up checkpoints in schema "${this.schema}" (run the database setup with CHECKPOINT_DATABASE_URL): ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+    await this.sweepLogged();
+    this.timer = setInterval(() => void this.sweepLogged(), this.options.sweepIntervalMs ?? 3_600_000);
+    this.timer.unref();
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    clearInterval(this.timer);
+    await this.sweeping?.catch(() => undefined);
+    await this.pool.end();
+  }
+
+  /** Deletes every thread whose latest checkpoint is older than the retention period; returns how many. */
+  async sweep(now: Date = new Date()): Promise<number> {
+    const tables = (name: string) => `${quoteIdentifier(this.schema)}.${quoteIdentifier(name)}`;
+    const cutoff = new Date(now.getTime() - this.options.retentionDays * DAY_MS).toISOString();
+    let deleted = 0;
+    for (;;) {
+      const { rows } = await this.pool.query<{ thread_id: string }>(
+        `SELECT thread_id FROM ${tables('checkpoints')} GROUP BY thread_id
+          HAVING max((checkpoint->>'ts')::timestamptz) < $1::timestamptz LIMIT ${SWEEP_BATCH}`,
+        [cutoff],
+      );
+      if (rows.length === 0) return deleted;
+      const threadIds = rows.map((row) => row.thread_id);
+      const client = await this.pool.connect();
+      try {
+        await client.query('BEGIN');
+        for (const table of ['checkpoint_writes', 'checkpoint_blobs', 'checkpoints']) {
+          await client.query(`DELETE FROM ${tables(table)} WHERE thread_id = ANY($1::text[])`, [threadIds]);
+        }
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw error;
+      } finally {
+        client.release();
+      }
+      deleted += threadIds.length;
+      if (rows.length < SWEEP_BATCH) return deleted;
+    }
+  }
+
+  private async sweepLogged(): Promise<number> {
+    if (this.sweeping) return this.sweeping;
+    this.sweeping = this.sweep()
+      .then((deleted) => {
+        if (deleted > 0) this.logger.log(`Deleted the checkpoints of ${deleted} thread(s) older than ${this.options.retentionDays} days.`);
+        return deleted;
+      })
+      .catch((error: unknown) => {
+        this.logger.warn(`Checkpoint retention sweep failed: ${error instanceof Error ? error.message : String(error)}`);
+        return 0;
+      })
+      .finally(() => {
+        this.sweeping = null;
+      });
+    return this.sweeping;
+  }
+}

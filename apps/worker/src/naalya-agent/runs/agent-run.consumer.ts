@@ -1,0 +1,36 @@
+import { AGENT_RUN_PATTERN, agentRunRequestSchema } from '@naalya/agent-tools';
+import { currentRmqMessage } from '@naalya/rmq';
+import { Controller, Logger } from '@nestjs/common';
+import { EventPattern, Payload } from '@nestjs/microservices';
+import { AgentRunExecutor } from './agent-run.executor.js';
+
+const MAX_ISSUES_LOGGED = 5;
+
+/**
+ * The runs queue's one handler. The transport acknowledges the message after this resolves, so a worker
+ * that dies mid-step leaves it unacknowledged and it is redelivered; the executor makes the repeat safe.
+ * A malformed request is thrown back: the transport dead-letters it, and nothing runs or is published.
+ */
+@Controller()
+export class AgentRunConsumer {
+  private readonly logger = new Logger(AgentRunConsumer.name);
+
+  constructor(private readonly executor: AgentRunExecutor) {}
+
+  @EventPattern(AGENT_RUN_PATTERN)
+  async handle(@Payload() payload: unknown): Promise<void> {
+    const parsed = agentRunRequestSchema.safeParse(payload);
+    if (!parsed.success) {
+      // Paths and codes only: the payload may carry a user's message.
+      const issues = parsed.error.issues.slice(0, MAX_ISSUES_LOGGED).map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.code}`);
+      throw new Error(`Malformed run request, dead-lettered: ${issues.join('; ')}`);
+    }
+    const request = parsed.data;
+    const frame = currentRmqMessage();
+    if (frame?.fields.redelivered) {
+      this.logger.warn(`Run ${request.context.run.runId} was redelivered; continuing from its checkpoint.`);
+    }
+    const outcome = await this.executor.execute(request, frame?.signal);
+    this.logger.log(`Run ${request.context.run.runId} (${request.kind}) finished: ${outcome}`);
+  }
+}
