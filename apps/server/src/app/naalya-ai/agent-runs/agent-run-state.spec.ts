@@ -1,0 +1,54 @@
+import type { AgentRunEvent } from '@naalya/agent-tools';
+import { describe, expect, it } from 'vitest';
+import type { StoredInterrupt } from './agent-run.entity.js';
+import { PAUSED_WITHOUT_QUESTION_ERROR, runStateAfter, type RunState } from './agent-run-state.js';
+import { LAST_EVENT_ID_ERROR, formatServerSentEvent, parseLastEventId } from './agent-run-stream.service.js';
+
+const ids = { runId: 'run-1', threadId: 'thread-1' };
+const running: RunState = { status: 'running', pendingInterrupts: [], error: null };
+const question = (interruptId: string) => ({ interruptId, question: `${interruptId}?`, askedBy: 'rover' as const });
+const pause = (...interruptIds: string[]): AgentRunEvent => ({ ...ids, type: 'RUN_FINISHED', outcome: 'interrupt', interrupts: interruptIds.map(question) });
+const answered = (interruptId: string): StoredInterrupt => ({ ...question(interruptId), answered: true, answer: 'yes', delivered: true });
+
+describe('runStateAfter', () => {
+  it('only the end of a step changes the run', () => {
+    expect(runStateAfter(running, { ...ids, type: 'RUN_STARTED' })).toBe(running);
+    expect(runStateAfter(running, { ...ids, type: 'TEXT_MESSAGE_CONTENT', messageId: 'm', delta: 'hi' })).toBe(running);
+  });
+
+  it('RUN_FINISHED success finishes the run, RUN_ERROR fails it with its message', () => {
+    expect(runStateAfter(running, { ...ids, type: 'RUN_FINISHED', outcome: 'success' })).toEqual({ ...running, status: 'finished' });
+    expect(runStateAfter(running, { ...ids, type: 'RUN_ERROR', message: 'Too long.' })).toEqual({ ...running, status: 'failed', error: 'Too long.' });
+  });
+
+  it('an interrupt adds its questions unanswered, after the answered ones of earlier steps', () => {
+    const earlier = { ...running, pendingInterrupts: [answered('a')] };
+    expect(runStateAfter(earlier, pause('b', 'c'))).toEqual({
+      status: 'interrupted',
+      error: null,
+      pendingInterrupts: [answered('a'), { ...question('b'), answered: false, delivered: false }, { ...question('c'), answered: false, delivered: false }],
+    });
+  });
+
+  it('a replayed interrupt cannot reopen an answered question, and a pause with nothing to answer fails the run', () => {
+    const earlier = { ...running, pendingInterrupts: [answered('a')] };
+    expect(runStateAfter(earlier, pause('a'))).toEqual({ status: 'failed', pendingInterrupts: [answered('a')], error: PAUSED_WITHOUT_QUESTION_ERROR });
+    expect(runStateAfter(running, pause())).toMatchObject({ status: 'failed', error: PAUSED_WITHOUT_QUESTION_ERROR });
+  });
+});
+
+describe('server-sent events', () => {
+  it('frames one event as id, event and a single data line', () => {
+    const payload = { ...ids, type: 'TEXT_MESSAGE_CONTENT', messageId: 'm', delta: 'two\nlines' };
+    expect(formatServerSentEvent({ seq: 7, type: 'TEXT_MESSAGE_CONTENT', payload })).toBe(
+      `id: 7\nevent: TEXT_MESSAGE_CONTENT\ndata: ${JSON.stringify(payload)}\n\n`,
+    );
+  });
+
+  it('reads Last-Event-ID as a seq, and refuses anything else', () => {
+    expect(parseLastEventId(undefined)).toBe(0);
+    expect(parseLastEventId('')).toBe(0);
+    expect(parseLastEventId('42')).toBe(42);
+    for (const bad of ['-1', '1.5', 'abc', '9999999999']) expect(() => parseLastEventId(bad)).toThrow(LAST_EVENT_ID_ERROR);
+  });
+});
