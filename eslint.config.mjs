@@ -31,6 +31,8 @@ export default [
               bannedExternalImports: ['typeorm', '@casl/*', '@nestjs/typeorm'],
             },
             { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: ['scope:shared'] },
+            // Workspace generators may use the shared contract libs, never the apps.
+            { sourceTag: 'scope:tooling', onlyDependOnLibsWithTags: ['scope:tooling', 'scope:shared'] },
           ],
         },
       ],

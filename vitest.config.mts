@@ -9,6 +9,7 @@ export default defineConfig({
       'apps/*/vitest.config.mts',
       'apps/*/vitest.integration.config.mts',
       'apps/*/vitest.e2e.config.mts',
+      'tools/*/vitest.config.mts',
     ],
   },
 });

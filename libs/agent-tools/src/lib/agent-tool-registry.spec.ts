@@ -29,6 +29,10 @@ const schemaKeys = (schema: z.ZodType): string[] => {
   return keys;
 };
 
+/** Copy the model would read that still says TODO, as a freshly scaffolded tool does. */
+const hasPlaceholderCopy = (tool: AnyAgentTool) =>
+  /\bTODO\b/.test(`${tool.description} ${JSON.stringify(z.toJSONSchema(tool.schema))}`);
+
 describe('RPC_AGENT_TOOLS', () => {
   it('has unique names and unique events', () => {
     expect(new Set(tools.map((tool) => tool.name)).size).toBe(tools.length);
@@ -45,6 +49,18 @@ describe('RPC_AGENT_TOOLS', () => {
   it.each(tools.map((tool) => [tool.name, tool] as const))('%s: no em dash in the description or argument copy', (_, tool) => {
     expect(tool.description).not.toContain(EM_DASH);
     expect(JSON.stringify(z.toJSONSchema(tool.schema))).not.toContain(EM_DASH);
+  });
+
+  // `nx g @naalya/workspace-plugin:agent-tool` writes TODO copy, so a scaffolded tool fails here until it is described.
+  it('no tool description or argument copy is a TODO placeholder', () => {
+    expect(tools.filter(hasPlaceholderCopy).map((tool) => tool.name)).toEqual([]);
+  });
+
+  it('catches a TODO placeholder in the description or in argument copy', () => {
+    const probe = { name: 'list_probe', event: 'list.probe', description: 'Probe.', schema: z.strictObject({}) } as const;
+    expect(hasPlaceholderCopy(defineAgentTool({ ...probe, description: 'TODO: describe what this tool does for the model.' }))).toBe(true);
+    expect(hasPlaceholderCopy(defineAgentTool({ ...probe, schema: z.strictObject({ day: z.string().describe('TODO') }) }))).toBe(true);
+    expect(hasPlaceholderCopy(defineAgentTool(probe))).toBe(false);
   });
 
   it.each(tools.map((tool) => [tool.name, tool] as const))('%s: the schema exposes no identity field', (_, tool) => {
