@@ -60,5 +60,6 @@ const bootstrap = async (): Promise<void> => {
 
 bootstrap().catch((error: unknown) => {
   Logger.error(`Worker failed to start: ${error instanceof Error ? error.message : String(error)}`, 'Worker');
-  process.exitCode = 1;
+  // Exit now: connections opened before the failure (the broker, the database pool) would keep the process alive.
+  process.exit(1);
 });

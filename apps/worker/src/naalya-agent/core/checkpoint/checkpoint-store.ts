@@ -23,6 +23,28 @@ const DAY_MS = 86_400_000;
 
 const quoteIdentifier = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
+// PostgresSaver.setup() starts with CREATE SCHEMA IF NOT EXISTS, which PostgreSQL refuses without CREATE on the
+// database even when the schema exists, and the checkpoint role deliberately lacks that privilege: the database
+// setup creates the schema for it. So setup runs on a pool that skips that one statement; a missing schema then
+// fails on the first table with a clear "schema does not exist".
+const withoutSchemaCreation = (pool: pg.Pool): pg.Pool => {
+  const skip = (text: unknown) => typeof text === 'string' && /^\s*CREATE SCHEMA IF NOT EXISTS\b/i.test(text);
+  const connect = async () => {
+    const client = await pool.connect();
+    return new Proxy(client, {
+      get: (target, key) => {
+        if (key === 'query') {
+          return (text: unknown, ...rest: unknown[]) =>
+            skip(text) ? Promise.resolve({ rows: [], rowCount: 0 }) : (target.query as (...args: unknown[]) => unknown)(text, ...rest);
+        }
+        const value: unknown = Reflect.get(target, key);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+  };
+  return new Proxy(pool, { get: (target, key) => (key === 'connect' ? connect : Reflect.get(target, key)) });
+};
+
 /** PostgresSaver on the checkpoint schema, set up at start, with a periodic retention sweep. */
 @Injectable()
 export class CheckpointStore implements OnModuleInit, OnModuleDestroy {
@@ -41,10 +63,10 @@ export class CheckpointStore implements OnModuleInit, OnModuleDestroy {
     this.saver = new PostgresSaver(this.pool, undefined, { schema: this.schema });
   }
 
-  // setup() creates the saver's tables inside the schema (idempotent); it never creates the schema itself.
+  // setup() creates the saver's tables inside the schema (idempotent).
   async onModuleInit(): Promise<void> {
     try {
-      await this.saver.setup();
+      await new PostgresSaver(withoutSchemaCreation(this.pool), undefined, { schema: this.schema }).setup();
     } catch (error) {
       await this.pool.end().catch(() => undefined);
       throw new Error(
