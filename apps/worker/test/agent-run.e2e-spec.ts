@@ -47,10 +47,11 @@ const startWorker = async (env: Record<string, string>) => {
   worker = spawn(process.execPath, [WORKER_MAIN], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   worker.stdout?.on('data', (chunk) => (workerOutput += chunk));
   worker.stderr?.on('data', (chunk) => (workerOutput += chunk));
-  const deadline = Date.now() + 20_000;
+  // Generous: loading LangChain takes seconds, and longer while every other suite runs beside this one.
+  const deadline = Date.now() + 60_000;
   while (!workerOutput.includes('Worker ready')) {
     if (worker.exitCode !== null) throw new Error(`The worker exited at start-up:\n${workerOutput}`);
-    if (Date.now() > deadline) throw new Error(`The worker was not ready within 20 s:\n${workerOutput}`);
+    if (Date.now() > deadline) throw new Error(`The worker was not ready within 60 s:\n${workerOutput}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 };

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AgentRunEvent } from '@naalya/agent-tools';
 import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { connect, type ChannelModel, type ConfirmChannel } from 'amqplib';
+import { brokerUserOf, describeBrokerError } from '../core/broker-credentials.js';
 import type { RunEventSink } from './agent-run.executor.js';
 
 export type RunEventPublisherOptions = {
@@ -13,10 +14,6 @@ export type RunEventPublisherOptions = {
 export const RUN_EVENT_PUBLISHER_OPTIONS = Symbol('RunEventPublisherOptions');
 
 type Connection = { model: ChannelModel; channel: ConfirmChannel };
-
-const brokerUserOf = (rabbitmqUrl: string): string | undefined => decodeURIComponent(new URL(rabbitmqUrl).username) || undefined;
-
-const maskCredentials = (text: string) => text.replace(/\/\/[^/@\s"]*@/g, '//***@');
 
 /**
  * Publishes run events to the run events exchange, routed by run id: persistent, on a confirm channel, one
@@ -74,7 +71,7 @@ export class RunEventPublisher implements RunEventSink, OnModuleInit, OnModuleDe
     if (this.closing) return Promise.reject(new Error('The run event publisher is closed.'));
     this.connection ??= this.open().catch((error: unknown) => {
       this.connection = null;
-      throw new Error(`Cannot publish to the "${this.options.exchange}" exchange: ${maskCredentials(error instanceof Error ? error.message : String(error))}`);
+      throw new Error(`Cannot publish to the "${this.options.exchange}" exchange: ${describeBrokerError(error)}`);
     });
     return this.connection;
   }
@@ -84,11 +81,11 @@ export class RunEventPublisher implements RunEventSink, OnModuleInit, OnModuleDe
     const forget = () => {
       this.connection = null;
     };
-    model.on('error', (error: Error) => this.logger.warn(`Run events connection error: ${maskCredentials(error.message)}`));
+    model.on('error', (error: Error) => this.logger.warn(`Run events connection error: ${describeBrokerError(error)}`));
     model.on('close', forget);
     try {
       const channel = await model.createConfirmChannel();
-      channel.on('error', (error: Error) => this.logger.warn(`Run events channel error: ${maskCredentials(error.message)}`));
+      channel.on('error', (error: Error) => this.logger.warn(`Run events channel error: ${describeBrokerError(error)}`));
       channel.on('close', () => {
         forget();
         model.close().catch(() => undefined);

@@ -5,9 +5,8 @@ import { z } from 'zod';
 type AgentToolsModule = typeof AgentTools;
 
 /**
- * The contract with role-tagged and shared probe tools added, for suites that need specialists with belts
- * while the real school tools are still landing. A real tool of the same name is replaced by its probe, so
- * the suites keep working as the registry grows. Use from a vi.mock factory:
+ * The contract with role-tagged and shared probe tools, for suites that need specialists with known belts while
+ * the real school tools are still landing; the suites keep working as the registry grows. Use from a vi.mock factory:
  *   vi.mock('@naalya/agent-tools', async (importOriginal) => withProbeTools(await importOriginal()));
  */
 export const withProbeTools = (original: AgentToolsModule): AgentToolsModule => {
@@ -78,8 +77,13 @@ export const withProbeTools = (original: AgentToolsModule): AgentToolsModule => 
       shared: true,
     }),
   ];
+  // Real tools with a place of their own (roles or shared) are left out, and a real tool of a probe's name is
+  // replaced, so each specialist's belt is exactly the probes whatever lands in the registry.
   const probeNames = new Set(probes.map((probe) => probe.name));
-  const registry: AnyAgentTool[] = [...original.RPC_AGENT_TOOLS.filter((definition: AnyAgentTool) => !probeNames.has(definition.name)), ...probes];
+  const registry: AnyAgentTool[] = [
+    ...original.RPC_AGENT_TOOLS.filter((definition: AnyAgentTool) => !probeNames.has(definition.name) && !definition.roles?.length && !definition.shared),
+    ...probes,
+  ];
   const toolsForMode = (mode: AgentRunModeName) => registry.filter((definition) => !definition.modes || definition.modes.includes(mode));
   const toolsForRole = (role: AgentToolRole, mode: AgentRunModeName) =>
     toolsForMode(mode).filter((definition) => definition.shared || definition.roles?.includes(role));

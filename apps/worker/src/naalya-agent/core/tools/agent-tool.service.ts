@@ -8,6 +8,7 @@ import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } f
 import { ClientRMQ, RmqRecord } from '@nestjs/microservices';
 import { rmqClientOptions } from '@naalya/rmq';
 import { TimeoutError, defer, firstValueFrom, timeout } from 'rxjs';
+import { brokerUserOf, describeBrokerError as describeError } from '../broker-credentials.js';
 import type { AgentToolCaller } from './agent-tool-caller.js';
 
 export type AgentToolServiceOptions = {
@@ -17,13 +18,6 @@ export type AgentToolServiceOptions = {
 };
 
 export const AGENT_TOOL_SERVICE_OPTIONS = Symbol('AgentToolServiceOptions');
-
-// RabbitMQ validates user_id against the connection's user, so the server can trust it to tell the
-// worker's publishes from anyone else's. It is taken from the URL so the two cannot disagree.
-const brokerUserOf = (rabbitmqUrl: string): string | undefined => {
-  const username = decodeURIComponent(new URL(rabbitmqUrl).username);
-  return username === '' ? undefined : username;
-};
 
 type TransportFailure = 'timeout' | 'unreachable';
 
@@ -46,12 +40,6 @@ const isAgentToolResult = (reply: unknown): reply is AgentToolResult => {
   if (typeof reply !== 'object' || reply === null) return false;
   const candidate = reply as Record<string, unknown>;
   return typeof candidate['error'] === 'string' || ('data' in candidate && typeof candidate['scopeContext'] === 'string');
-};
-
-// For the log only, never for the model. Connection errors carry the broker URL, so credentials are masked.
-const describeError = (error: unknown): string => {
-  const text = error instanceof Error ? error.message : typeof error === 'string' ? error : JSON.stringify(error);
-  return text.replace(/\/\/[^/@\s"]*@/g, '//***@');
 };
 
 // The RMQ adapter behind the AgentToolCaller port. Semantic errors ({ error } results) pass through

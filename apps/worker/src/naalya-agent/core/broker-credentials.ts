@@ -1,0 +1,9 @@
+// RabbitMQ validates user_id against the connection's user, so the server can trust it to tell the worker's
+// publishes from anyone else's. It is taken from the URL so the two cannot disagree.
+export const brokerUserOf = (rabbitmqUrl: string): string | undefined => decodeURIComponent(new URL(rabbitmqUrl).username) || undefined;
+
+// For the log only, never for the model. Connection errors carry the broker URL, so credentials are masked.
+export const describeBrokerError = (error: unknown): string => {
+  const text = error instanceof Error ? error.message : typeof error === 'string' ? error : JSON.stringify(error);
+  return text.replace(/\/\/[^/@\s"]*@/g, '//***@');
+};
