@@ -285,8 +285,6 @@ const answerTo = (turn: Turn, question: string): string | undefined => {
   return isRecord(parsed) && typeof parsed['answer'] === 'string' ? parsed['answer'] : undefined;
 };
 
-const hasAsked = (turn: Turn, question: string) => lastCall(turn, ASK_USER, (args) => args['question'] === askedQuestion(question)) !== undefined;
-
 const ask = (question: string): Action => ({ call: ASK_USER, args: { question: askedQuestion(question) } });
 
 // The specialists the task tool offers this turn, read from its own description of subagent_type.
@@ -445,7 +443,7 @@ const decide = (turn: Turn, tools: readonly ScriptedTool[]): Action => {
   if (intent.confirm && definition && isMutatingEvent(definition.event)) {
     const question = intent.confirm(filled.names);
     const answer = answerTo(turn, question);
-    if (answer === undefined) return hasAsked(turn, question) ? { say: '' } : ask(question);
+    if (answer === undefined) return ask(question);
     if (!isYes(answer)) return { say: `All right, I have not done it. Nothing was changed.` };
   }
   return { call: tool.name, args: filled.args };
