@@ -2,13 +2,25 @@ import type { z } from 'zod';
 import type { AgentRunModeName, AnyAgentTool } from './define-agent-tool.js';
 import type { AgentToolRole } from './agent-tool-role.js';
 import type { AgentToolRequest } from './agent-tool-envelope.js';
+import { getSchoolBrandingTool, updateSchoolBrandingTool } from './tools/branding.tools.js';
+import { listCampusesTool } from './tools/campuses.tools.js';
+import { listClassStudentsTool, listMyClassesTool, recordAttendanceTool } from './tools/classes.tools.js';
+import { getGradebookTool, getResultsSummaryTool, recordMarksTool } from './tools/gradebook.tools.js';
+import {
+  approveLessonPlanTool,
+  createLessonPlanTool,
+  listLessonPlansTool,
+  listPendingLessonPlansTool,
+} from './tools/lesson-plans.tools.js';
 import { listStaffTool } from './tools/staff.tools.js';
+import { listSubjectsTool } from './tools/subjects.tools.js';
 import {
   addDepartmentMemberTool,
   createDepartmentTool,
   deleteDepartmentTool,
   listDepartmentsTool,
 } from './tools/department.tools.js';
+import { assignSubjectTeacherTool, listMyTeachingAssignmentsTool } from './tools/teaching.tools.js';
 
 /** Every RPC tool. Adding a tool is adding its definition here; the worker needs no change. */
 export const RPC_AGENT_TOOLS = [
@@ -17,6 +29,22 @@ export const RPC_AGENT_TOOLS = [
   createDepartmentTool,
   deleteDepartmentTool,
   addDepartmentMemberTool,
+  getSchoolBrandingTool,
+  updateSchoolBrandingTool,
+  listCampusesTool,
+  listSubjectsTool,
+  listMyClassesTool,
+  listClassStudentsTool,
+  recordAttendanceTool,
+  listMyTeachingAssignmentsTool,
+  assignSubjectTeacherTool,
+  getGradebookTool,
+  recordMarksTool,
+  getResultsSummaryTool,
+  createLessonPlanTool,
+  listLessonPlansTool,
+  listPendingLessonPlansTool,
+  approveLessonPlanTool,
 ] as const satisfies readonly AnyAgentTool[];
 
 type RegisteredTool = (typeof RPC_AGENT_TOOLS)[number];

@@ -5,22 +5,23 @@ import { SchoolBrandingEntity } from './school-branding.entity.js';
 
 export type UpdateBrandingDto = { displayName?: string; motto?: string | null; primaryColor?: string; logoUrl?: string | null };
 
-export type SchoolBranding = Pick<SchoolBrandingEntity, 'displayName' | 'motto' | 'primaryColor' | 'logoUrl'>;
+export type SchoolBranding = Pick<SchoolBrandingEntity, 'schoolId' | 'displayName' | 'motto' | 'primaryColor' | 'logoUrl'>;
 
 /** Branding belongs to a school: the caller's own, read from the unit of work's tenant, never from an argument. */
 @Injectable()
 export class BrandingService {
   async get(_jwt: JwtPayload): Promise<SchoolBranding> {
-    const branding = await repo(SchoolBrandingEntity).findOneBy({ schoolId: this.schoolId() });
+    const schoolId = this.schoolId();
+    const branding = await repo(SchoolBrandingEntity).findOneBy({ schoolId });
     return branding
-      ? { displayName: branding.displayName, motto: branding.motto, primaryColor: branding.primaryColor, logoUrl: branding.logoUrl }
-      : { displayName: 'Your school', motto: null, primaryColor: '#1f6feb', logoUrl: null };
+      ? { schoolId, displayName: branding.displayName, motto: branding.motto, primaryColor: branding.primaryColor, logoUrl: branding.logoUrl }
+      : { schoolId, displayName: 'Your school', motto: null, primaryColor: '#1f6feb', logoUrl: null };
   }
 
   async update(dto: UpdateBrandingDto, jwt: JwtPayload): Promise<SchoolBranding> {
     const schoolId = this.schoolId();
     const current = await this.get(jwt);
-    await repo(SchoolBrandingEntity).save({ schoolId, ...current, ...dto });
+    await repo(SchoolBrandingEntity).save({ ...current, ...dto, schoolId });
     return this.get(jwt);
   }
 

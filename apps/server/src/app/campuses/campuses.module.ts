@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
+import { CampusController } from './campus.controller.js';
 import { CampusService } from './campus.service.js';
 
-@Module({ providers: [CampusService], exports: [CampusService] })
+@Module({ controllers: [CampusController], providers: [CampusService], exports: [CampusService] })
 export class CampusesModule {}

@@ -1,6 +1,6 @@
 import { subject } from '@casl/ability';
 import { ConflictException, ForbiddenException, Injectable, NotFoundException } from '@nestjs/common';
-import { Action, Resource } from '@naalya/access';
+import { Action, Resource, UserType } from '@naalya/access';
 import { CampusService } from '../campuses/campus.service.js';
 import { ClassEntity } from '../classes/class.entity.js';
 import { campusFilter, campusReach } from '../core/authorization/campus-reach.js';
@@ -78,6 +78,8 @@ export class LessonPlanService {
       throw new ForbiddenException('You cannot approve lesson plans on that campus.');
     }
     if (found.createdBy === jwt.sub) throw new ForbiddenException('You cannot approve your own lesson plan.');
+    // A review is an act of the school's own staff: it names a reviewer who belongs to the school.
+    if (jwt.type !== UserType.STAFF) throw new ForbiddenException("Lesson plans are reviewed by the school's own staff.");
     if (found.status !== 'pending') throw new ConflictException(`That lesson plan is already ${found.status}.`);
     const plans = repo(LessonPlanEntity);
     await plans.update(

@@ -10,11 +10,11 @@ import { TeachingAssignmentEntity } from './teaching-assignment.entity.js';
 @Injectable()
 export class CapabilitiesService {
   async resolve(jwt: JwtPayload): Promise<AgentCapabilities> {
-    const [isClassTeacher, isSubjectTeacher, isDirectorOfStudies] = await Promise.all([
-      repo(ClassEntity).existsBy({ classTeacherId: jwt.sub }),
-      repo(TeachingAssignmentEntity).existsBy({ teacherId: jwt.sub }),
-      repo(DirectorOfStudiesAppointmentEntity).existsBy({ userId: jwt.sub }),
-    ]);
-    return { isClassTeacher, isSubjectTeacher, isDirectorOfStudies };
+    // One after another: the unit of work has one connection, which runs one query at a time.
+    return {
+      isClassTeacher: await repo(ClassEntity).existsBy({ classTeacherId: jwt.sub }),
+      isSubjectTeacher: await repo(TeachingAssignmentEntity).existsBy({ teacherId: jwt.sub }),
+      isDirectorOfStudies: await repo(DirectorOfStudiesAppointmentEntity).existsBy({ userId: jwt.sub }),
+    };
   }
 }

@@ -338,9 +338,9 @@ export class ClassesToolsController {
     it.each<[string, Partial<AgentToolGeneratorSchema>, string]>([
       ['a name that is not snake_case', { name: 'listClassStudents' }, 'the tool name "listClassStudents" must be snake_case'],
       [
-        'a name that does not mirror the event',
-        { name: 'list_class_pupils' },
-        'the tool name must mirror its event: "list.class-students" names the tool "list_class_students", not "list_class_pupils"',
+        'a name whose verb differs from the event',
+        { name: 'get_class_students' },
+        'the tool name must start with its event\'s verb: "list.class-students" gives "list_...", not "get_class_students"',
       ],
       ['an event with an unpublished verb', { name: 'fetch_class_students', event: 'fetch.class-students' }, 'the event "fetch.class-students" must be verb.kebab-noun'],
       ['an event that is not kebab-case', { name: 'list_class_students', event: 'list.class_students' }, 'must be verb.kebab-noun'],

@@ -97,8 +97,10 @@ export const planAgentTool = (tree: Tree, options: AgentToolGeneratorSchema): To
         `${contract.mutatingVerbs.join(', ')}; verbs that read: ${contract.readingVerbs.join(', ')}.`,
     );
   }
-  const mirrored = event.replace('.', '_').replaceAll('-', '_');
-  if (name !== mirrored) refuse(`the tool name must mirror its event: "${event}" names the tool "${mirrored}", not "${name}".`);
+  // The model-facing name may say more than the event (list_my_classes for list.my-classes), but never another verb:
+  // the verb is what classifies a call as a read or a write.
+  const verb = event.split('.')[0];
+  if (name.split('_')[0] !== verb) refuse(`the tool name must start with its event's verb: "${event}" gives "${verb}_...", not "${name}".`);
   if (!KEBAB_CASE.test(domain ?? '')) refuse(`--domain "${domain}" must be kebab-case, e.g. classes or lesson-plans.`);
 
   const roles = checkList('roles', list(options.roles), contract.roles);

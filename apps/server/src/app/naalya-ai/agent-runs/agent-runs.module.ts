@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { CampusesModule } from '../../campuses/campuses.module.js';
-import { CapabilitiesService } from '../../teaching/capabilities.service.js';
+import { TeachingModule } from '../../teaching/teaching.module.js';
 import { AgentCallerGuard } from './agent-caller.guard.js';
 import { AgentContextController } from './agent-context.controller.js';
 import { AgentContextService } from './agent-context.service.js';
@@ -13,12 +13,11 @@ import { AgentThreadsController } from './agent-threads.controller.js';
 import { AgentThreadsService } from './agent-threads.service.js';
 
 @Module({
-  imports: [CampusesModule],
+  imports: [CampusesModule, TeachingModule],
   controllers: [AgentContextController, AgentThreadsController],
   providers: [
     AgentCallerGuard,
     AgentContextService,
-    CapabilitiesService,
     AgentThreadsService,
     AgentRunPublisher,
     AgentRunEventStore,

@@ -3,8 +3,6 @@ import { MessagePattern } from '@nestjs/microservices';
 import { Action, ActionAuditAction, Resource } from '@naalya/access';
 import { RPC_AGENT_TOOLS, createDepartmentTool, listStaffTool, type AnyAgentTool } from '@naalya/agent-tools';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { DepartmentService } from '../../departments/department.service.js';
-import { StaffService } from '../../staff/staff.service.js';
 import { auditFixtureViolations, type GuardContext } from '../../../testing/audit-fixture-guard.js';
 import { dispatchEnvelope } from '../../../testing/dispatch-envelope.js';
 import { gateParityViolations, handlerCoverageViolations } from '../../../testing/handler-guards.js';
@@ -100,7 +98,17 @@ describe('handler coverage', () => {
   it.each(RPC_AGENT_TOOLS.map((tool) => [tool.name, tool] as const))(
     '%s: no service method runs unless execute ran first, and none for a refused envelope',
     async (_, tool) => {
-      const services = [testApp.module.get(StaffService), testApp.module.get(DepartmentService)];
+      // Every service a tool controller was given, so a new domain is watched without editing this test.
+      const executor = testApp.module.get(ToolExecutor);
+      const services = [
+        ...new Set(
+          TOOL_HANDLER_CONTROLLERS.flatMap((controller) =>
+            Object.values(testApp.module.get(controller) as object).filter(
+              (dependency): dependency is object => typeof dependency === 'object' && dependency !== null && dependency !== executor,
+            ),
+          ),
+        ),
+      ];
       const serviceSpies = services.flatMap((service) =>
         Object.getOwnPropertyNames(Object.getPrototypeOf(service))
           .filter((method) => method !== 'constructor')

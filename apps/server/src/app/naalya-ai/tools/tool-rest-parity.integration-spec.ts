@@ -16,7 +16,20 @@ afterAll(() => testApp?.close());
 type Caller = { label: string; persona: (testApp: TestApp) => DemoPersona; targetSchool?: boolean };
 
 const CALLERS: Caller[] = [
-  ...(['schoolAdmin', 'campusAdmin', 'departmentHead', 'teacher', 'deactivated'] as const).map((key) => ({
+  ...(
+    [
+      'schoolAdmin',
+      'campusAdmin',
+      'departmentHead',
+      'teacher',
+      'deactivated',
+      'classTeacher',
+      'subjectTeacher',
+      'bothHats',
+      'directorOfStudies',
+      'registrar',
+    ] as const
+  ).map((key) => ({
     label: key,
     persona: (app: TestApp) => app.demo.schools[0].personas[key],
   })),
@@ -24,16 +37,32 @@ const CALLERS: Caller[] = [
   { label: 'platformAdmin in a target school', persona: (app) => app.demo.platformAdmin, targetSchool: true },
 ];
 
-/** Everything of school A a call could change, read as the owner. */
-const snapshotOf = async (testApp: TestApp, schoolId: string) =>
-  testApp.owner.query(
-    `SELECT
-       (SELECT json_agg(d ORDER BY d.id) FROM departments d WHERE d.school_id = $1) AS departments,
-       (SELECT json_agg(m ORDER BY m.department_id, m.user_id) FROM department_members m WHERE m.school_id = $1) AS members,
-       (SELECT count(*) FROM audit_log a WHERE a.school_id = $1) AS audit,
-       (SELECT count(*) FROM tool_call_ledger l WHERE l.school_id = $1) AS ledger`,
+/** Everything of school A a call could change: a digest of its rows in every table with a school column. */
+const snapshotOf = async (testApp: TestApp, schoolId: string) => {
+  const tables = (await testApp.owner.query(
+    `SELECT table_name AS name FROM information_schema.columns WHERE table_schema = 'public' AND column_name = 'school_id' ORDER BY table_name`,
+  )) as { name: string }[];
+  const digests: Record<string, string> = {};
+  for (const { name } of tables) {
+    const [row] = await testApp.owner.query(`SELECT md5(coalesce(string_agg(t::text, ',' ORDER BY t::text), '')) AS digest FROM "${name}" t WHERE school_id = $1`, [schoolId]);
+    digests[name] = row.digest;
+  }
+  return digests;
+};
+
+/** The ids of school A's rows that a response could leak. */
+const idsOf = async (testApp: TestApp, schoolId: string): Promise<Set<string>> => {
+  const rows = (await testApp.owner.query(
+    `SELECT id::text FROM users WHERE school_id = $1 UNION ALL SELECT id::text FROM departments WHERE school_id = $1
+     UNION ALL SELECT id::text FROM classes WHERE school_id = $1 UNION ALL SELECT id::text FROM students WHERE school_id = $1
+     UNION ALL SELECT id::text FROM campuses WHERE school_id = $1 UNION ALL SELECT id::text FROM subjects WHERE school_id = $1
+     UNION ALL SELECT id::text FROM teaching_assignments WHERE school_id = $1 UNION ALL SELECT id::text FROM lesson_plans WHERE school_id = $1`,
     [schoolId],
-  );
+  )) as { id: string }[];
+  return new Set(rows.map((row) => row.id));
+};
+
+const mentions = (value: unknown, ids: Set<string>) => (JSON.stringify(value ?? null).match(/[0-9a-f-]{36}/g) ?? []).some((id) => ids.has(id));
 
 describe.each(TOOL_FIXTURES.map((fixture) => [fixture.tool.name, fixture] as const))('%s', (_, fixture) => {
   it.each(CALLERS.map((caller) => [caller.label, caller] as const))(
@@ -56,7 +85,9 @@ describe.each(TOOL_FIXTURES.map((fixture) => [fixture.tool.name, fixture] as con
   );
 
   it.each(
-    (['schoolAdmin', 'campusAdmin', 'departmentHead', 'teacher'] as const).map((key) => [key] as const),
+    (['schoolAdmin', 'campusAdmin', 'departmentHead', 'teacher', 'classTeacher', 'subjectTeacher', 'directorOfStudies', 'registrar'] as const).map(
+      (key) => [key] as const,
+    ),
   )("a %s of the other school gets nothing and changes nothing", async (key) => {
     const [schoolA, schoolB] = testApp.demo.schools;
     const outsider = schoolB.personas[key];
@@ -66,12 +97,15 @@ describe.each(TOOL_FIXTURES.map((fixture) => [fixture.tool.name, fixture] as con
     const before = await snapshotOf(testApp, schoolA.id);
     const result = await invokeTool(testApp.module, fixture.tool, dispatchEnvelope(outsider, fixture.tool, toolCall.args));
     const rest = await callRest(testApp, outsider, fixture.rest, restCall.args);
-    // Reads that take no id answer with the outsider's own school: nothing of school A may appear in them.
-    const leaked = (body: unknown) => JSON.stringify(body ?? null).includes(schoolA.personas.schoolAdmin.id) ||
-      schoolA.departments.some((department) => JSON.stringify(body ?? null).includes(department.id));
-    expect(leaked('data' in result ? result.data : undefined)).toBe(false);
-    expect(leaked(rest.body)).toBe(false);
-    if (Object.keys(toolCall.args).some((arg) => arg !== 'name')) expect(result).toHaveProperty('error');
+    // Calls that name school A's rows are refused; calls that name none answer with the outsider's own school.
+    // Either way nothing of school A appears in the answer and nothing of it changes.
+    const schoolAIds = await idsOf(testApp, schoolA.id);
+    expect(mentions('data' in result ? result.data : undefined, schoolAIds)).toBe(false);
+    expect(mentions(rest.body, schoolAIds)).toBe(false);
+    if (mentions(toolCall.args, schoolAIds)) {
+      expect(result).toHaveProperty('error');
+      expect(rest.status).toBeGreaterThanOrEqual(400);
+    }
     expect(await snapshotOf(testApp, schoolA.id)).toEqual(before);
   });
 });

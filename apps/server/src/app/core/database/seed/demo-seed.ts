@@ -79,7 +79,12 @@ const ROLES: Record<string, { action: Action; resource: Resource; conditions?: R
     { action: Action.APPROVE, resource: Resource.LESSON_PLAN },
   ],
   // Holds STUDENT READ without teaching anyone: the relationship tools must still refuse them.
-  Registrar: [...STAFF_BASICS, { action: Action.READ, resource: Resource.STUDENT }, { action: Action.LIST, resource: Resource.STUDENT }],
+  Registrar: [
+    { action: Action.LIST, resource: Resource.DEPARTMENT },
+    { action: Action.LIST, resource: Resource.SUBJECT },
+    { action: Action.READ, resource: Resource.STUDENT },
+    { action: Action.LIST, resource: Resource.STUDENT },
+  ],
   Teacher: STAFF_BASICS,
 };
 

@@ -1,0 +1,59 @@
+import { Controller } from '@nestjs/common';
+import { MessagePattern, Payload } from '@nestjs/microservices';
+import { ActionAuditAction, AuditResourceType } from '@naalya/access';
+import { listClassStudentsTool, listMyClassesTool, recordAttendanceTool, type AgentToolPayload } from '@naalya/agent-tools';
+import { ClassService, type AttendanceRecord } from '../../../classes/class.service.js';
+import { ClassroomAccessService } from '../../../classes/classroom-access.service.js';
+import { ToolExecutor } from '../tool-executor.js';
+import { pinnedCampusId } from './pinned-campus.js';
+
+export type ListMyClassesPayload = AgentToolPayload[typeof listMyClassesTool.event];
+export type ListClassStudentsPayload = AgentToolPayload[typeof listClassStudentsTool.event];
+export type RecordAttendancePayload = AgentToolPayload[typeof recordAttendanceTool.event];
+
+/** Class teaching is a relationship: the services resolve the caller from jwt.sub and assert it. */
+@Controller()
+export class ClassesToolsController {
+  constructor(
+    private readonly executor: ToolExecutor,
+    private readonly classService: ClassService,
+    private readonly classroomAccess: ClassroomAccessService,
+  ) {}
+
+  @MessagePattern(listMyClassesTool.event)
+  listMyClasses(@Payload() payload: ListMyClassesPayload) {
+    const pinned = pinnedCampusId(payload);
+    return this.executor.execute(payload, listMyClassesTool.schema, { auth: 'relationship' }, ({ campusId: requested }, jwt) =>
+      this.classService.listMine({ campusId: pinned ?? requested }, jwt),
+    );
+  }
+
+  /** The relationship is asserted before anything is loaded: class teacher, or a director of studies over the campus. */
+  @MessagePattern(listClassStudentsTool.event)
+  listClassStudents(@Payload() payload: ListClassStudentsPayload) {
+    const pinned = pinnedCampusId(payload);
+    return this.executor.execute(payload, listClassStudentsTool.schema, { auth: 'relationship' }, async ({ campusId: requested, classId }, jwt) => {
+      const dto = { classId, campusId: pinned ?? requested };
+      await this.classroomAccess.assertClassStudentReadAccess(dto.classId, jwt, dto.campusId);
+      return this.classService.listStudents(dto, jwt);
+    });
+  }
+
+  @MessagePattern(recordAttendanceTool.event)
+  recordAttendance(@Payload() payload: RecordAttendancePayload) {
+    const pinned = pinnedCampusId(payload);
+    return this.executor.execute(
+      payload,
+      recordAttendanceTool.schema,
+      {
+        auth: 'relationship',
+        audit: {
+          action: ActionAuditAction.RECORD,
+          resourceType: AuditResourceType.ATTENDANCE,
+          resourceId: (result: AttendanceRecord) => result.classId,
+        },
+      },
+      ({ campusId: requested, ...dto }, jwt) => this.classService.recordAttendance({ ...dto, campusId: pinned ?? requested }, jwt),
+    );
+  }
+}

@@ -1,0 +1,76 @@
+import { Controller } from '@nestjs/common';
+import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Action, ActionAuditAction, AuditResourceType, Resource } from '@naalya/access';
+import {
+  approveLessonPlanTool,
+  createLessonPlanTool,
+  listLessonPlansTool,
+  listPendingLessonPlansTool,
+  type AgentToolPayload,
+} from '@naalya/agent-tools';
+import type { LessonPlanEntity } from '../../../lesson-plans/lesson-plan.entity.js';
+import { LessonPlanService } from '../../../lesson-plans/lesson-plan.service.js';
+import { ToolExecutor } from '../tool-executor.js';
+import { pinnedCampusId } from './pinned-campus.js';
+
+export type CreateLessonPlanPayload = AgentToolPayload[typeof createLessonPlanTool.event];
+export type ListLessonPlansPayload = AgentToolPayload[typeof listLessonPlansTool.event];
+export type ListPendingLessonPlansPayload = AgentToolPayload[typeof listPendingLessonPlansTool.event];
+export type ApproveLessonPlanPayload = AgentToolPayload[typeof approveLessonPlanTool.event];
+
+const LESSON_PLAN_AUDIT = { resourceType: AuditResourceType.LESSON_PLAN, resourceId: (result: LessonPlanEntity) => result.id };
+
+@Controller()
+export class LessonPlansToolsController {
+  constructor(
+    private readonly executor: ToolExecutor,
+    private readonly lessonPlanService: LessonPlanService,
+  ) {}
+
+  /** Relationship: only on the caller's own teaching assignment. */
+  @MessagePattern(createLessonPlanTool.event)
+  createLessonPlan(@Payload() payload: CreateLessonPlanPayload) {
+    return this.executor.execute(
+      payload,
+      createLessonPlanTool.schema,
+      { auth: 'relationship', audit: { action: ActionAuditAction.CREATE, ...LESSON_PLAN_AUDIT } },
+      (dto, jwt) => this.lessonPlanService.create(dto, jwt),
+    );
+  }
+
+  @MessagePattern(listLessonPlansTool.event)
+  listLessonPlans(@Payload() payload: ListLessonPlansPayload) {
+    return this.executor.execute(
+      payload,
+      listLessonPlansTool.schema,
+      { auth: 'relationship', scopeNote: 'These are your own lesson plans.' },
+      (dto, jwt) => this.lessonPlanService.listMine(dto, jwt),
+    );
+  }
+
+  @MessagePattern(listPendingLessonPlansTool.event)
+  listPendingLessonPlans(@Payload() payload: ListPendingLessonPlansPayload) {
+    const pinned = pinnedCampusId(payload);
+    return this.executor.execute(
+      payload,
+      listPendingLessonPlansTool.schema,
+      { auth: 'casl', gate: { action: Action.LIST, resource: Resource.LESSON_PLAN } },
+      ({ campusId: requested }, jwt) => this.lessonPlanService.listPending({ campusId: pinned ?? requested }, jwt),
+    );
+  }
+
+  @MessagePattern(approveLessonPlanTool.event)
+  approveLessonPlan(@Payload() payload: ApproveLessonPlanPayload) {
+    const pinned = pinnedCampusId(payload);
+    return this.executor.execute(
+      payload,
+      approveLessonPlanTool.schema,
+      {
+        auth: 'casl',
+        gate: { action: Action.APPROVE, resource: Resource.LESSON_PLAN },
+        audit: { action: ActionAuditAction.APPROVE, ...LESSON_PLAN_AUDIT },
+      },
+      ({ campusId: requested, ...dto }, jwt) => this.lessonPlanService.approve({ ...dto, campusId: pinned ?? requested }, jwt),
+    );
+  }
+}

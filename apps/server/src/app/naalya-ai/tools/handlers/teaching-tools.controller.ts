@@ -1,0 +1,47 @@
+import { Controller } from '@nestjs/common';
+import { MessagePattern, Payload } from '@nestjs/microservices';
+import { Action, ActionAuditAction, AuditResourceType, Resource } from '@naalya/access';
+import { assignSubjectTeacherTool, listMyTeachingAssignmentsTool, type AgentToolPayload } from '@naalya/agent-tools';
+import type { TeachingAssignmentEntity } from '../../../teaching/teaching-assignment.entity.js';
+import { TeachingService } from '../../../teaching/teaching.service.js';
+import { ToolExecutor } from '../tool-executor.js';
+import { pinnedCampusId } from './pinned-campus.js';
+
+export type ListMyTeachingAssignmentsPayload = AgentToolPayload[typeof listMyTeachingAssignmentsTool.event];
+export type AssignSubjectTeacherPayload = AgentToolPayload[typeof assignSubjectTeacherTool.event];
+
+@Controller()
+export class TeachingToolsController {
+  constructor(
+    private readonly executor: ToolExecutor,
+    private readonly teachingService: TeachingService,
+  ) {}
+
+  @MessagePattern(listMyTeachingAssignmentsTool.event)
+  listMyTeachingAssignments(@Payload() payload: ListMyTeachingAssignmentsPayload) {
+    const pinned = pinnedCampusId(payload);
+    return this.executor.execute(payload, listMyTeachingAssignmentsTool.schema, { auth: 'relationship' }, ({ campusId: requested }, jwt) =>
+      this.teachingService.listMine({ campusId: pinned ?? requested }, jwt),
+    );
+  }
+
+  /** casl: assigning teachers is a seeded permission, the same pair as PUT /teaching-assignments. */
+  @MessagePattern(assignSubjectTeacherTool.event)
+  assignSubjectTeacher(@Payload() payload: AssignSubjectTeacherPayload) {
+    const pinned = pinnedCampusId(payload);
+    return this.executor.execute(
+      payload,
+      assignSubjectTeacherTool.schema,
+      {
+        auth: 'casl',
+        gate: { action: Action.ASSIGN, resource: Resource.TEACHING_ASSIGNMENT },
+        audit: {
+          action: ActionAuditAction.ASSIGN,
+          resourceType: AuditResourceType.TEACHING_ASSIGNMENT,
+          resourceId: (result: TeachingAssignmentEntity) => result.id,
+        },
+      },
+      ({ campusId: requested, ...dto }, jwt) => this.teachingService.assign({ ...dto, campusId: pinned ?? requested }, jwt),
+    );
+  }
+}

@@ -1,0 +1,10 @@
+import { z } from 'zod';
+import { defineAgentTool } from '../define-agent-tool.js';
+
+export const listCampusesTool = defineAgentTool({
+  name: 'list_campuses',
+  event: 'list.campuses',
+  description: "List the campuses of the user's school. Offered only when the chat covers the whole school.",
+  schema: z.strictObject({}),
+  modes: ['school'],
+});
