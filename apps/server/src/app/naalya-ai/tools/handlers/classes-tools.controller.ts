@@ -11,6 +11,9 @@ export type ListMyClassesPayload = AgentToolPayload[typeof listMyClassesTool.eve
 export type ListClassStudentsPayload = AgentToolPayload[typeof listClassStudentsTool.event];
 export type RecordAttendancePayload = AgentToolPayload[typeof recordAttendanceTool.event];
 
+/** A director of studies reaches more than their own class, so the default note would understate it. */
+export const CLASS_STUDENTS_SCOPE_NOTE = 'This covers one class you are the class teacher of, or one on a campus where you direct studies.';
+
 /** Class teaching is a relationship: the services resolve the caller from jwt.sub and assert it. */
 @Controller()
 export class ClassesToolsController {
@@ -32,7 +35,7 @@ export class ClassesToolsController {
   @MessagePattern(listClassStudentsTool.event)
   listClassStudents(@Payload() payload: ListClassStudentsPayload) {
     const pinned = pinnedCampusId(payload);
-    return this.executor.execute(payload, listClassStudentsTool.schema, { auth: 'relationship' }, async ({ campusId: requested, classId }, jwt) => {
+    return this.executor.execute(payload, listClassStudentsTool.schema, { auth: 'relationship', scopeNote: CLASS_STUDENTS_SCOPE_NOTE }, async ({ campusId: requested, classId }, jwt) => {
       const dto = { classId, campusId: pinned ?? requested };
       await this.classroomAccess.assertClassStudentReadAccess(dto.classId, jwt, dto.campusId);
       return this.classService.listStudents(dto, jwt);

@@ -21,7 +21,10 @@ export class GradebookToolsController {
   @MessagePattern(getGradebookTool.event)
   getGradebook(@Payload() payload: GetGradebookPayload) {
     const pinned = pinnedCampusId(payload);
-    return this.executor.execute(payload, getGradebookTool.schema, { auth: 'relationship' }, ({ campusId: requested, ...dto }, jwt) =>
+    return this.executor.execute(
+      payload,
+      getGradebookTool.schema,
+      { auth: 'relationship', scopeNote: 'This covers only the subjects you teach in this class, not the whole class.' }, ({ campusId: requested, ...dto }, jwt) =>
       this.gradebookService.getGradebook({ ...dto, campusId: pinned ?? requested }, jwt),
     );
   }
