@@ -24,8 +24,8 @@ export class GradebookToolsController {
     return this.executor.execute(
       payload,
       getGradebookTool.schema,
-      { auth: 'relationship', scopeNote: 'This covers only the subjects you teach in this class, not the whole class.' }, ({ campusId: requested, ...dto }, jwt) =>
-      this.gradebookService.getGradebook({ ...dto, campusId: pinned ?? requested }, jwt),
+      { auth: 'relationship', scopeNote: 'This covers only the subjects you teach in this class, not the whole class.' },
+      ({ campusId: requested, ...dto }, jwt) => this.gradebookService.getGradebook({ ...dto, campusId: pinned ?? requested }, jwt),
     );
   }
 
