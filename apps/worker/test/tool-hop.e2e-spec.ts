@@ -20,7 +20,21 @@ import { RABBITMQ_URL, createServerStack, type ServerStack } from './support/ser
 let stack: ServerStack;
 let caller: AgentToolService;
 const contexts: Record<string, AgentRuntimeContext> = {};
-let ids: { schoolA: string; schoolB: string; kisasi: string; ntinda: string; sciencesA: string; languagesA: string; campusAdminA: string };
+let ids: {
+  schoolA: string;
+  schoolB: string;
+  kisasi: string;
+  ntinda: string;
+  sciencesA: string;
+  languagesA: string;
+  campusAdminA: string;
+  angelasClass: string;
+  mathematics: string;
+  benjaminsMathematics: string;
+  benjamin: string;
+  firstStudent: string;
+  secondStudent: string;
+};
 
 const TIMEOUT_MS = 4_000;
 
@@ -61,7 +75,16 @@ beforeAll(async () => {
     UNION ALL SELECT 'ntinda', id FROM campuses WHERE name = 'Ntinda'
     UNION ALL SELECT 'sciencesA', d.id FROM departments d JOIN schools s ON s.id = d.school_id WHERE s.name = 'Greenhill Academy' AND d.name = 'Sciences'
     UNION ALL SELECT 'languagesA', d.id FROM departments d JOIN schools s ON s.id = d.school_id WHERE s.name = 'Greenhill Academy' AND d.name = 'Languages'
-    UNION ALL SELECT 'campusAdminA', id FROM users WHERE email = 'campus.admin@greenhill.school'`);
+    UNION ALL SELECT 'campusAdminA', id FROM users WHERE email = 'campus.admin@greenhill.school'
+    UNION ALL SELECT 'benjamin', id FROM users WHERE email = 'subject.teacher@greenhill.school'
+    UNION ALL SELECT 'angelasClass', c.id FROM classes c JOIN users u ON u.id = c.class_teacher_id WHERE u.email = 'class.teacher@greenhill.school'
+    UNION ALL SELECT 'mathematics', s.id FROM subjects s JOIN schools sc ON sc.id = s.school_id WHERE sc.name = 'Greenhill Academy' AND s.code = 'MTH'
+    UNION ALL SELECT 'benjaminsMathematics', t.id FROM teaching_assignments t JOIN users u ON u.id = t.teacher_id JOIN classes c ON c.id = t.class_id
+              JOIN users ct ON ct.id = c.class_teacher_id WHERE u.email = 'subject.teacher@greenhill.school' AND ct.email = 'class.teacher@greenhill.school'
+    UNION ALL (SELECT 'firstStudent', st.id FROM students st JOIN classes c ON c.id = st.class_id JOIN users u ON u.id = c.class_teacher_id
+               WHERE u.email = 'class.teacher@greenhill.school' ORDER BY st.admission_number LIMIT 1)
+    UNION ALL (SELECT 'secondStudent', st.id FROM students st JOIN classes c ON c.id = st.class_id JOIN users u ON u.id = c.class_teacher_id
+               WHERE u.email = 'class.teacher@greenhill.school' ORDER BY st.admission_number OFFSET 1 LIMIT 1)`);
   ids = Object.fromEntries(rows.map((row) => [row.key, row.id])) as typeof ids;
   for (const [key, email, body] of [
     ['adminA', 'admin@greenhill.school', {}],
@@ -69,6 +92,9 @@ beforeAll(async () => {
     ['teacherA', 'teacher@greenhill.school', {}],
     ['headA', 'head@greenhill.school', {}],
     ['adminB', 'admin@lakeside.school', {}],
+    ['classTeacherA', 'class.teacher@greenhill.school', {}],
+    ['subjectTeacherA', 'subject.teacher@greenhill.school', {}],
+    ['dosA', 'dos@greenhill.school', {}],
   ] as const) {
     contexts[key] = (await stack.mintContext(await stack.login(email), body)) as AgentRuntimeContext;
   }
@@ -81,20 +107,62 @@ afterAll(async () => {
 });
 
 describe('every tool crosses the hop', () => {
-  const argsFor = (tool: AnyAgentTool): Record<string, unknown> =>
-    ({
-      list_staff: {},
-      list_departments: {},
-      create_department: { name: `Hop ${randomUUID().slice(0, 6)}`, campusId: ids.kisasi },
-      delete_department: { departmentId: ids.languagesA },
-      add_department_member: { departmentId: ids.sciencesA, staffId: ids.campusAdminA },
-    })[tool.name] ?? {};
+  /** Who calls each tool, with what: the person the tool is for, on rows of their own school. */
+  const callFor = async (tool: AnyAgentTool): Promise<{ context: string; args: Record<string, unknown> }> => {
+    const marks = [
+      { studentId: ids.firstStudent, score: 64 },
+      { studentId: ids.secondStudent, score: 77 },
+    ];
+    const pendingPlan = async () => {
+      const { rows } = await stack.owner.query<{ id: string }>(
+        `INSERT INTO lesson_plans (school_id, teaching_assignment_id, title, week_of, objectives, created_by)
+         VALUES ($1, $2, 'Fractions', '2026-03-16', 'Learners can add and subtract fractions.', $3) RETURNING id`,
+        [ids.schoolA, ids.benjaminsMathematics, ids.benjamin],
+      );
+      return rows[0].id;
+    };
+    const cases: Record<string, () => Promise<{ context: string; args: Record<string, unknown> }>> = {
+      list_staff: async () => ({ context: 'adminA', args: {} }),
+      list_departments: async () => ({ context: 'adminA', args: {} }),
+      create_department: async () => ({ context: 'adminA', args: { name: `Hop ${randomUUID().slice(0, 6)}`, campusId: ids.kisasi } }),
+      delete_department: async () => ({ context: 'adminA', args: { departmentId: ids.languagesA } }),
+      add_department_member: async () => ({ context: 'adminA', args: { departmentId: ids.sciencesA, staffId: ids.campusAdminA } }),
+      get_school_branding: async () => ({ context: 'teacherA', args: {} }),
+      update_school_branding: async () => ({ context: 'adminA', args: { motto: `Hop ${randomUUID().slice(0, 6)}` } }),
+      list_campuses: async () => ({ context: 'teacherA', args: {} }),
+      list_subjects: async () => ({ context: 'teacherA', args: {} }),
+      list_my_classes: async () => ({ context: 'classTeacherA', args: {} }),
+      list_class_students: async () => ({ context: 'classTeacherA', args: { classId: ids.angelasClass } }),
+      record_attendance: async () => ({
+        context: 'classTeacherA',
+        args: { classId: ids.angelasClass, date: '2026-03-12', entries: [{ studentId: ids.firstStudent, status: 'late' }] },
+      }),
+      list_my_teaching_assignments: async () => ({ context: 'subjectTeacherA', args: {} }),
+      get_gradebook: async () => ({ context: 'subjectTeacherA', args: { classId: ids.angelasClass } }),
+      record_marks: async () => ({ context: 'subjectTeacherA', args: { classId: ids.angelasClass, subjectId: ids.mathematics, marks } }),
+      create_lesson_plan: async () => ({
+        context: 'subjectTeacherA',
+        args: { teachingAssignmentId: ids.benjaminsMathematics, title: 'Ratios', weekOf: '2026-03-30', objectives: 'Learners can simplify ratios.' },
+      }),
+      list_lesson_plans: async () => ({ context: 'subjectTeacherA', args: {} }),
+      get_results_summary: async () => ({ context: 'dosA', args: {} }),
+      assign_subject_teacher: async () => ({
+        context: 'dosA',
+        args: { classId: ids.angelasClass, subjectId: ids.mathematics, staffId: ids.benjamin },
+      }),
+      list_pending_lesson_plans: async () => ({ context: 'dosA', args: {} }),
+      approve_lesson_plan: async () => ({ context: 'dosA', args: { lessonPlanId: await pendingPlan() } }),
+    };
+    if (!cases[tool.name]) throw new Error(`No end-to-end call for ${tool.name}: add one here.`);
+    return cases[tool.name]();
+  };
 
   it.each(RPC_AGENT_TOOLS.map((tool) => [tool.name, tool] as const))(
     '%s: toRpcProxy to execute() and back, with scopeContext, and auditId on writes',
     async (_, tool) => {
       const events: unknown[] = [];
-      const result = await viaProxy(tool, argsFor(tool), contexts['adminA'], { writer: (event) => events.push(event) });
+      const { context, args } = await callFor(tool);
+      const result = await viaProxy(tool, args, contexts[context], { writer: (event) => events.push(event) });
       expect(result).toMatchObject({ data: expect.anything(), scopeContext: expect.any(String) });
       if (tool.streamOnSuccess) {
         const { auditId } = result as { auditId: string };

@@ -44,10 +44,10 @@ const read = (tree: Tree, file: string) => tree.read(file, 'utf-8') ?? '';
 // A state-changing verb with no audit action of the same name, whatever libs/access holds today.
 const VERB_WITHOUT_AUDIT = MUTATING_VERBS.find((verb) => !(verb.toUpperCase() in ActionAuditAction)) ?? 'submit';
 
-const LIST_CLASS_STUDENTS: AgentToolGeneratorSchema = {
-  name: 'list_class_students',
-  event: 'list.class-students',
-  domain: 'classes',
+const LIST_CLUB_MEMBERS: AgentToolGeneratorSchema = {
+  name: 'list_club_members',
+  event: 'list.club-members',
+  domain: 'clubs',
   roles: 'class_teacher,dos',
   posture: 'relationship',
 };
@@ -72,10 +72,10 @@ const UPDATE_DEPARTMENT: AgentToolGeneratorSchema = {
   shared: true,
 };
 
-const REMOVE_CLASS_STUDENT: AgentToolGeneratorSchema = {
-  name: 'remove_class_student',
-  event: 'remove.class-student',
-  domain: 'classes',
+const REMOVE_CLUB_MEMBER: AgentToolGeneratorSchema = {
+  name: 'remove_club_member',
+  event: 'remove.club-member',
+  domain: 'clubs',
   posture: 'relationship',
   auditAction: 'DELETE',
   auditResource: 'DEPARTMENT_MEMBER',
@@ -112,55 +112,55 @@ describe('agent-tool generator', () => {
   it('scaffolds a relationship read in a new domain: definition, handler, fixture, each registered', async () => {
     const tree = repositoryTree();
     const before = snapshot(tree);
-    await agentToolGenerator(tree, LIST_CLASS_STUDENTS);
+    await agentToolGenerator(tree, LIST_CLUB_MEMBERS);
 
     expect(changedFiles(tree, before)).toEqual(
       [
         INDEX_FILE,
         REGISTRY_FILE,
-        'libs/agent-tools/src/lib/tools/classes.tools.ts',
+        'libs/agent-tools/src/lib/tools/clubs.tools.ts',
         MODULE_FILE,
-        'apps/server/src/app/naalya-ai/tools/handlers/classes-tools.controller.ts',
-        'apps/server/src/app/naalya-ai/tools/fixtures/list-class-students.fixture.ts',
+        'apps/server/src/app/naalya-ai/tools/handlers/clubs-tools.controller.ts',
+        'apps/server/src/app/naalya-ai/tools/fixtures/list-club-members.fixture.ts',
         FIXTURES_FILE,
       ].sort(),
     );
-    expect(read(tree, 'libs/agent-tools/src/lib/tools/classes.tools.ts')).toBe(
+    expect(read(tree, 'libs/agent-tools/src/lib/tools/clubs.tools.ts')).toBe(
       `import { z } from 'zod';
 import { defineAgentTool } from '../define-agent-tool.js';
 
-export const listClassStudentsTool = defineAgentTool({
-  name: 'list_class_students',
-  event: 'list.class-students',
+export const listClubMembersTool = defineAgentTool({
+  name: 'list_club_members',
+  event: 'list.club-members',
   description: '${PLACEHOLDER_DESCRIPTION}',
   schema: z.strictObject({}),
   roles: ['class_teacher', 'dos'],
 });
 `,
     );
-    expect(read(tree, INDEX_FILE)).toContain("export * from './lib/tools/classes.tools.js';\n");
-    expect(read(tree, REGISTRY_FILE)).toContain("import { listClassStudentsTool } from './tools/classes.tools.js';");
-    expect(read(tree, REGISTRY_FILE)).toMatch(/RPC_AGENT_TOOLS = \[[^\]]*\n {2}listClassStudentsTool,\n\]/);
-    expect(read(tree, 'apps/server/src/app/naalya-ai/tools/handlers/classes-tools.controller.ts')).toBe(
+    expect(read(tree, INDEX_FILE)).toContain("export * from './lib/tools/clubs.tools.js';\n");
+    expect(read(tree, REGISTRY_FILE)).toContain("import { listClubMembersTool } from './tools/clubs.tools.js';");
+    expect(read(tree, REGISTRY_FILE)).toMatch(/RPC_AGENT_TOOLS = \[[^\]]*\n {2}listClubMembersTool,\n\]/);
+    expect(read(tree, 'apps/server/src/app/naalya-ai/tools/handlers/clubs-tools.controller.ts')).toBe(
       `import { Controller, NotImplementedException } from '@nestjs/common';
 import { MessagePattern, Payload } from '@nestjs/microservices';
-import { listClassStudentsTool, type AgentToolPayload } from '@naalya/agent-tools';
+import { listClubMembersTool, type AgentToolPayload } from '@naalya/agent-tools';
 import { ToolExecutor } from '../tool-executor.js';
 
-export type ListClassStudentsPayload = AgentToolPayload[typeof listClassStudentsTool.event];
+export type ListClubMembersPayload = AgentToolPayload[typeof listClubMembersTool.event];
 
 @Controller()
-export class ClassesToolsController {
+export class ClubsToolsController {
   constructor(private readonly executor: ToolExecutor) {}
 
-  @MessagePattern(listClassStudentsTool.event)
-  listClassStudents(@Payload() payload: ListClassStudentsPayload) {
+  @MessagePattern(listClubMembersTool.event)
+  listClubMembers(@Payload() payload: ListClubMembersPayload) {
     return this.executor.execute(
       payload,
-      listClassStudentsTool.schema,
+      listClubMembersTool.schema,
       { auth: 'relationship' },
       async (dto, jwt) => {
-        throw new NotImplementedException('list_class_students is scaffolded: call the domain service here.', {
+        throw new NotImplementedException('list_club_members is scaffolded: call the domain service here.', {
           cause: { dto, actor: jwt.sub },
         });
       },
@@ -169,15 +169,15 @@ export class ClassesToolsController {
 }
 `,
     );
-    expect(read(tree, MODULE_FILE)).toContain("import { ClassesToolsController } from './handlers/classes-tools.controller.js';");
-    expect(read(tree, MODULE_FILE)).toMatch(/TOOL_HANDLER_CONTROLLERS = \[[^\]]*, ClassesToolsController\];/);
-    const fixture = read(tree, 'apps/server/src/app/naalya-ai/tools/fixtures/list-class-students.fixture.ts');
-    expect(fixture).toContain('export const listClassStudentsFixture: ToolFixture = {');
-    expect(fixture).toContain("throw new Error('Fill in the list_class_students fixture: a call that succeeds");
+    expect(read(tree, MODULE_FILE)).toContain("import { ClubsToolsController } from './handlers/clubs-tools.controller.js';");
+    expect(read(tree, MODULE_FILE)).toMatch(/TOOL_HANDLER_CONTROLLERS = \[[^\]]*\bClubsToolsController,?\s*\];/);
+    const fixture = read(tree, 'apps/server/src/app/naalya-ai/tools/fixtures/list-club-members.fixture.ts');
+    expect(fixture).toContain('export const listClubMembersFixture: ToolFixture = {');
+    expect(fixture).toContain("throw new Error('Fill in the list_club_members fixture: a call that succeeds");
     expect(fixture).toContain("method: 'GET'");
     expect(fixture).not.toContain('audit');
-    expect(read(tree, FIXTURES_FILE)).toContain("import { listClassStudentsFixture } from './list-class-students.fixture.js';");
-    expect(read(tree, FIXTURES_FILE)).toMatch(/TOOL_FIXTURES: ToolFixture\[\] = \[[^\]]*\n {2}listClassStudentsFixture,\n\]/);
+    expect(read(tree, FIXTURES_FILE)).toContain("import { listClubMembersFixture } from './list-club-members.fixture.js';");
+    expect(read(tree, FIXTURES_FILE)).toMatch(/TOOL_FIXTURES: ToolFixture\[\] = \[[^\]]*\n {2}listClubMembersFixture,\n\]/);
   });
 
   it('scaffolds a casl state-changing tool with roles, modes and campus scope: gate, pinned campus and audit row', async () => {
@@ -265,31 +265,31 @@ export class ClassesToolsController {
 
   it('appends a second tool to the domain files it created, with the audit row the flags name', async () => {
     const tree = repositoryTree();
-    await agentToolGenerator(tree, LIST_CLASS_STUDENTS);
+    await agentToolGenerator(tree, LIST_CLUB_MEMBERS);
     const afterFirst = snapshot(tree);
-    await agentToolGenerator(tree, REMOVE_CLASS_STUDENT);
+    await agentToolGenerator(tree, REMOVE_CLUB_MEMBER);
 
     expect(changedFiles(tree, afterFirst)).toEqual(
       [
         REGISTRY_FILE,
-        'libs/agent-tools/src/lib/tools/classes.tools.ts',
-        'apps/server/src/app/naalya-ai/tools/handlers/classes-tools.controller.ts',
-        'apps/server/src/app/naalya-ai/tools/fixtures/remove-class-student.fixture.ts',
+        'libs/agent-tools/src/lib/tools/clubs.tools.ts',
+        'apps/server/src/app/naalya-ai/tools/handlers/clubs-tools.controller.ts',
+        'apps/server/src/app/naalya-ai/tools/fixtures/remove-club-member.fixture.ts',
         FIXTURES_FILE,
       ].sort(),
     );
-    const controller = read(tree, 'apps/server/src/app/naalya-ai/tools/handlers/classes-tools.controller.ts');
+    const controller = read(tree, 'apps/server/src/app/naalya-ai/tools/handlers/clubs-tools.controller.ts');
     expect(controller).toContain("import { ActionAuditAction, AuditResourceType } from '@naalya/access';");
-    expect(controller).toContain("import { listClassStudentsTool, removeClassStudentTool, type AgentToolPayload } from '@naalya/agent-tools';");
+    expect(controller).toContain("import { listClubMembersTool, removeClubMemberTool, type AgentToolPayload } from '@naalya/agent-tools';");
     expect(controller).toContain('action: ActionAuditAction.DELETE,\n          resourceType: AuditResourceType.DEPARTMENT_MEMBER,');
-    expect(read(tree, MODULE_FILE).match(/ClassesToolsController/g)).toHaveLength(2);
-    expect(read(tree, 'apps/server/src/app/naalya-ai/tools/fixtures/remove-class-student.fixture.ts')).toContain("method: 'POST'");
+    expect(read(tree, MODULE_FILE).match(/ClubsToolsController/g)).toHaveLength(2);
+    expect(read(tree, 'apps/server/src/app/naalya-ai/tools/fixtures/remove-club-member.fixture.ts')).toContain("method: 'POST'");
   });
 
   it('writes TypeScript that type-checks with the real contract, registry, server handlers and fixtures', async () => {
     const tree = repositoryTree();
     const before = snapshot(tree);
-    for (const options of [LIST_CLASS_STUDENTS, CREATE_DEPARTMENT_NOTE, UPDATE_DEPARTMENT, REMOVE_CLASS_STUDENT]) {
+    for (const options of [LIST_CLUB_MEMBERS, CREATE_DEPARTMENT_NOTE, UPDATE_DEPARTMENT, REMOVE_CLUB_MEMBER]) {
       await agentToolGenerator(tree, options);
     }
     expect(typeErrors(tree, before)).toEqual([]);
@@ -297,22 +297,24 @@ export class ClassesToolsController {
 
   it('writes definitions that load, register and are placed as asked', async () => {
     const tree = repositoryTree();
-    for (const options of [LIST_CLASS_STUDENTS, CREATE_DEPARTMENT_NOTE, UPDATE_DEPARTMENT]) await agentToolGenerator(tree, options);
+    for (const options of [LIST_CLUB_MEMBERS, CREATE_DEPARTMENT_NOTE, UPDATE_DEPARTMENT]) await agentToolGenerator(tree, options);
     const registry = loadTreeModule(tree, REGISTRY_FILE) as {
       RPC_AGENT_TOOLS: { name: string; description: string; schema: { safeParse: (value: unknown) => { success: boolean } } }[];
       toolsForRole: (role: string, mode: string) => { name: string }[];
       toolsForMode: (mode: string) => { name: string }[];
     };
     const names = registry.RPC_AGENT_TOOLS.map((tool) => tool.name);
-    expect(names.slice(-3)).toEqual(['list_class_students', 'create_department_note', 'update_department']);
+    expect(names.slice(-3)).toEqual(['list_club_members', 'create_department_note', 'update_department']);
     expect(registry.RPC_AGENT_TOOLS.slice(-3).map((tool) => tool.description)).toEqual(Array(3).fill(PLACEHOLDER_DESCRIPTION));
     const noteTool = registry.RPC_AGENT_TOOLS.find((tool) => tool.name === 'create_department_note');
     expect(noteTool?.schema.safeParse({}).success).toBe(true);
     expect(noteTool?.schema.safeParse({ smuggled: true }).success).toBe(false);
     expect(registry.toolsForRole('dos', 'school').map((tool) => tool.name)).toEqual(
-      expect.arrayContaining(['list_class_students', 'create_department_note', 'update_department']),
+      expect.arrayContaining(['list_club_members', 'create_department_note', 'update_department']),
     );
-    expect(registry.toolsForRole('subject_teacher', 'school').map((tool) => tool.name)).toEqual(['update_department']);
+    const subjectTeacherBelt = registry.toolsForRole('subject_teacher', 'school').map((tool) => tool.name);
+    expect(subjectTeacherBelt).toContain('update_department');
+    expect(subjectTeacherBelt).not.toEqual(expect.arrayContaining(['list_club_members', 'create_department_note']));
   });
 
   it('reads the contract from the workspace, the same one the packages export', () => {
@@ -336,14 +338,14 @@ export class ClassesToolsController {
     });
 
     it.each<[string, Partial<AgentToolGeneratorSchema>, string]>([
-      ['a name that is not snake_case', { name: 'listClassStudents' }, 'the tool name "listClassStudents" must be snake_case'],
+      ['a name that is not snake_case', { name: 'listClubMembers' }, 'the tool name "listClubMembers" must be snake_case'],
       [
         'a name whose verb differs from the event',
-        { name: 'get_class_students' },
-        'the tool name must start with its event\'s verb: "list.class-students" gives "list_...", not "get_class_students"',
+        { name: 'get_club_members' },
+        'the tool name must start with its event\'s verb: "list.club-members" gives "list_...", not "get_club_members"',
       ],
-      ['an event with an unpublished verb', { name: 'fetch_class_students', event: 'fetch.class-students' }, 'the event "fetch.class-students" must be verb.kebab-noun'],
-      ['an event that is not kebab-case', { name: 'list_class_students', event: 'list.class_students' }, 'must be verb.kebab-noun'],
+      ['an event with an unpublished verb', { name: 'fetch_club_members', event: 'fetch.club-members' }, 'the event "fetch.club-members" must be verb.kebab-noun'],
+      ['an event that is not kebab-case', { name: 'list_club_members', event: 'list.club_members' }, 'must be verb.kebab-noun'],
       ['a domain that is not kebab-case', { domain: 'Classes' }, '--domain "Classes" must be kebab-case'],
       ['an unknown role', { roles: 'class_teacher,headmaster' }, '--roles has "headmaster"; allowed: class_teacher, subject_teacher, dos.'],
       ['an empty role list', { roles: ',' }, '--roles needs at least one of: class_teacher, subject_teacher, dos.'],
@@ -355,7 +357,7 @@ export class ClassesToolsController {
       ['a gate with an unknown action', { posture: 'casl', gate: 'PEEK:STAFF' }, '--gate action "PEEK" is not an Action in libs/access'],
       ['a gate with an unknown resource', { posture: 'casl', gate: 'LIST:UNICORN' }, '--gate resource "UNICORN" is not a Resource in libs/access'],
       ['a relationship posture with a gate', { gate: 'LIST:STAFF' }, 'a relationship posture takes no --gate'],
-      ['audit flags on a read', { auditAction: 'CREATE' }, '"list.class-students" only reads, so it writes no audit row'],
+      ['audit flags on a read', { auditAction: 'CREATE' }, '"list.club-members" only reads, so it writes no audit row'],
       [
         'a state-changing verb libs/access has no audit action for',
         { name: `${VERB_WITHOUT_AUDIT}_unicorn_stable`, event: `${VERB_WITHOUT_AUDIT}.unicorn-stable`, auditResource: 'DEPARTMENT' },
@@ -379,16 +381,16 @@ export class ClassesToolsController {
       ['a name already registered', { name: 'list_staff', event: 'list.staff', domain: 'staff' }, 'a tool named "list_staff" is already registered'],
     ])('%s', async (_, override, message) => {
       const before = snapshot(tree);
-      await expect(agentToolGenerator(tree, { ...LIST_CLASS_STUDENTS, ...override })).rejects.toThrow(message);
+      await expect(agentToolGenerator(tree, { ...LIST_CLUB_MEMBERS, ...override })).rejects.toThrow(message);
       expect(changedFiles(tree, before)).toEqual([]);
     });
 
     it('a tool defined in a domain file but not yet registered', async () => {
       const defined = repositoryTree();
       const toolsFile = 'libs/agent-tools/src/lib/tools/department.tools.ts';
-      defined.write(toolsFile, `${read(defined, toolsFile)}\nexport const listClassStudentsTool = undefined;\n`);
-      await expect(agentToolGenerator(defined, LIST_CLASS_STUDENTS)).rejects.toThrow(
-        `${toolsFile} already defines listClassStudentsTool, "list_class_students" or "list.class-students".`,
+      defined.write(toolsFile, `${read(defined, toolsFile)}\nexport const listClubMembersTool = undefined;\n`);
+      await expect(agentToolGenerator(defined, LIST_CLUB_MEMBERS)).rejects.toThrow(
+        `${toolsFile} already defines listClubMembersTool, "list_club_members" or "list.club-members".`,
       );
     });
   });
