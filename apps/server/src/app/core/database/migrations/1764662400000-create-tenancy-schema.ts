@@ -1,5 +1,6 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { APP_GROUP_ROLE } from '../database-roles.js';
+import { PLATFORM_SETTING as PLATFORM, TENANT_SETTING as TENANT, tenantRowLevelSecurity } from '../row-level-security.js';
 
 /** Tenant tables: each gets ENABLE + FORCE row-level security with one tenant policy and a platform read policy. */
 const TENANT_TABLES = [
@@ -14,8 +15,6 @@ const TENANT_TABLES = [
   'tool_call_ledger',
 ] as const;
 
-const TENANT = `NULLIF(current_setting('app.school_id', true), '')::uuid`;
-const PLATFORM = `current_setting('app.platform', true) = 'on'`;
 
 export class CreateTenancySchema1764662400000 implements MigrationInterface {
   name = 'CreateTenancySchema1764662400000';
@@ -127,14 +126,7 @@ export class CreateTenancySchema1764662400000 implements MigrationInterface {
       CREATE POLICY schools_tenant ON schools USING (id = ${TENANT}) WITH CHECK (id = ${TENANT});
       CREATE POLICY schools_platform_read ON schools FOR SELECT USING (${PLATFORM});
     `);
-    for (const table of TENANT_TABLES) {
-      await queryRunner.query(`
-        ALTER TABLE ${table} ENABLE ROW LEVEL SECURITY;
-        ALTER TABLE ${table} FORCE ROW LEVEL SECURITY;
-        CREATE POLICY ${table}_tenant ON ${table} USING (school_id = ${TENANT}) WITH CHECK (school_id = ${TENANT});
-        CREATE POLICY ${table}_platform_read ON ${table} FOR SELECT USING (${PLATFORM});
-      `);
-    }
+    for (const table of TENANT_TABLES) await queryRunner.query(tenantRowLevelSecurity(table));
     // Every frame may read its own actor's row, so a platform admin writing in a target school is still reloaded fresh.
     await queryRunner.query(`
       CREATE POLICY users_self_read ON users FOR SELECT

@@ -1,5 +1,6 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { APP_GROUP_ROLE } from '../database-roles.js';
+import { tenantRowLevelSecurity } from '../row-level-security.js';
 
 /** The teaching side of a school; every table is a tenant table with forced row-level security. */
 const TABLES = [
@@ -14,9 +15,6 @@ const TABLES = [
   'lesson_plans',
   'director_of_studies_appointments',
 ] as const;
-
-const TENANT = `NULLIF(current_setting('app.school_id', true), '')::uuid`;
-const PLATFORM = `current_setting('app.platform', true) = 'on'`;
 
 export class CreateSchoolDomain1764662400001 implements MigrationInterface {
   name = 'CreateSchoolDomain1764662400001';
@@ -146,14 +144,7 @@ export class CreateSchoolDomain1764662400001 implements MigrationInterface {
         CONSTRAINT fk_director_of_studies_campus FOREIGN KEY (school_id, campus_id) REFERENCES campuses (school_id, id)
       );
     `);
-    for (const table of TABLES) {
-      await queryRunner.query(`
-        ALTER TABLE ${table} ENABLE ROW LEVEL SECURITY;
-        ALTER TABLE ${table} FORCE ROW LEVEL SECURITY;
-        CREATE POLICY ${table}_tenant ON ${table} USING (school_id = ${TENANT}) WITH CHECK (school_id = ${TENANT});
-        CREATE POLICY ${table}_platform_read ON ${table} FOR SELECT USING (${PLATFORM});
-      `);
-    }
+    for (const table of TABLES) await queryRunner.query(tenantRowLevelSecurity(table));
     await queryRunner.query(`
       GRANT SELECT, INSERT, UPDATE, DELETE ON ${TABLES.join(', ')} TO ${APP_GROUP_ROLE};
     `);

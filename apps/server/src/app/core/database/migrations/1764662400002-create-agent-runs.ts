@@ -1,11 +1,9 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { APP_GROUP_ROLE } from '../database-roles.js';
+import { ACTOR_SETTING as ACTOR, PLATFORM_SETTING as PLATFORM, tenantRowLevelSecurity } from '../row-level-security.js';
 
 const TABLES = ['agent_threads', 'agent_runs', 'agent_run_events'] as const;
 
-const TENANT = `NULLIF(current_setting('app.school_id', true), '')::uuid`;
-const PLATFORM = `current_setting('app.platform', true) = 'on'`;
-const ACTOR = `NULLIF(current_setting('app.user_id', true), '')::uuid`;
 
 /**
  * Agent threads, their runs and the runs' events.
@@ -89,10 +87,7 @@ export class CreateAgentRuns1764662400002 implements MigrationInterface {
 
     for (const table of TABLES) {
       await queryRunner.query(`
-        ALTER TABLE ${table} ENABLE ROW LEVEL SECURITY;
-        ALTER TABLE ${table} FORCE ROW LEVEL SECURITY;
-        CREATE POLICY ${table}_tenant ON ${table} USING (school_id = ${TENANT}) WITH CHECK (school_id = ${TENANT});
-        CREATE POLICY ${table}_platform_read ON ${table} FOR SELECT USING (${PLATFORM});
+        ${tenantRowLevelSecurity(table)}
         CREATE POLICY ${table}_platform_owner ON ${table}
           USING (school_id IS NULL AND ${PLATFORM} AND owner_id = ${ACTOR})
           WITH CHECK (school_id IS NULL AND ${PLATFORM} AND owner_id = ${ACTOR});
