@@ -1,18 +1,14 @@
 import type { AgentRunEvent, AgentRunRequest, AgentRuntimeContext } from '@naalya/agent-tools';
 import { AIMessage, HumanMessage, ToolMessage } from '@langchain/core/messages';
 import { MemorySaver } from '@langchain/langgraph';
-import { describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AgentRunExecutor } from '../../runs/agent-run.executor.js';
 import { FakeToolCaller } from '../../testing/fake-tool-caller.fixture.js';
 import { schoolContext } from '../tools/tool-context.fixture.js';
 import { ScriptedChatModel } from './scripted-chat-model.js';
 import { SCRIPTED_HELP, SCRIPTED_INTENTS, SCRIPTED_LABEL, scriptedPolicy } from './scripted-policy.js';
 
-vi.mock('@naalya/agent-tools', async (importOriginal) => {
-  const { withProbeTools } = await import('../../testing/probe-registry.fixture.js');
-  return withProbeTools(await importOriginal());
-});
-
+// The real registry: every school tool has landed, so each intent is tested against the belt it will meet.
 const IDS = {
   sciences: '11111111-1111-4111-8111-111111111111',
   drama: '22222222-2222-4222-8222-222222222222',
@@ -20,23 +16,61 @@ const IDS = {
   tom: '44444444-4444-4444-8444-444444444444',
   amina: '55555555-5555-4555-8555-555555555555',
   fractions: '66666666-6666-4666-8666-666666666666',
+  maths: '77777777-7777-4777-8777-777777777777',
+  physics: '88888888-8888-4888-8888-888888888888',
+  mathsP5: '99999999-9999-4999-8999-999999999999',
+  grace: 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa',
+  term: 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb',
+};
+
+const GRADEBOOK = {
+  classId: IDS.p5Blue,
+  className: 'P5 Blue',
+  term: { id: IDS.term, name: 'Term 1 2026' },
+  subjects: [
+    {
+      subjectId: IDS.maths,
+      subjectName: 'Maths',
+      marks: [
+        { studentId: IDS.tom, fullName: 'Tom Okello', score: 72 },
+        { studentId: IDS.amina, fullName: 'Amina Nabirye', score: 64 },
+      ],
+    },
+  ],
 };
 
 const SCOPE = 'You can see the whole school.';
 
 const callerWithSchool = () =>
   new FakeToolCaller()
-    .answer('list.staff', { data: [{ id: 's1', fullName: 'Ada Nakato' }, { id: 's2', fullName: 'Brian Mugisha' }], scopeContext: SCOPE })
+    .answer('list.staff', { data: [{ id: 's1', fullName: 'Ada Nakato' }, { id: 's2', fullName: 'Brian Mugisha' }, { id: IDS.grace, fullName: 'Grace Atwine' }], scopeContext: SCOPE })
     .answer('list.departments', { data: [{ id: IDS.sciences, name: 'Sciences' }, { id: IDS.drama, name: 'Drama' }], scopeContext: SCOPE })
     .answer('create.department', { data: { id: 'new-dept', name: 'Sciences' }, scopeContext: SCOPE, auditId: 'audit-1' })
     .answer('delete.department', { data: IDS.drama, scopeContext: SCOPE, auditId: 'audit-2' })
     .answer('list.my-classes', { data: [{ id: IDS.p5Blue, name: 'P5 Blue', studentCount: 2 }], scopeContext: 'These are your own classes.' })
     .answer('list.class-students', { data: [{ id: IDS.tom, fullName: 'Tom Okello' }, { id: IDS.amina, fullName: 'Amina Nabirye' }], scopeContext: SCOPE })
     .answer('record.attendance', { data: { recorded: 2, absent: 1 }, scopeContext: SCOPE, auditId: 'audit-3' })
-    .answer('list.my-teaching-assignments', { data: [{ id: 'ta-1', classId: IDS.p5Blue, className: 'P5 Blue', subjectName: 'Maths' }], scopeContext: SCOPE })
-    .answer('get.gradebook', { data: { class: 'P5 Blue', rows: 2 }, scopeContext: 'Your access covers the classes you teach.' })
+    .answer('list.teaching-assignments', {
+      data: [{ id: IDS.mathsP5, subjectId: IDS.maths, subjectName: 'Maths', classId: IDS.p5Blue, className: 'P5 Blue', campusId: 'c1' }],
+      scopeContext: 'These are the subjects and classes you teach.',
+    })
+    .answer('get.gradebook', { data: GRADEBOOK, scopeContext: 'Your access covers the classes you teach.' })
+    .answer('record.marks', { data: { recorded: 2 }, scopeContext: SCOPE, auditId: 'audit-5' })
+    .answer('list.subjects', { data: [{ id: IDS.maths, name: 'Maths' }, { id: IDS.physics, name: 'Physics' }], scopeContext: SCOPE })
+    .answer('create.lesson-plan', { data: { id: 'plan-new', title: 'Fractions' }, scopeContext: SCOPE, auditId: 'audit-6' })
+    .answer('list.lesson-plans', { data: [{ id: IDS.fractions, title: 'Fractions', status: 'pending' }], scopeContext: 'These are your own lesson plans.' })
     .answer('list.pending-lesson-plans', { data: [{ id: IDS.fractions, title: 'Fractions' }], scopeContext: SCOPE })
-    .answer('approve.lesson-plan', { data: { id: IDS.fractions, status: 'approved' }, scopeContext: SCOPE, auditId: 'audit-4' });
+    .answer('approve.lesson-plan', { data: { id: IDS.fractions, status: 'approved' }, scopeContext: SCOPE, auditId: 'audit-4' })
+    .answer('get.results-summary', {
+      data: [
+        { classId: IDS.p5Blue, className: 'P5 Blue', campusName: 'Kisasi', subjectName: 'Maths', average: 61.25, marks: 2 },
+        { classId: IDS.p5Blue, className: 'P5 Blue', campusName: 'Kisasi', subjectName: 'Physics', average: 70.5, marks: 2 },
+      ],
+      scopeContext: SCOPE,
+    })
+    .answer('assign.teaching-assignment', { data: { id: 'ta-new' }, scopeContext: SCOPE, auditId: 'audit-7' })
+    .answer('get.branding', { data: { displayName: 'Greenhill Academy', motto: 'Knowledge is light', primaryColor: '#1b7f3b', logoUrl: null }, scopeContext: SCOPE })
+    .answer('list.campuses', { data: [{ id: 'c1', name: 'Kisasi' }, { id: 'c2', name: 'Ntinda' }], scopeContext: SCOPE });
 
 let threadCounter = 0;
 
@@ -83,7 +117,7 @@ describe('the scripted model: one test per intent of its policy table', () => {
     const events = await chat.say('show the staff');
 
     expect(chat.caller.calls.map((call) => call.event)).toEqual(['list.staff']);
-    expect(lastText(events)).toBe(`${SCRIPTED_LABEL} I found 2 staff: Ada Nakato, Brian Mugisha. ${SCOPE}`);
+    expect(lastText(events)).toBe(`${SCRIPTED_LABEL} I found 3 staff: Ada Nakato, Brian Mugisha, Grace Atwine. ${SCOPE}`);
   });
 
   it('"list departments": list_departments', async () => {
@@ -189,17 +223,174 @@ describe('the scripted model: one test per intent of its policy table', () => {
     const chat = conversation();
     const events = await chat.say('show the gradebook for P5 Blue');
 
-    expect(chat.caller.calls.map((call) => call.event)).toEqual(['list.my-teaching-assignments', 'get.gradebook']);
+    expect(chat.caller.calls.map((call) => call.event)).toEqual(['list.teaching-assignments', 'get.gradebook']);
     expect(chat.caller.callsTo('get.gradebook')[0].payload.args).toEqual({ classId: IDS.p5Blue });
     expect(speakers(events)).toEqual(['subject_teacher']);
-    expect(lastText(events)).toContain('Your access covers the classes you teach.');
+    expect(lastText(events)).toBe(
+      `${SCRIPTED_LABEL} The gradebook of P5 Blue for Term 1 2026. Maths: 2 of 2 students marked, average 68, highest Tom Okello with 72. Your access covers the classes you teach.`,
+    );
+  });
+
+  it('"who is in P5 Blue": the class teacher finds the class and lists its students', async () => {
+    const chat = conversation();
+    const events = await chat.say('who is in P5 Blue?');
+
+    expect(chat.caller.calls.map((call) => [call.event, call.payload.args])).toEqual([
+      ['list.my-classes', {}],
+      ['list.class-students', { classId: IDS.p5Blue }],
+    ]);
+    expect(speakers(events)).toEqual(['class_teacher']);
+    expect(lastText(events)).toBe(`${SCRIPTED_LABEL} I found 2 students: Tom Okello, Amina Nabirye. ${SCOPE}`);
+  });
+
+  it('"who is in P5 Blue" for a director of studies only: Sarah finds the class in the results summary', async () => {
+    const chat = conversation(callerWithSchool(), { isClassTeacher: false, isSubjectTeacher: false, isDirectorOfStudies: true });
+    const events = await chat.say('who is in P5 Blue?');
+
+    expect(chat.caller.calls.map((call) => call.event)).toEqual(['get.results-summary', 'list.class-students']);
+    expect(chat.caller.callsTo('list.class-students')[0].payload.args).toEqual({ classId: IDS.p5Blue });
+    expect(speakers(events)).toEqual(['dos']);
+  });
+
+  it('"take the register for P5 Blue, everyone present except Amina": students first, then the register', async () => {
+    const chat = conversation();
+    const events = await chat.say('take the register for P5 Blue, everyone present except Amina');
+
+    expect(chat.caller.calls.map((call) => call.event)).toEqual(['list.my-classes', 'list.class-students', 'record.attendance']);
+    expect(chat.caller.callsTo('record.attendance')[0].payload.args).toMatchObject({
+      classId: IDS.p5Blue,
+      entries: [
+        { studentId: IDS.tom, status: 'present' },
+        { studentId: IDS.amina, status: 'absent' },
+      ],
+    });
+    expect(events.find((event) => event.type === 'CUSTOM')).toMatchObject({ name: 'attendance.recorded', value: { auditId: 'audit-3' } });
+    expect(lastText(events)).toBe(`${SCRIPTED_LABEL} Done: Attendance recorded for 2 students. ${SCOPE}`);
+  });
+
+  it('"what do I teach": the subject teacher lists their teaching assignments', async () => {
+    const chat = conversation();
+    const events = await chat.say('what do I teach?');
+
+    expect(chat.caller.calls.map((call) => call.event)).toEqual(['list.teaching-assignments']);
+    expect(speakers(events)).toEqual(['subject_teacher']);
+    expect(lastText(events)).toBe(`${SCRIPTED_LABEL} I found 1 teaching assignments: Maths in P5 Blue. These are the subjects and classes you teach.`);
+  });
+
+  it('"record marks for P5 Blue in Maths: Tom Okello 81, Amina 77": class and subject resolved, students from the gradebook', async () => {
+    const chat = conversation();
+    const events = await chat.say('record marks for P5 Blue in Maths: Tom Okello 81, Amina 77');
+
+    expect(chat.caller.calls.map((call) => call.event)).toEqual(['list.teaching-assignments', 'list.subjects', 'get.gradebook', 'record.marks']);
+    expect(chat.caller.callsTo('record.marks')[0].payload.args).toEqual({
+      classId: IDS.p5Blue,
+      subjectId: IDS.maths,
+      marks: [
+        { studentId: IDS.tom, score: 81 },
+        { studentId: IDS.amina, score: 77 },
+      ],
+    });
+    expect(lastText(events)).toBe(`${SCRIPTED_LABEL} Done: 2 marks recorded. ${SCOPE}`);
+  });
+
+  it('"record marks" naming nobody in the class changes nothing', async () => {
+    const chat = conversation();
+    const events = await chat.say('record marks for P5 Blue in Maths: Nobody Here 50');
+
+    expect(chat.caller.callsTo('record.marks')).toEqual([]);
+    expect(lastText(events)).toContain('I could not match anything you named to fill in the marks');
+  });
+
+  it('"write a lesson plan on fractions for next week": asks which teaching assignment, then submits it for next Monday', async () => {
+    const chat = conversation();
+    const asked = await chat.say('write a lesson plan on fractions for next week');
+    expect(chat.pendingOf(asked)[0]).toMatchObject({ askedBy: 'subject_teacher', question: `${SCRIPTED_LABEL} Which teaching assignment? You can choose from: Maths in P5 Blue.` });
+
+    const done = await chat.answer(asked, 'Maths in P5 Blue');
+
+    const [call] = chat.caller.callsTo('create.lesson-plan');
+    expect(call.payload.args).toMatchObject({ teachingAssignmentId: IDS.mathsP5, title: 'Fractions', objectives: expect.stringContaining('fractions') });
+    const weekOf = new Date(`${String(call.payload.args['weekOf' as never])}T00:00:00Z`);
+    expect(weekOf.getUTCDay()).toBe(1);
+    expect(weekOf.getTime()).toBeGreaterThan(Date.now());
+    expect(lastText(done)).toBe(`${SCRIPTED_LABEL} Done: Lesson plan "Fractions" submitted. ${SCOPE}`);
+  });
+
+  it('"my lesson plans": the subject teacher lists their own plans', async () => {
+    const chat = conversation();
+    const events = await chat.say('show my lesson plans');
+
+    expect(chat.caller.calls.map((call) => call.event)).toEqual(['list.lesson-plans']);
+    expect(lastText(events)).toBe(`${SCRIPTED_LABEL} I found 1 lesson plans: Fractions. These are your own lesson plans.`);
+  });
+
+  it('"lesson plans waiting for review": the director of studies lists the pending ones', async () => {
+    const chat = conversation();
+    const events = await chat.say('which lesson plans are waiting for review?');
+
+    expect(chat.caller.calls.map((call) => call.event)).toEqual(['list.pending-lesson-plans']);
+    expect(speakers(events)).toEqual(['dos']);
+  });
+
+  it('"results summary": the director of studies summarises averages in plain sentences', async () => {
+    const chat = conversation();
+    const events = await chat.say('results summary please');
+
+    expect(chat.caller.calls.map((call) => call.event)).toEqual(['get.results-summary']);
+    expect(lastText(events)).toBe(
+      `${SCRIPTED_LABEL} Results for 1 classes and 2 class subjects: the overall average is 65.9. Highest: Physics in P5 Blue (70.5). Lowest: Maths in P5 Blue (61.3). ${SCOPE}`,
+    );
+  });
+
+  it('"assign Grace to teach Physics in P5 Blue": Rover finds the teacher, Sarah resolves class and subject, confirms, assigns', async () => {
+    const chat = conversation();
+    const asked = await chat.say('assign Grace to teach Physics in P5 Blue');
+    expect(chat.caller.calls.map((call) => call.event)).toEqual(['list.staff', 'get.results-summary', 'list.subjects']);
+    expect(asked.find((event) => event.type === 'TOOL_CALL_START' && event.toolCallName === 'task')).toMatchObject({
+      args: { subagent_type: 'dos', description: `assign Grace to teach Physics in P5 Blue (staff id ${IDS.grace})` },
+    });
+    expect(chat.pendingOf(asked)[0]).toMatchObject({ askedBy: 'dos', question: expect.stringContaining('Make Grace the Physics teacher of P5 Blue') });
+
+    await chat.answer(asked, 'yes');
+
+    expect(chat.caller.callsTo('assign.teaching-assignment').map((call) => call.payload.args)).toEqual([
+      { classId: IDS.p5Blue, subjectId: IDS.physics, staffId: IDS.grace },
+    ]);
+  });
+
+  it('"show the school branding": Rover reads it and describes it', async () => {
+    const chat = conversation();
+    const events = await chat.say('show the school branding');
+
+    expect(lastText(events)).toBe(
+      `${SCRIPTED_LABEL} The school is shown as Greenhill Academy: its motto is "Knowledge is light", its main colour is #1b7f3b and it has no logo yet. ${SCOPE}`,
+    );
+  });
+
+  it('"list campuses" and "list subjects": Rover lists them', async () => {
+    const chat = conversation();
+    const campuses = await chat.say('list campuses');
+    const subjects = await chat.say('list subjects');
+
+    expect(chat.caller.calls.map((call) => call.event)).toEqual(['list.campuses', 'list.subjects']);
+    expect(lastText(campuses)).toContain('I found 2 campuses: Kisasi, Ntinda.');
+    expect(lastText(subjects)).toContain('I found 2 subjects: Maths, Physics.');
+  });
+
+  it('a department named by id is used as given, with no lookup: the server decides', async () => {
+    const chat = conversation();
+    const asked = await chat.say(`delete department ${IDS.drama}`);
+    await chat.answer(asked, 'yes');
+
+    expect(chat.caller.calls.map((call) => [call.event, call.payload.args])).toEqual([['delete.department', { departmentId: IDS.drama }]]);
   });
 
   it('"approve lesson plan Fractions": the director of studies finds it, asks to confirm, approves it', async () => {
     const chat = conversation();
-    const asked = await chat.say('approve lesson plan Fractions');
+    const asked = await chat.say('approve the lesson plan Fractions');
     expect(chat.pendingOf(asked)[0]).toMatchObject({ askedBy: 'dos', question: expect.stringContaining('Approve the lesson plan "Fractions"?') });
 
+    expect(chat.caller.calls.map((call) => call.event)).toEqual(['list.pending-lesson-plans']);
     await chat.answer(asked, 'yes');
 
     expect(chat.caller.callsTo('approve.lesson-plan').map((call) => call.payload.args)).toEqual([{ lessonPlanId: IDS.fractions }]);

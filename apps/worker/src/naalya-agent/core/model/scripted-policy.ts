@@ -26,12 +26,16 @@ export type ScriptedIntent = {
   confirm?: (mentions: Mentions) => string;
   /** Entries for an array argument that names cannot fill, built from a lookup (attendance registers). */
   fillArray?: Record<string, ArrayFiller>;
+  /** Entities Rover looks up by name with its own tools before delegating, when the specialist has no tool to (staff). */
+  resolveBeforeDelegating?: readonly string[];
 };
 
 type ArrayFiller = {
   lookup: readonly string[];
   lookupArgs: (args: Record<string, unknown>) => Record<string, unknown>;
   build: (items: readonly NamedItem[], mentions: Mentions) => unknown[];
+  /** The (id, name) items of the lookup's result, when they are not its plain list (a gradebook's students). */
+  items?: (result: string | undefined) => NamedItem[];
 };
 
 type NamedItem = { id: string; name: string };
@@ -54,19 +58,42 @@ const listOf = (text: string | undefined): string[] =>
     .map((part) => part.trim().replace(/[.!?]$/, ''))
     .filter(Boolean);
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const GUID_MENTION = /\b([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b/i;
+
+/** The Monday of this week or of the next one, as YYYY-MM-DD (UTC). */
+const mondayOf = (which: 'this' | 'next', now = new Date()): string => {
+  const day = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
+  day.setUTCDate(day.getUTCDate() - ((day.getUTCDay() + 6) % 7) + (which === 'next' ? 7 : 0));
+  return day.toISOString().slice(0, 10);
+};
+
+const capitalise = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
+
+// "Aisha Okello 78, Brian Namuli 64" as (name, score) pairs.
+const scoresOf = (text: string | undefined): { name: string; score: number }[] =>
+  listOf(text).flatMap((part) => {
+    const match = part.match(/^(.+?)\s*[:=-]?\s+(\d{1,3}(?:\.\d+)?)$/);
+    return match ? [{ name: match[1].trim(), score: Number(match[2]) }] : [];
+  });
+
 const isYes = (answer: string) => /^\s*(y|yes|yeah|yep|sure|ok|okay|confirm|go ahead|do it)\b/i.test(answer);
 
 /** The requests the scripted model understands, most specific first. Adding a tool elsewhere needs no change here. */
 export const SCRIPTED_INTENTS: readonly ScriptedIntent[] = [
   {
     id: 'record_attendance',
-    pattern: /\b(record|take|mark|submit)\b.*\b(attendance|register)\b/i,
+    pattern: /\b(record|take|mark|submit|call)\b.*\b(attendance|register)\b/i,
     label: 'record attendance',
     tools: ['record_attendance'],
-    mentions: (request) => ({
-      ...pick(request, /\b(?:attendance|register)\s+(?:for|in|of)\s+(?:class\s+)?(.+?)(?=[,.;:!?]|\s+(?:today|absent|everyone|with)\b|$)/i, 'class'),
-      ...(request.match(/\babsent\b[:\s]+(.+)$/i) ? { absent: request.match(/\babsent\b[:\s]+(.+)$/i)?.[1] ?? '' } : {}),
-    }),
+    mentions: (request) => {
+      const absent = request.match(/\b(?:absent|except(?:\s+for)?)\b[:\s]+(.+)$/i)?.[1];
+      return {
+        ...pick(request, /\b(?:attendance|register)\s+(?:for|in|of)\s+(?:class\s+)?(.+?)(?=[,.;:!?]|\s+(?:today|absent|everyone|with|except)\b|$)/i, 'class'),
+        ...(absent ? { absent: absent.replace(/\s+(?:is|are|was|were)\s+absent.*$/i, '') } : {}),
+      };
+    },
     fillArray: {
       entries: {
         lookup: ['list_class_students', 'list_students'],
@@ -82,6 +109,55 @@ export const SCRIPTED_INTENTS: readonly ScriptedIntent[] = [
     },
   },
   {
+    id: 'record_marks',
+    pattern: /\b(record|enter|add|save|submit)\b.*\b(marks|scores|grades)\b/i,
+    label: 'record marks',
+    tools: ['record_marks'],
+    mentions: (request) => ({
+      ...pick(request, /\b(?:for|of)\s+(?:class\s+)?(.+?)(?=\s+in\s+|[:,.;!?]|$)/i, 'class'),
+      ...pick(request, /\bin\s+(.+?)(?=[:,;.!?]|$)/i, 'subject'),
+      ...(request.includes(':') ? { scores: request.slice(request.indexOf(':') + 1) } : {}),
+    }),
+    fillArray: {
+      marks: {
+        lookup: ['get_gradebook'],
+        lookupArgs: (args) => ({ classId: args['classId'], subjectId: args['subjectId'] }),
+        items: (result) => {
+          const parsed = parseJson(result);
+          const data = isRecord(parsed) && isRecord(parsed['data']) ? parsed['data'] : {};
+          const subjects = Array.isArray(data['subjects']) ? data['subjects'].filter(isRecord) : [];
+          const students = subjects.flatMap((subject) => (Array.isArray(subject['marks']) ? subject['marks'].filter(isRecord) : []));
+          const items = students.flatMap((row): NamedItem[] =>
+            typeof row['studentId'] === 'string' && typeof row['fullName'] === 'string' ? [{ id: row['studentId'], name: row['fullName'] }] : [],
+          );
+          return items.filter((item, index) => items.findIndex((other) => other.id === item.id) === index);
+        },
+        build: (students, mentions) =>
+          scoresOf(mentions['scores']).flatMap(({ name, score }) => {
+            const student = findNamed(students, name);
+            return student ? [{ studentId: student.id, score }] : [];
+          }),
+      },
+    },
+  },
+  {
+    id: 'create_lesson_plan',
+    pattern: /\b(write|create|draft|make|prepare|plan)\b.*\blesson\s*plan\b/i,
+    label: 'write a lesson plan',
+    tools: ['create_lesson_plan'],
+    mentions: (request) => {
+      const topic = clean(request.match(/\b(?:on|about|covering)\s+(.+?)(?=\s+for\s+|[.!?]?$)/i)?.[1]);
+      const week = /\bthis\s+week\b/i.test(request) ? 'this' : 'next';
+      return {
+        ...(topic
+          ? { title: capitalise(topic), objectives: `By the end of the week learners can explain and use ${topic.toLowerCase()}, and solve problems with it.` }
+          : {}),
+        weekOf: mondayOf(week),
+        ...pick(request, /\bfor\s+(?!next\b|this\b)(?:class\s+)?(.+?)(?=\s+(?:for|next|this)\b|[.!?]?$)/i, 'teachingAssignment'),
+      };
+    },
+  },
+  {
     id: 'approve_lesson_plan',
     pattern: /\bapprove\b.*\blesson\s*plans?\b/i,
     label: 'approve a lesson plan',
@@ -91,9 +167,27 @@ export const SCRIPTED_INTENTS: readonly ScriptedIntent[] = [
   },
   {
     id: 'list_pending_lesson_plans',
+    pattern: /\blesson\s*plans?\b.*\b(waiting|pending|review|approval|to approve)\b|\b(pending|waiting|unreviewed)\b.*\blesson\s*plans?\b/i,
+    label: 'list the lesson plans waiting for review',
+    tools: ['list_pending_lesson_plans'],
+  },
+  {
+    id: 'list_my_lesson_plans',
+    pattern: /\bmy\s+lesson\s*plans?\b/i,
+    label: 'list your lesson plans',
+    tools: ['list_lesson_plans'],
+  },
+  {
+    id: 'list_lesson_plans',
     pattern: /\blesson\s*plans?\b/i,
     label: 'list lesson plans',
     tools: ['list_pending_lesson_plans', 'list_my_lesson_plans', 'list_lesson_plans'],
+  },
+  {
+    id: 'results_summary',
+    pattern: /\b(results?\s+summary|summary\s+of\s+(?:the\s+)?results|results|averages?|performance)\b/i,
+    label: 'summarise the results',
+    tools: ['get_results_summary'],
   },
   {
     id: 'gradebook',
@@ -106,10 +200,42 @@ export const SCRIPTED_INTENTS: readonly ScriptedIntent[] = [
     }),
   },
   {
+    id: 'assign_subject_teacher',
+    pattern: /\bassign\b.+\bto\s+teach\b/i,
+    label: 'assign a subject teacher',
+    tools: ['assign_subject_teacher'],
+    resolveBeforeDelegating: ['staff'],
+    mentions: (request) => {
+      const match = request.match(/\bassign\s+(.+?)\s+to\s+teach\s+(.+?)\s+(?:in|to|for)\s+(?:class\s+)?(.+?)(?=\s*\(|[.!?]?$)/i);
+      const staffId = request.match(/\bstaff id\s+([0-9a-f-]{36})\b/i)?.[1];
+      return {
+        ...(clean(match?.[1]) ? { staff: clean(match?.[1]) as string } : {}),
+        ...(clean(match?.[2]) ? { subject: clean(match?.[2]) as string } : {}),
+        ...(clean(match?.[3]) ? { class: clean(match?.[3]) as string } : {}),
+        ...(staffId ? { staffId } : {}),
+      };
+    },
+    confirm: (mentions) =>
+      `Make ${mentions['staff'] ?? 'them'} the ${mentions['subject'] ?? 'subject'} teacher of ${mentions['class'] ?? 'the class'}, replacing whoever teaches it there now? Answer yes to go ahead.`,
+  },
+  {
     id: 'who_teaches',
     pattern: /\bwho\s+teaches\b/i,
     label: 'find out who teaches what',
     tools: ['list_teaching_assignments'],
+  },
+  {
+    id: 'list_my_teaching_assignments',
+    pattern: /\bwhat\b.*\b(?:do|am)\s+i\s+teach|\bmy\s+(?:teaching|subjects|timetable)\b|\bwhich\s+(?:subjects|classes)\s+do\s+i\s+teach\b/i,
+    label: 'list what you teach',
+    tools: ['list_my_teaching_assignments'],
+  },
+  {
+    id: 'list_class_students',
+    pattern: /\bwho\s+(?:is|are)\s+in\b|\bstudents\s+(?:in|of)\b|\b(?:list|show)\b.*\b(?:students|learners|pupils)\b/i,
+    label: 'list the students of a class',
+    tools: ['list_class_students'],
+    mentions: (request) => pick(request, /\b(?:in|of)\s+(?:class\s+)?(.+?)[.!?]?$/i, 'class'),
   },
   {
     id: 'list_my_classes',
@@ -125,6 +251,7 @@ export const SCRIPTED_INTENTS: readonly ScriptedIntent[] = [
     mentions: (request) => ({
       ...pick(request, /\b(?:delete|remove)\s+(?:the\s+)?(.+?)\s+department\b/i, 'department'),
       ...pick(request, /\bdepartment\s+(?:called|named)\s+(.+?)[.!?]?$/i, 'department'),
+      ...pick(request, GUID_MENTION, 'department'),
     }),
     confirm: (mentions) => `Delete the ${mentions['department'] ?? 'chosen'} department and its member list? Answer yes to go ahead.`,
   },
@@ -156,6 +283,24 @@ export const SCRIPTED_INTENTS: readonly ScriptedIntent[] = [
     tools: ['list_departments'],
   },
   {
+    id: 'school_branding',
+    pattern: /\b(branding|motto|school colou?rs?|logo)\b/i,
+    label: 'show the school branding',
+    tools: ['get_school_branding'],
+  },
+  {
+    id: 'list_campuses',
+    pattern: /\bcampus(es)?\b/i,
+    label: 'list the campuses',
+    tools: ['list_campuses'],
+  },
+  {
+    id: 'list_subjects',
+    pattern: /\bsubjects\b/i,
+    label: 'list the subjects',
+    tools: ['list_subjects'],
+  },
+  {
     id: 'list_staff',
     pattern: /\b(staff|teachers|colleagues|employees|team)\b/i,
     label: 'list the staff',
@@ -175,7 +320,7 @@ export const SCRIPTED_INTENTS: readonly ScriptedIntent[] = [
   },
 ];
 
-const HELP_TEXT = `I am the offline scripted model, so I understand only a few plain requests, for example: "show the staff", "list departments", "create a department called Sciences", "delete the Drama department", "list my classes", "record attendance for P5 Blue", "show the gradebook for P5 Blue", "approve lesson plan Fractions". Set AGENT_MODEL to a real model for open conversation.`;
+const HELP_TEXT = `I am the offline scripted model, so I understand only a few plain requests, for example: "show the staff", "list departments", "create a department called Sciences", "delete the Drama department", "list my classes", "who is in S1 Kisasi", "take the register for S1 Kisasi, everyone present except Aisha", "what do I teach", "show the gradebook for S1 Kisasi", "record marks for S1 Kisasi in Mathematics: Aisha Okello 78", "write a lesson plan on fractions for next week", "my lesson plans", "lesson plans waiting for review", "approve the lesson plan Linear equations", "results summary", "assign Grace to teach Physics in S3 Kisasi", "show the school branding", "list campuses", "list subjects". Set AGENT_MODEL to a real model for open conversation.`;
 
 export const SCRIPTED_HELP = `${SCRIPTED_LABEL} ${HELP_TEXT}`;
 
@@ -223,7 +368,9 @@ const parseJson = (text: string | undefined): unknown => {
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const nameOf = (item: Record<string, unknown>): string | undefined =>
-  [item['name'], item['fullName'], item['title']].find((value): value is string => typeof value === 'string');
+  [item['name'], item['fullName'], item['title']].find((value): value is string => typeof value === 'string') ??
+  // A teaching assignment is named by its subject and class: "Mathematics in S1 Kisasi".
+  (typeof item['subjectName'] === 'string' && typeof item['className'] === 'string' ? `${item['subjectName']} in ${item['className']}` : undefined);
 
 // Items of a list result as (id, name). For an entity, rows that carry it by reference (a teaching assignment's
 // classId and className) count too, deduplicated by id.
@@ -262,7 +409,9 @@ const snake = (identifier: string): string => identifier.replace(/([a-z])([A-Z])
 // teacher's assignments name their classes and subjects, so they serve as a last resort for those.
 const lookupCandidates = (entity: string): string[] => {
   const many = plural(snake(entity));
-  return [`list_${many}`, `list_my_${many}`, `list_pending_${many}`, `list_class_${many}`, 'list_my_teaching_assignments'];
+  const candidates = [`list_${many}`, `list_my_${many}`, `list_pending_${many}`, `list_class_${many}`, 'list_my_teaching_assignments'];
+  // A director of studies has no class list of their own, but the results summary names every class they oversee.
+  return entity === 'class' ? [...candidates, 'get_results_summary'] : candidates;
 };
 
 const definitionOf = (name: string): AnyAgentTool | undefined => RPC_AGENT_TOOLS.find((definition: AnyAgentTool) => definition.name === name);
@@ -306,6 +455,42 @@ const summariseList = (toolName: string, items: unknown[], scopeContext: string)
   return `I found ${names.length} ${noun}: ${shown}${more}. ${scopeContext}`;
 };
 
+const round1 = (value: number) => Math.round(value * 10) / 10;
+
+const average = (values: readonly number[]) => (values.length === 0 ? 0 : round1(values.reduce((sum, value) => sum + value, 0) / values.length));
+
+// Plain sentences for results that are not a list of named things. Each returns undefined for a shape it does not know.
+const SUMMARIES: Record<string, (data: unknown, scopeContext: string) => string | undefined> = {
+  get_school_branding: (data, scopeContext) => {
+    if (!isRecord(data)) return undefined;
+    const motto = typeof data['motto'] === 'string' ? `its motto is "${data['motto']}"` : 'it has no motto';
+    const logo = typeof data['logoUrl'] === 'string' ? `its logo is at ${data['logoUrl']}` : 'it has no logo yet';
+    return `The school is shown as ${String(data['displayName'])}: ${motto}, its main colour is ${String(data['primaryColor'])} and ${logo}. ${scopeContext}`.trim();
+  },
+  get_gradebook: (data, scopeContext) => {
+    if (!isRecord(data) || !Array.isArray(data['subjects'])) return undefined;
+    const term = isRecord(data['term']) ? ` for ${String(data['term']['name'])}` : '';
+    const subjects = data['subjects'].filter(isRecord).map((subject) => {
+      const marks = Array.isArray(subject['marks']) ? subject['marks'].filter(isRecord) : [];
+      const scores = marks.map((row) => row['score']).filter((score): score is number => typeof score === 'number');
+      const best = marks.filter((row) => typeof row['score'] === 'number').sort((a, b) => Number(b['score']) - Number(a['score']))[0];
+      const top = best ? `, highest ${String(best['fullName'])} with ${String(best['score'])}` : '';
+      return `${String(subject['subjectName'])}: ${scores.length} of ${marks.length} students marked, average ${average(scores)}${top}`;
+    });
+    if (subjects.length === 0) return `The gradebook of ${String(data['className'])}${term} has no subjects of yours. ${scopeContext}`.trim();
+    return `The gradebook of ${String(data['className'])}${term}. ${subjects.join('; ')}. ${scopeContext}`.trim();
+  },
+  get_results_summary: (data, scopeContext) => {
+    if (!Array.isArray(data)) return undefined;
+    const rows = data.filter(isRecord).filter((row) => typeof row['average'] === 'number');
+    if (rows.length === 0) return `There are no results to summarise yet. ${scopeContext}`.trim();
+    const classes = new Set(rows.map((row) => String(row['className'])));
+    const sorted = [...rows].sort((a, b) => Number(b['average']) - Number(a['average']));
+    const describe = (row: Record<string, unknown>) => `${String(row['subjectName'])} in ${String(row['className'])} (${round1(Number(row['average']))})`;
+    return `Results for ${classes.size} classes and ${rows.length} class subjects: the overall average is ${average(rows.map((row) => Number(row['average'])))}. Highest: ${describe(sorted[0])}. Lowest: ${describe(sorted[sorted.length - 1])}. ${scopeContext}`.trim();
+  },
+};
+
 const summariseResult = (step: Step): string => {
   const parsed = parseJson(step.result);
   if (step.name === 'clock' && isRecord(parsed)) return `It is ${String(parsed['weekday'])}, ${String(parsed['now'])} (UTC).`;
@@ -325,6 +510,8 @@ const summariseResult = (step: Step): string => {
   }
   const scopeContext = typeof parsed['scopeContext'] === 'string' ? parsed['scopeContext'] : '';
   const data = parsed['data'];
+  const special = SUMMARIES[step.name]?.(data, scopeContext);
+  if (special) return special;
   if (Array.isArray(data)) return summariseList(step.name, data, scopeContext);
   const definition = definitionOf(step.name);
   if (definition && isMutatingEvent(definition.event)) {
@@ -340,6 +527,9 @@ const summariseResult = (step: Step): string => {
 type Fill = { args: Record<string, unknown>; names: Mentions } | { action: Action };
 
 const resolveEntity = (turn: Turn, tools: readonly ScriptedTool[], entity: string, mentioned: string | undefined): { id: string; name: string } | Action => {
+  // An id given outright is used as it is: the server decides whether the caller may touch it.
+  const given = mentioned?.match(GUID_MENTION)?.[1];
+  if (given && UUID.test(given)) return { id: given, name: given };
   const lookup = lookupCandidates(entity).find((name) => tools.some((candidate) => candidate.name === name));
   const noun = words(entity);
   if (!lookup) return { say: `I need to know which ${noun} you mean, and I have no tool here to look it up.` };
@@ -387,7 +577,9 @@ const fillArguments = (turn: Turn, tools: readonly ScriptedTool[], tool: Scripte
       const listed = lastCall(turn, lookup, (stepArgs) => JSON.stringify(stepArgs) === JSON.stringify(lookupArgs));
       if (!listed) return { action: { call: lookup, args: lookupArgs } };
       if (listed.result === undefined) return { action: { say: '' } };
-      args[key] = filler.build(namedItems(listed.result), mentions);
+      const built = filler.build(filler.items ? filler.items(listed.result) : namedItems(listed.result), mentions);
+      if (built.length === 0) return { action: { say: `I could not match anything you named to fill in the ${words(key)}, so I changed nothing.` } };
+      args[key] = built;
       continue;
     }
     if (property.format === 'date' || key === 'date') {
@@ -416,7 +608,18 @@ const delegateOrRefuse = (turn: Turn, tools: readonly ScriptedTool[], intent: Sc
     const delegated = lastCall(turn, TASK, (args) => args['subagent_type'] === role);
     // The specialist's own answer reached the user under its name; Rover adds nothing.
     if (delegated?.result !== undefined) return { say: '' };
-    return { call: TASK, args: { description: turn.request, subagent_type: role } };
+    // Names the specialist cannot look up itself, resolved by Rover with its own tools and passed on as ids.
+    const mentions = intent.mentions?.(turn.request) ?? {};
+    const resolvedIds: string[] = [];
+    for (const entity of intent.resolveBeforeDelegating ?? []) {
+      const mentioned = mentions[entity];
+      if (!mentioned || mentions[`${entity}Id`] || !lookupCandidates(entity).some((lookup) => tools.some((tool) => tool.name === lookup))) continue;
+      const resolved = resolveEntity(turn, tools, entity, mentioned);
+      if ('call' in resolved || 'say' in resolved) return resolved;
+      resolvedIds.push(`${words(entity)} id ${resolved.id}`);
+    }
+    const description = resolvedIds.length > 0 ? `${turn.request} (${resolvedIds.join(', ')})` : turn.request;
+    return { call: TASK, args: { description, subagent_type: role } };
   }
   const known = intent.tools.some((name) => definitionOf(name) !== undefined || name === 'clock' || name === 'get_agent_map');
   return {
