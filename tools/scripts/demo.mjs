@@ -1,148 +1,199 @@
 #!/usr/bin/env node
 // `npm run demo`: build, create and migrate the database, seed the two demo schools, declare the broker
-// topology, start the server and the worker as two processes, make real tool calls through the hop for
-// two schools' staff, print what crossed it and which audit rows it wrote, then stop both and exit.
+// topology, start the server and the worker as two processes, then hold a short conversation for each of five
+// people through the real API (REST and server-sent events), print every event of it and the audit rows it
+// wrote, stop both processes and exit: 0 when everything worked, 1 with the reason when something did not.
 import { spawn, spawnSync } from 'node:child_process';
 import pg from 'pg';
+import { ApiError, createClient, createRenderer, namesFromMap } from './agent-client.mjs';
 import { readSection } from './with-env.mjs';
 
 const serverEnv = { ...process.env, ...readSection('server') };
 const workerEnv = { ...process.env, ...readSection('worker') };
 const baseUrl = `http://127.0.0.1:${serverEnv.HTTP_PORT ?? 3000}`;
+const PASSWORD = 'naalya-demo';
 const children = [];
+const started = Date.now();
 
 const say = (text = '') => console.log(text);
 const step = (text) => say(`\n== ${text}`);
-
-const runOrExit = (label, command, args, env) => {
-  const result = spawnSync(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
-  if (result.status !== 0) {
-    console.error(`${label} failed:\n${result.stdout}${result.stderr}`);
-    process.exit(1);
-  }
-  return result.stdout.trim();
-};
+const seconds = (since) => `${((Date.now() - since) / 1000).toFixed(1)} s`;
 
 const stopAll = async () => {
-  for (const child of children) {
-    if (child.exitCode === null) {
+  for (const { child } of children) {
+    if (child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGTERM');
       await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     }
   }
 };
 
 const fail = async (message) => {
-  console.error(message);
+  console.error(`\nDemo failed: ${message}`);
+  for (const { name, output } of children) {
+    if (output.text.trim()) console.error(`\n--- last output of the ${name} ---\n${output.text.trim().split('\n').slice(-25).join('\n')}`);
+  }
   await stopAll();
   process.exit(1);
 };
 
-const api = async (path, { token, body } = {}) => {
-  const response = await fetch(`${baseUrl}${path}`, {
-    method: body ? 'POST' : 'GET',
-    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  if (!response.ok) await fail(`${path} answered ${response.status}: ${await response.text()}`);
-  return response.json();
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => void fail(`stopped by ${signal}`));
+// Whatever goes wrong still stops the processes the demo started.
+process.on('uncaughtException', (error) => void fail(error.stack ?? String(error)));
+process.on('unhandledRejection', (error) => void fail(error instanceof Error ? (error.stack ?? error.message) : String(error)));
+
+const runOrExit = async (label, command, args, env) => {
+  const result = spawnSync(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'], encoding: 'utf8' });
+  if (result.status !== 0) await fail(`${label} failed (exit ${result.status ?? result.signal}):\n${result.stdout}${result.stderr}`);
+  return result.stdout.trim();
 };
+
+/** Starts a built service as a child process and waits, printing a dot a second, until ready() says so. */
+const startService = async (name, script, env, ready, timeoutMs = 90_000) => {
+  const since = Date.now();
+  const child = spawn(process.execPath, [script], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const output = { text: '' };
+  child.stdout.on('data', (chunk) => (output.text += chunk));
+  child.stderr.on('data', (chunk) => (output.text += chunk));
+  children.push({ name, child, output });
+  process.stdout.write(`starting the ${name} (pid ${child.pid}) `);
+  let lastDot = Date.now();
+  while (!(await ready(output.text))) {
+    if (child.exitCode !== null) {
+      say('');
+      await fail(`the ${name} exited with ${child.exitCode} while starting`);
+    }
+    if (Date.now() - since > timeoutMs) {
+      say('');
+      await fail(`the ${name} was not ready within ${timeoutMs / 1000} s`);
+    }
+    if (Date.now() - lastDot >= 1000) {
+      process.stdout.write('.');
+      lastDot = Date.now();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  say(` ready in ${seconds(since)}`);
+  return child;
+};
+
+// --- setup -----------------------------------------------------------------------------------------------
 
 step('build');
-runOrExit('build', 'npx', ['nx', 'run-many', '-t', 'build', '--output-style=static'], { ...process.env, NX_DAEMON: 'false', NX_NO_CLOUD: 'true' });
-say('server and worker built');
+process.stdout.write('building the contract libraries, the server and the worker (nx, cached after the first time) ... ');
+const since = Date.now();
+await runOrExit('build', 'npx', ['nx', 'run-many', '-t', 'build', '--output-style=static'], { ...process.env, NX_DAEMON: 'false', NX_NO_CLOUD: 'true' });
+say(`done in ${seconds(since)}`);
 
 step('database and broker');
-say(runOrExit('db:setup', process.execPath, ['apps/server/dist/cli/db-setup.js'], serverEnv));
-say(runOrExit('db:seed', process.execPath, ['apps/server/dist/cli/db-seed.js', '--reset'], serverEnv));
-say(runOrExit('rmq:setup', process.execPath, ['apps/server/dist/cli/rmq-setup.js'], serverEnv));
+// The database setup also creates the worker's checkpoint role, so it gets the worker's CHECKPOINT_DATABASE_URL, as in `npm start`.
+say(await runOrExit('db:setup', process.execPath, ['apps/server/dist/cli/db-setup.js'], { ...serverEnv, CHECKPOINT_DATABASE_URL: workerEnv.CHECKPOINT_DATABASE_URL }));
+say(await runOrExit('db:seed', process.execPath, ['apps/server/dist/cli/db-seed.js', '--reset'], serverEnv));
+say(await runOrExit('rmq:setup', process.execPath, ['apps/server/dist/cli/rmq-setup.js'], serverEnv));
 
 step('start the server and the worker (two processes)');
-const server = spawn(process.execPath, ['apps/server/dist/main.js'], { env: serverEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-children.push(server);
-let serverLog = '';
-server.stdout.on('data', (chunk) => (serverLog += chunk));
-server.stderr.on('data', (chunk) => (serverLog += chunk));
-for (let attempt = 0; ; attempt++) {
-  if (server.exitCode !== null) await fail(`The server exited:\n${serverLog}`);
-  if (await fetch(`${baseUrl}/ready`).then((response) => response.ok, () => false)) break;
-  if (attempt > 200) await fail(`The server was not ready:\n${serverLog}`);
-  await new Promise((resolve) => setTimeout(resolve, 100));
-}
-say(`server ready on ${baseUrl} (pid ${server.pid}): ${JSON.stringify(await api('/ready'))}`);
-
-const login = async (email) => (await api('/auth/login', { body: { email, password: 'naalya-demo' } })).accessToken;
-const peter = await login('campus.admin@greenhill.school');
-const brian = await login('teacher@greenhill.school');
-const grace = await login('admin@lakeside.school');
-const greenhillAdmin = await login('admin@greenhill.school');
-const campuses = Object.fromEntries(
-  (await api('/departments', { token: greenhillAdmin })).map((department) => [department.campusName, department.campusId]),
+if (await fetch(`${baseUrl}/ready`).then(() => true, () => false)) await fail(`something already listens on ${baseUrl}; stop it (npm start?) and run the demo again`);
+await startService('server', 'apps/server/dist/main.js', serverEnv, () => fetch(`${baseUrl}/ready`).then((response) => response.ok, () => false));
+// LOG_LEVEL=log at least, so the worker prints the line that says it consumes the runs queue.
+await startService('worker', 'apps/worker/dist/main.js', { ...workerEnv, LOG_LEVEL: workerEnv.LOG_LEVEL === 'debug' ? 'debug' : 'log' }, (text) =>
+  text.includes('Worker ready'),
 );
-const campusNames = Object.fromEntries(Object.entries(campuses).map(([name, id]) => [id, name]));
-const sciences = (await api('/departments', { token: greenhillAdmin })).find((department) => department.name === 'Sciences');
+say(`the server listens on ${baseUrl}; the worker holds no database URL of the server's and no JWT secret (model: ${workerEnv.AGENT_MODEL ?? 'scripted'})`);
 
-const contexts = {
-  peter: await api('/agent/context', { token: peter, body: { campusId: campuses.Kisasi } }),
-  brian: await api('/agent/context', { token: brian, body: {} }),
-  grace: await api('/agent/context', { token: grace, body: {} }),
-};
-const who = {
-  peter: 'Peter Okello, campus administrator, Greenhill Academy, chat pinned to Kisasi',
-  brian: 'Brian Mugisha, teacher, Greenhill Academy',
-  grace: 'Grace Namusoke, school administrator, Lakeside College',
-};
-const plan = [
-  { who: 'peter', tool: 'list_departments', args: {}, note: 'a read, narrowed to the pinned campus' },
-  { who: 'peter', tool: 'create_department', args: { name: 'Robotics', campusId: campuses.Ntinda }, note: 'an allowed write; the model named Ntinda, the chat is pinned to Kisasi' },
-  { who: 'brian', tool: 'create_department', args: { name: 'Drama' }, note: 'a denial: teachers may not create departments' },
-  { who: 'grace', tool: 'delete_department', args: { departmentId: sciences.id }, note: "a cross-school attempt on Greenhill's Sciences department" },
-];
-const calls = plan.map((call, index) => ({ context: contexts[call.who], tool: call.tool, args: call.args, toolCallId: `demo-call-${index + 1}` }));
+// --- conversations ---------------------------------------------------------------------------------------
 
-const worker = spawn(process.execPath, ['apps/worker/dist/cli/demo-calls.js'], { env: workerEnv, stdio: ['pipe', 'pipe', 'pipe'] });
-children.push(worker);
-say(`worker started (pid ${worker.pid}); it holds no database URL and no JWT secret`);
-let workerOut = '';
-let workerErr = '';
-worker.stdout.on('data', (chunk) => (workerOut += chunk));
-worker.stderr.on('data', (chunk) => (workerErr += chunk));
-worker.stdin.end(JSON.stringify(calls));
-const workerCode = await new Promise((resolve) => worker.once('exit', resolve));
-if (workerCode !== 0) await fail(`The worker failed:\n${workerErr}`);
-
-step('tool calls through the hop (worker -> RabbitMQ -> server -> RabbitMQ -> worker)');
 const owner = new pg.Client({ connectionString: serverEnv.DATABASE_OWNER_URL });
-await owner.connect();
-const lines = workerOut.trim().split('\n').map((line) => JSON.parse(line));
-for (const [index, line] of lines.entries()) {
-  const call = plan[index];
-  say(`\n[${index + 1}] ${who[call.who]}`);
-  say(`    ${call.note}`);
-  say(`    model called ${call.tool} ${JSON.stringify(call.args)}`);
-  say(`    RabbitMQ event: ${line.event}    hop: ${line.hopMs.toFixed(1)} ms`);
-  if ('error' in line.result) say(`    result: refused: ${line.result.error}`);
-  else {
-    const data = Array.isArray(line.result.data)
-      ? line.result.data.map((row) => row.name ?? row.fullName).join(', ')
-      : `department "${line.result.data.name}" (${line.result.data.id}) on the ${campusNames[line.result.data.campusId] ?? 'whole school'} campus`;
-    say(`    result: ${data}`);
-    say(`    scope: ${line.result.scopeContext}`);
+await owner.connect().catch((error) => fail(`cannot reach PostgreSQL as the owner: ${error.message}`));
+const { rows: greenhillSciences } = await owner.query(
+  `SELECT d.id FROM departments d JOIN schools s ON s.id = d.school_id WHERE s.name = 'Greenhill Academy' AND d.name = 'Sciences'`,
+);
+if (greenhillSciences.length !== 1) await fail('the seed has no Sciences department at Greenhill');
+const conversationsStart = new Date();
+
+const personas = [
+  {
+    email: 'class.teacher@greenhill.school',
+    who: 'Angela Achieng, class teacher of S1 Kisasi (Greenhill Academy)',
+    turns: [{ message: 'list my classes' }, { message: 'take the register for S1 Kisasi, everyone present except Ivan' }],
+  },
+  {
+    email: 'subject.teacher@greenhill.school',
+    who: 'Benjamin Ssali, Mathematics teacher (Greenhill Academy)',
+    turns: [{ message: 'show the gradebook for S1 Kisasi' }, { message: 'write a lesson plan on quadratic equations for next week', answers: ['Mathematics in S1 Kisasi'] }],
+  },
+  {
+    email: 'dos@greenhill.school',
+    who: 'Samuel Kato, director of studies who also teaches Physics (Greenhill Academy)',
+    turns: [{ message: 'lesson plans waiting for review' }, { message: 'approve the lesson plan Linear equations', answers: ['yes'] }],
+  },
+  {
+    email: 'admin@greenhill.school',
+    who: 'Grace Namusoke, school administrator (Greenhill Academy)',
+    turns: [{ message: 'show the school branding' }, { message: 'create a department called Robotics' }],
+  },
+  {
+    email: 'admin@lakeside.school',
+    who: "Lakeside College's administrator, reaching for a Greenhill department by its id",
+    turns: [{ message: 'list departments' }, { message: `delete department ${greenhillSciences[0].id}`, answers: ['yes'] }],
+  },
+];
+
+const hold = async (persona) => {
+  const client = createClient(baseUrl);
+  await client.login(persona.email, PASSWORD);
+  const map = await client.map();
+  const names = namesFromMap(map);
+  const render = createRenderer({ names, indent: '    ' });
+  const thread = await client.createThread(`demo: ${persona.email}`);
+  say(`\n-- ${persona.who}`);
+  say(`   logged in as ${persona.email}; thread ${thread.id}; works with ${map.roster.map((entry) => entry.name).join(', ')}`);
+  for (const turn of persona.turns) {
+    say(`\n  you: ${turn.message}`);
+    const { runId } = await client.startRun(thread.id, turn.message);
+    const answers = [...(turn.answers ?? [])];
+    let afterSeq = 0;
+    for (;;) {
+      const { lastSeq, finish } = await client.stream(thread.id, runId, afterSeq, (event) => {
+        for (const line of render(event)) say(line);
+      });
+      afterSeq = lastSeq;
+      if (finish.type === 'RUN_ERROR') throw new ApiError(`run ${runId} failed: ${finish.message}`);
+      if (finish.outcome !== 'interrupt') break;
+      for (const interrupt of finish.interrupts ?? []) {
+        const answer = answers.shift();
+        if (answer === undefined) throw new ApiError(`an unexpected question: ${interrupt.question}`);
+        say(`  you (answering ${names[interrupt.askedBy] ?? interrupt.askedBy}): ${answer}`);
+        await client.resume(thread.id, interrupt.interruptId, answer);
+      }
+    }
+    if (answers.length > 0) throw new ApiError(`the scripted answer "${answers[0]}" was never asked for`);
   }
-  if (line.streamed.length) say(`    streamed to the client: ${JSON.stringify(line.streamed)}`);
-  const { rows } = await owner.query(
-    `SELECT a.id, s.name AS school, u.full_name AS actor, a.action, a.resource_type, a.resource_id, a.source
-       FROM audit_log a JOIN schools s ON s.id = a.school_id JOIN users u ON u.id = a.actor_id WHERE a.call_id = $1`,
-    [line.callId],
-  );
-  if (rows.length === 0) say('    audit rows: none');
-  for (const row of rows) say(`    audit row ${row.id}: ${row.actor} ${row.action} ${row.resource_type} ${row.resource_id} in ${row.school} (via ${row.source})`);
+};
+
+step('conversations: each person logs in, opens a thread, posts messages and reads the run events (SSE)');
+for (const persona of personas) {
+  try {
+    await hold(persona);
+  } catch (error) {
+    await fail(`the conversation of ${persona.email}: ${error instanceof Error ? error.message : String(error)}`);
+  }
 }
+
+step('audit rows written during the conversations (read as the database owner)');
+const { rows: audit } = await owner.query(
+  `SELECT a.id, s.name AS school, u.full_name AS actor, a.action, a.resource_type, a.resource_id, a.source
+     FROM audit_log a JOIN schools s ON s.id = a.school_id JOIN users u ON u.id = a.actor_id
+    WHERE a.created_at >= $1 ORDER BY a.created_at`,
+  [conversationsStart],
+);
 await owner.end();
+if (audit.length === 0) await fail('the conversations wrote no audit row');
+for (const row of audit) say(`  ${row.id}  ${row.actor} ${row.action} ${row.resource_type} ${row.resource_id ?? ''} in ${row.school} (via ${row.source})`);
 
 step('stop both processes');
 await stopAll();
-say(`server stopped after draining (${server.exitCode ?? server.signalCode}), worker exited with ${worker.exitCode}`);
-say('\nDemo finished. `npm start` runs both services; README.md explains the rest.');
+say(children.map(({ name, child }) => `${name} exited (${child.exitCode ?? child.signalCode})`).join(', '));
+say(`\nDemo finished in ${seconds(started)}. \`npm start\` runs both services, \`npm run chat -- --user <email>\` talks to Rover; README.md explains the rest.`);
 process.exit(0);

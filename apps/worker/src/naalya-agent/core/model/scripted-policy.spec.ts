@@ -62,10 +62,13 @@ const callerWithSchool = () =>
     .answer('list.pending-lesson-plans', { data: [{ id: IDS.fractions, title: 'Fractions' }], scopeContext: SCOPE })
     .answer('approve.lesson-plan', { data: { id: IDS.fractions, status: 'approved' }, scopeContext: SCOPE, auditId: 'audit-4' })
     .answer('get.results-summary', {
-      data: [
-        { classId: IDS.p5Blue, className: 'P5 Blue', campusName: 'Kisasi', subjectName: 'Maths', average: 61.25, marks: 2 },
-        { classId: IDS.p5Blue, className: 'P5 Blue', campusName: 'Kisasi', subjectName: 'Physics', average: 70.5, marks: 2 },
-      ],
+      data: {
+        term: 'Term 1 2026',
+        rows: [
+          { classId: IDS.p5Blue, className: 'P5 Blue', campusName: 'Kisasi', subjectName: 'Maths', average: 61.25, marks: 2 },
+          { classId: IDS.p5Blue, className: 'P5 Blue', campusName: 'Kisasi', subjectName: 'Physics', average: 70.5, marks: 2 },
+        ],
+      },
       scopeContext: SCOPE,
     })
     .answer('assign.teaching-assignment', { data: { id: 'ta-new' }, scopeContext: SCOPE, auditId: 'audit-7' })
@@ -200,7 +203,7 @@ describe('the scripted model: one test per intent of its policy table', () => {
     });
     expect(chat.caller.calls.map((call) => call.event)).toEqual(['list.my-classes']);
     expect(speakers(events)).toEqual(['class_teacher']);
-    expect(lastText(events)).toContain('I found 1 classes: P5 Blue.');
+    expect(lastText(events)).toContain('I found 1 class: P5 Blue.');
   });
 
   it('"record attendance for P5 Blue, absent: Tom": the class teacher resolves the class and students and records the register', async () => {
@@ -274,7 +277,7 @@ describe('the scripted model: one test per intent of its policy table', () => {
 
     expect(chat.caller.calls.map((call) => call.event)).toEqual(['list.teaching-assignments']);
     expect(speakers(events)).toEqual(['subject_teacher']);
-    expect(lastText(events)).toBe(`${SCRIPTED_LABEL} I found 1 teaching assignments: Maths in P5 Blue. These are the subjects and classes you teach.`);
+    expect(lastText(events)).toBe(`${SCRIPTED_LABEL} I found 1 teaching assignment: Maths in P5 Blue. These are the subjects and classes you teach.`);
   });
 
   it('"record marks for P5 Blue in Maths: Tom Okello 81, Amina 77": class and subject resolved, students from the gradebook', async () => {
@@ -321,7 +324,7 @@ describe('the scripted model: one test per intent of its policy table', () => {
     const events = await chat.say('show my lesson plans');
 
     expect(chat.caller.calls.map((call) => call.event)).toEqual(['list.lesson-plans']);
-    expect(lastText(events)).toBe(`${SCRIPTED_LABEL} I found 1 lesson plans: Fractions. These are your own lesson plans.`);
+    expect(lastText(events)).toBe(`${SCRIPTED_LABEL} I found 1 lesson plan: Fractions. These are your own lesson plans.`);
   });
 
   it('"lesson plans waiting for review": the director of studies lists the pending ones', async () => {
@@ -338,7 +341,7 @@ describe('the scripted model: one test per intent of its policy table', () => {
 
     expect(chat.caller.calls.map((call) => call.event)).toEqual(['get.results-summary']);
     expect(lastText(events)).toBe(
-      `${SCRIPTED_LABEL} Results for 1 classes and 2 class subjects: the overall average is 65.9. Highest: Physics in P5 Blue (70.5). Lowest: Maths in P5 Blue (61.3). ${SCOPE}`,
+      `${SCRIPTED_LABEL} Results of Term 1 2026 for 1 classes and 2 class subjects: the overall average is 65.9. Highest: Physics in P5 Blue (70.5). Lowest: Maths in P5 Blue (61.3). ${SCOPE}`,
     );
   });
 

@@ -376,7 +376,9 @@ const nameOf = (item: Record<string, unknown>): string | undefined =>
 // classId and className) count too, deduplicated by id.
 const namedItems = (result: string | undefined, entity?: string): NamedItem[] => {
   const parsed = parseJson(result);
-  const data = isRecord(parsed) ? parsed['data'] : undefined;
+  const body = isRecord(parsed) ? parsed['data'] : undefined;
+  // A list, or a report whose rows are the list (a results summary: { term, rows }).
+  const data = isRecord(body) ? body['rows'] : body;
   if (!Array.isArray(data)) return [];
   const items = data.filter(isRecord).flatMap((item): NamedItem[] => {
     const referenced = entity ? [item[`${entity}Id`], item[`${entity}Name`]] : [];
@@ -446,10 +448,20 @@ const availableSpecialists = (tools: readonly ScriptedTool[]): AgentToolRole[] =
 
 // --- answers from tool results -------------------------------------------------------------------------
 
+const singular = (noun: string): string =>
+  UNCOUNTABLE.has(noun)
+    ? noun
+    : /(ss|us|sh|ch|x)es$/.test(noun)
+      ? noun.slice(0, -2)
+      : /ies$/.test(noun)
+        ? `${noun.slice(0, -3)}y`
+        : noun.replace(/s$/, '');
+
 const summariseList = (toolName: string, items: unknown[], scopeContext: string): string => {
   const noun = toolName.replace(/^(list|get|search|count)_(my_|pending_|class_)?/, '').replace(/_/g, ' ');
   const names = items.filter(isRecord).map((item) => nameOf(item) ?? JSON.stringify(item));
   if (names.length === 0) return `I found no ${noun}. ${scopeContext}`;
+  if (names.length === 1) return `I found 1 ${singular(noun)}: ${names[0]}. ${scopeContext}`;
   const shown = names.slice(0, 25).join(', ');
   const more = names.length > 25 ? `, and ${names.length - 25} more` : '';
   return `I found ${names.length} ${noun}: ${shown}${more}. ${scopeContext}`;
@@ -481,13 +493,15 @@ const SUMMARIES: Record<string, (data: unknown, scopeContext: string) => string 
     return `The gradebook of ${String(data['className'])}${term}. ${subjects.join('; ')}. ${scopeContext}`.trim();
   },
   get_results_summary: (data, scopeContext) => {
-    if (!Array.isArray(data)) return undefined;
-    const rows = data.filter(isRecord).filter((row) => typeof row['average'] === 'number');
-    if (rows.length === 0) return `There are no results to summarise yet. ${scopeContext}`.trim();
+    const list = isRecord(data) ? data['rows'] : data;
+    if (!Array.isArray(list)) return undefined;
+    const term = isRecord(data) && typeof data['term'] === 'string' ? ` of ${data['term']}` : '';
+    const rows = list.filter(isRecord).filter((row) => row['average'] !== null && Number.isFinite(Number(row['average'])));
+    if (rows.length === 0) return `There are no results${term} to summarise yet. ${scopeContext}`.trim();
     const classes = new Set(rows.map((row) => String(row['className'])));
     const sorted = [...rows].sort((a, b) => Number(b['average']) - Number(a['average']));
     const describe = (row: Record<string, unknown>) => `${String(row['subjectName'])} in ${String(row['className'])} (${round1(Number(row['average']))})`;
-    return `Results for ${classes.size} classes and ${rows.length} class subjects: the overall average is ${average(rows.map((row) => Number(row['average'])))}. Highest: ${describe(sorted[0])}. Lowest: ${describe(sorted[sorted.length - 1])}. ${scopeContext}`.trim();
+    return `Results${term} for ${classes.size} classes and ${rows.length} class subjects: the overall average is ${average(rows.map((row) => Number(row['average'])))}. Highest: ${describe(sorted[0])}. Lowest: ${describe(sorted[sorted.length - 1])}. ${scopeContext}`.trim();
   },
 };
 
