@@ -1,7 +1,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { AgentRunEvent } from '@naalya/agent-tools';
+import { AGENT_RUN_PATTERN } from '@naalya/agent-tools';
 import { deleteTopology, rmqNames } from '@naalya/rmq';
+import { connect } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RABBITMQ_URL, createServerStack, type ServerStack } from './support/server-process.js';
 
@@ -16,10 +18,10 @@ let worker: ChildProcess | undefined;
 let workerOutput = '';
 let token: string;
 
-const api = async <T>(path: string, body?: unknown): Promise<T> => {
+const api = async <T>(path: string, body?: unknown, as = token): Promise<T> => {
   const response = await fetch(`${stack.baseUrl}${path}`, {
     method: body === undefined ? 'GET' : 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${as}` },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   if (!response.ok) throw new Error(`${path}: ${response.status} ${await response.text()}`);
@@ -29,9 +31,9 @@ const api = async <T>(path: string, body?: unknown): Promise<T> => {
 type StoredEvent = { seq: number; event: AgentRunEvent };
 
 /** Reads the run's server-sent events until the server ends the stream (the step finished). */
-const readStep = async (threadId: string, runId: string, afterSeq = 0): Promise<StoredEvent[]> => {
+const readStep = async (threadId: string, runId: string, afterSeq = 0, as = token): Promise<StoredEvent[]> => {
   const response = await fetch(`${stack.baseUrl}/agent/threads/${threadId}/runs/${runId}/events`, {
-    headers: { authorization: `Bearer ${token}`, ...(afterSeq ? { 'last-event-id': String(afterSeq) } : {}) },
+    headers: { authorization: `Bearer ${as}`, ...(afterSeq ? { 'last-event-id': String(afterSeq) } : {}) },
     signal: AbortSignal.timeout(30_000),
   });
   const text = await response.text();
@@ -42,7 +44,10 @@ const readStep = async (threadId: string, runId: string, afterSeq = 0): Promise<
     .map((fields) => ({ seq: Number(fields['id']), event: JSON.parse(fields['data'] ?? '{}') as AgentRunEvent }));
 };
 
+let workerEnv: Record<string, string>;
+
 const startWorker = async (env: Record<string, string>) => {
+  workerEnv = env;
   workerOutput = '';
   worker = spawn(process.execPath, [WORKER_MAIN], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   worker.stdout?.on('data', (chunk) => (workerOutput += chunk));
@@ -136,5 +141,189 @@ describe('a conversation through the server, the runs queue, the worker and back
     expect(rows).toHaveLength(1);
     const remaining = await stack.owner.query(`SELECT 1 FROM departments WHERE name = 'Languages' AND school_id = (SELECT id FROM schools WHERE name = 'Greenhill Academy')`);
     expect(remaining.rowCount).toBe(0);
+  });
+});
+
+// --- one conversation per persona, a resume across a worker restart, a malformed run ----------------------
+
+type Step = { threadId: string; runId: string; events: AgentRunEvent[]; lastSeq: number };
+
+const as = async (email: string) => {
+  const userToken = await stack.login(email);
+  const send = async (message: string, threadId?: string): Promise<Step> => {
+    const thread = threadId ?? (await api<{ id: string }>('/agent/threads', {}, userToken)).id;
+    const { runId } = await api<{ runId: string }>(`/agent/threads/${thread}/runs`, { message }, userToken);
+    const stored = await readStep(thread, runId, 0, userToken);
+    return { threadId: thread, runId, events: stored.map(({ event }) => event), lastSeq: stored.at(-1)?.seq ?? 0 };
+  };
+  const answer = async (step: Step, reply: string): Promise<Step> => {
+    const finish = step.events.at(-1);
+    const [question] = finish?.type === 'RUN_FINISHED' ? (finish.interrupts ?? []) : [];
+    if (!question) throw new Error(`no question pending in run ${step.runId}`);
+    await api(`/agent/threads/${step.threadId}/resume`, { interruptId: question.interruptId, answer: reply }, userToken);
+    const stored = await readStep(step.threadId, step.runId, step.lastSeq, userToken);
+    return { ...step, events: stored.map(({ event }) => event), lastSeq: stored.at(-1)?.seq ?? step.lastSeq };
+  };
+  return { send, answer };
+};
+
+const toolCalls = (events: AgentRunEvent[]) =>
+  events.flatMap((event) => (event.type === 'TOOL_CALL_START' ? [`${event.speaker}:${event.toolCallName}`] : []));
+const questionOf = (events: AgentRunEvent[]) => {
+  const finish = events.at(-1);
+  return finish?.type === 'RUN_FINISHED' ? finish.interrupts?.[0] : undefined;
+};
+const lastText = (events: AgentRunEvent[]) => events.flatMap((event) => (event.type === 'TEXT_MESSAGE_CONTENT' ? [event.delta] : [])).at(-1) ?? '';
+const auditRowsOf = async (auditId: unknown) =>
+  (
+    await stack.owner.query(
+      `SELECT u.email, a.action, a.resource_type, a.source FROM audit_log a JOIN users u ON u.id = a.actor_id WHERE a.id = $1`,
+      [auditId],
+    )
+  ).rows;
+const customOf = (events: AgentRunEvent[]) => events.find((event) => event.type === 'CUSTOM');
+const ledgerCount = async (event: string) =>
+  Number((await stack.owner.query(`SELECT count(*)::int AS n FROM tool_call_ledger WHERE event = $1`, [event])).rows[0]?.n);
+
+describe('one conversation per persona, through both processes', () => {
+  it('Angela, class teacher: the register through Angie, students first, one audited write', async () => {
+    const angela = await as('class.teacher@greenhill.school');
+    const { events } = await angela.send('take the register for S1 Kisasi, everyone present except Ivan');
+
+    expect(toolCalls(events)).toEqual(['rover:task', 'class_teacher:list_my_classes', 'class_teacher:list_class_students', 'class_teacher:record_attendance']);
+    expect(events.find((event) => event.type === 'TOOL_CALL_START' && event.toolCallName === 'record_attendance')).toMatchObject({ event: 'record.attendance' });
+    const recorded = customOf(events);
+    expect(recorded).toMatchObject({ name: 'attendance.recorded', value: { auditId: expect.any(String) } });
+    expect(await auditRowsOf(recorded?.type === 'CUSTOM' ? recorded.value['auditId'] : null)).toEqual([
+      { email: 'class.teacher@greenhill.school', action: 'record', resource_type: 'attendance', source: 'agent' },
+    ]);
+    const register = events.find((event) => event.type === 'TOOL_CALL_START' && event.toolCallName === 'record_attendance');
+    const { rows } = await stack.owner.query(
+      `SELECT s.full_name, a.status FROM attendance a JOIN students s ON s.id = a.student_id WHERE a.status = 'absent' AND a.on_date = $1`,
+      [register?.type === 'TOOL_CALL_START' ? register.args['date'] : null],
+    );
+    expect(rows).toEqual([{ full_name: expect.stringMatching(/^Ivan /), status: 'absent' }]);
+    expect(lastText(events)).toMatch(/^\[scripted model\] Done: Attendance recorded for 20 students\./);
+  });
+
+  it('Benjamin, subject teacher: the gradebook through Bean, a read with a scope and no audit row', async () => {
+    const benjamin = await as('subject.teacher@greenhill.school');
+    const before = Number((await stack.owner.query(`SELECT count(*)::int AS n FROM audit_log`)).rows[0]?.n);
+    const { events } = await benjamin.send('show the gradebook for S1 Kisasi');
+
+    expect(toolCalls(events)).toEqual(['rover:task', 'subject_teacher:list_my_teaching_assignments', 'subject_teacher:get_gradebook']);
+    expect(events.filter((event) => event.type === 'TOOL_CALL_RESULT' && event.hopMs !== undefined)).toHaveLength(2);
+    expect(lastText(events)).toMatch(/^\[scripted model\] The gradebook of S1 Kisasi for Term 1 2026\. Mathematics: 20 of 20 students marked/);
+    expect(events.find((event) => event.type === 'TEXT_MESSAGE_START')).toMatchObject({ speaker: 'subject_teacher' });
+    expect(Number((await stack.owner.query(`SELECT count(*)::int AS n FROM audit_log`)).rows[0]?.n)).toBe(before);
+  });
+
+  it('Samuel, director of studies who teaches: Sarah asks before approving, then approves once', async () => {
+    const samuel = await as('dos@greenhill.school');
+    const asked = await samuel.send('approve the lesson plan Linear equations');
+    expect(toolCalls(asked.events)).toEqual(['rover:task', 'dos:list_pending_lesson_plans', 'dos:ask_user']);
+    expect(questionOf(asked.events)).toMatchObject({ askedBy: 'dos', question: expect.stringContaining('Approve the lesson plan "Linear equations"?') });
+
+    const done = await samuel.answer(asked, 'yes');
+
+    expect(toolCalls(done.events)).toEqual(['dos:approve_lesson_plan']);
+    const approved = customOf(done.events);
+    expect(await auditRowsOf(approved?.type === 'CUSTOM' ? approved.value['auditId'] : null)).toEqual([
+      { email: 'dos@greenhill.school', action: 'approve', resource_type: 'lesson_plan', source: 'agent' },
+    ]);
+    const { rows } = await stack.owner.query(`SELECT status FROM lesson_plans WHERE title = 'Linear equations' AND school_id = (SELECT id FROM schools WHERE name = 'Greenhill Academy')`);
+    expect(rows).toEqual([{ status: 'approved' }]);
+  });
+
+  it('Grace, school administrator: Rover creates a department itself, audited', async () => {
+    const grace = await as('admin@greenhill.school');
+    const { events } = await grace.send('create a department called Robotics');
+
+    expect(toolCalls(events)).toEqual(['rover:create_department']);
+    const created = customOf(events);
+    expect(created).toMatchObject({ name: 'department.created' });
+    expect(await auditRowsOf(created?.type === 'CUSTOM' ? created.value['auditId'] : null)).toEqual([
+      { email: 'admin@greenhill.school', action: 'create', resource_type: 'department', source: 'agent' },
+    ]);
+  });
+
+  it("Lakeside's administrator naming a Greenhill department by id: refused as not found, nothing written", async () => {
+    const { rows: target } = await stack.owner.query(
+      `SELECT d.id FROM departments d JOIN schools s ON s.id = d.school_id WHERE s.name = 'Greenhill Academy' AND d.name = 'Sciences'`,
+    );
+    const lakeside = await as('admin@lakeside.school');
+    const before = await ledgerCount('delete.department');
+    const asked = await lakeside.send(`delete department ${target[0]?.id}`);
+    const done = await lakeside.answer(asked, 'yes');
+
+    expect(toolCalls(done.events)).toEqual(['rover:delete_department']);
+    const call = done.events.find((event) => event.type === 'TOOL_CALL_START' && event.toolCallName === 'delete_department');
+    const result = done.events.find((event) => event.type === 'TOOL_CALL_RESULT' && call?.type === 'TOOL_CALL_START' && event.toolCallId === call.toolCallId);
+    expect(JSON.parse(result?.type === 'TOOL_CALL_RESULT' ? result.content : '{}')).toEqual({ error: expect.stringMatching(/not found/i) });
+    expect(customOf(done.events)).toBeUndefined();
+    expect(await ledgerCount('delete.department')).toBe(before);
+    expect((await stack.owner.query(`SELECT 1 FROM departments WHERE id = $1`, [target[0]?.id])).rowCount).toBe(1);
+  });
+});
+
+describe('resilience', () => {
+  it('a resume after the worker is killed continues the same thread from its checkpoint, repeating no completed call', async () => {
+    const benjamin = await as('subject.teacher@greenhill.school');
+    const marks = await benjamin.send('record marks for S1 Kisasi in Mathematics: Ivan Ochieng 81');
+    expect(toolCalls(marks.events).at(-1)).toBe('subject_teacher:record_marks');
+    const asked = await benjamin.send('write a lesson plan on quadratic equations for next week', marks.threadId);
+    expect(questionOf(asked.events)).toMatchObject({ askedBy: 'subject_teacher', question: expect.stringContaining('Which teaching assignment?') });
+    const ledger = { marks: await ledgerCount('record.marks'), plans: await ledgerCount('create.lesson-plan') };
+
+    // Between the question and the answer the worker dies without a chance to clean up, and a new one starts.
+    const killed = new Promise((resolve) => worker?.once('exit', resolve));
+    worker?.kill('SIGKILL');
+    await killed;
+    await startWorker(workerEnv);
+
+    const done = await benjamin.answer(asked, 'Mathematics in S1 Kisasi');
+
+    expect(toolCalls(done.events)).toEqual(['subject_teacher:create_lesson_plan']);
+    expect(done.events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: 'success' });
+    const { rows: runEvents } = await stack.owner.query(`SELECT payload FROM agent_run_events WHERE run_id = $1 ORDER BY seq`, [asked.runId]);
+    const calledInRun = runEvents.flatMap(({ payload }: { payload: AgentRunEvent }) => (payload.type === 'TOOL_CALL_START' ? [payload.toolCallName] : []));
+    expect(calledInRun).toEqual(['task', 'list_my_teaching_assignments', 'ask_user', 'create_lesson_plan']);
+    expect(await ledgerCount('record.marks')).toBe(ledger.marks);
+    expect(await ledgerCount('create.lesson-plan')).toBe(ledger.plans + 1);
+    const { rows: plans } = await stack.owner.query(`SELECT count(*)::int AS n FROM lesson_plans WHERE title = 'Quadratic equations'`);
+    expect(plans).toEqual([{ n: 1 }]);
+  }, 90_000);
+
+  it('a run request whose context is malformed is dead-lettered and executes no tool: no tool message, no ledger row', async () => {
+    const names = rmqNames(stack.env['AGENT_TOOLS_QUEUE'], stack.env['AGENT_RUNS_QUEUE']);
+    const connection = await connect(RABBITMQ_URL);
+    const channel = await connection.createChannel();
+    // With the server stopped, any tool message the worker published would wait in the tools queue to be counted.
+    await stack.stop();
+    try {
+      const before = { deadLetters: (await channel.checkQueue(names.deadLetterQueue)).messageCount, ledger: await ledgerCount('create.department') };
+      const genuine = (await stack.owner.query(`SELECT id FROM users WHERE email = 'admin@greenhill.school'`)).rows[0]?.id as string;
+      const malformed = {
+        kind: 'start',
+        message: 'create a department called Forged',
+        // A context that claims an identity without the server's minting: wrong types and missing fields.
+        context: { userId: genuine, schoolId: 'greenhill', roles: 'admin', run: { runId: crypto.randomUUID(), threadId: crypto.randomUUID() } },
+      };
+      channel.sendToQueue(names.runsQueue, Buffer.from(JSON.stringify({ pattern: AGENT_RUN_PATTERN, data: malformed })), { persistent: true });
+
+      const deadline = Date.now() + 15_000;
+      while ((await channel.checkQueue(names.deadLetterQueue)).messageCount <= before.deadLetters) {
+        if (Date.now() > deadline) throw new Error(`the malformed run was not dead-lettered:\n${workerOutput}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(workerOutput).toContain('Malformed run request, dead-lettered');
+      expect((await channel.checkQueue(names.toolsQueue)).messageCount).toBe(0);
+      expect((await channel.checkQueue(names.runsQueue)).messageCount).toBe(0);
+      expect(await ledgerCount('create.department')).toBe(before.ledger);
+      expect((await stack.owner.query(`SELECT 1 FROM departments WHERE name = 'Forged'`)).rowCount).toBe(0);
+    } finally {
+      await connection.close();
+      await stack.start();
+    }
   });
 });
