@@ -31,6 +31,12 @@ export default [
               bannedExternalImports: ['typeorm', '@casl/*', '@nestjs/typeorm'],
             },
             { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: ['scope:shared'] },
+            // The Hub (browser) sees the platform only through the contract: never server, worker or transport code.
+            {
+              sourceTag: 'scope:hub',
+              onlyDependOnLibsWithTags: ['type:contract'],
+              bannedExternalImports: ['@nestjs/*', 'typeorm', '@casl/*', 'langchain', '@langchain/*', 'amqplib', 'amqp-connection-manager', 'deepagents', 'pg', 'jsonwebtoken'],
+            },
             // Workspace generators may use the shared contract libs, never the apps.
             { sourceTag: 'scope:tooling', onlyDependOnLibsWithTags: ['scope:tooling', 'scope:shared'] },
           ],

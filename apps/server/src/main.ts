@@ -3,6 +3,7 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app/app.module.js';
 import { ConfigError, loadServerConfig, nestLogLevels } from './app/core/config/server-config.js';
+import { serveHub } from './app/core/http/hub-static.js';
 import { connectToolTransport } from './app/core/transport/tool-transport.js';
 import { startAgentRunMessaging } from './app/naalya-ai/agent-runs/agent-run-messaging.js';
 
@@ -15,6 +16,8 @@ const bootstrap = async () => {
   await app.startAllMicroservices();
   // Run dispatch and the ingest of run events (plain amqplib, outside Nest's microservices).
   await startAgentRunMessaging(app);
+  // The Hub web UI, same origin (apps/hub/dist, when built).
+  serveHub(app);
   await app.listen(config.HTTP_PORT, '127.0.0.1');
   new Logger('Server').log(`HTTP on ${await app.getUrl()}; tool calls from queue "${config.AGENT_TOOLS_QUEUE}"`);
 };

@@ -1,6 +1,7 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
 import { APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
 import { AuditInterceptor } from './audit/audit.interceptor.js';
+import { AuditLogController } from './audit/audit-log.controller.js';
 import { AuditLogService } from './audit/audit-log.service.js';
 import { AuthController } from './auth/auth.controller.js';
 import { BrokerStatus } from './health/broker-status.js';
@@ -21,7 +22,7 @@ export class CoreModule {
     return {
       module: CoreModule,
       imports: [DatabaseModule],
-      controllers: [AuthController, HealthController],
+      controllers: [AuthController, HealthController, AuditLogController],
       providers: [
         { provide: SERVER_CONFIG, useValue: config },
         AuthService,

@@ -1,0 +1,99 @@
+import { useCallback, useEffect, useState } from 'react';
+import type { AgentRunModeName } from '@naalya/agent-tools';
+import { ActivityPage } from './components/ActivityPage';
+import { ChatPage } from './components/ChatPage';
+import { Header, type RunModeChoice } from './components/Header';
+import { LoginPage } from './components/LoginPage';
+import { api, session, type AgentMap, type Campus, type Me } from './lib/api';
+import { HttpError } from './lib/sse';
+import { useRoute } from './lib/route';
+
+export const App = () => {
+  const route = useRoute();
+  const [token, setToken] = useState(session.get());
+  const [me, setMe] = useState<Me | null>(null);
+  const [campuses, setCampuses] = useState<Campus[]>([]);
+  const [mode, setMode] = useState<RunModeChoice>({ mode: 'school' });
+  const [map, setMap] = useState<AgentMap | null>(null);
+  const [error, setError] = useState<string | null>(null);
+
+  const signOut = useCallback(() => {
+    session.clear();
+    setToken(null);
+    setMe(null);
+    setMap(null);
+  }, []);
+
+  // An expired or revoked session sends the user back to the sign-in form, whatever page asked.
+  const onApiError = useCallback(
+    (caught: unknown) => {
+      if (caught instanceof HttpError && caught.status === 401) signOut();
+      else setError(caught instanceof Error ? caught.message : String(caught));
+    },
+    [signOut],
+  );
+
+  useEffect(() => {
+    if (!token) return;
+    let live = true;
+    api
+      .me()
+      .then(async (who) => {
+        if (!live) return;
+        setMe(who);
+        const visible = await api.campuses().catch(() => [] as Campus[]);
+        // A campus-limited member of staff may only open a chat on their own campus.
+        if (live) setCampuses(who.user.campusId ? visible.filter((campus) => campus.id === who.user.campusId) : visible);
+      })
+      .catch(onApiError);
+    return () => {
+      live = false;
+    };
+  }, [token, onApiError]);
+
+  const modeName: AgentRunModeName = mode.mode;
+  useEffect(() => {
+    if (!me) return;
+    let live = true;
+    api
+      .map(modeName)
+      .then((next) => live && setMap(next))
+      .catch(onApiError);
+    return () => {
+      live = false;
+    };
+  }, [me, modeName, onApiError]);
+
+  if (!token) {
+    return (
+      <LoginPage
+        onSignedIn={(accessToken) => {
+          session.set(accessToken);
+          setError(null);
+          setToken(accessToken);
+        }}
+      />
+    );
+  }
+
+  return (
+    <div className="flex min-h-screen flex-col">
+      <Header me={me} map={map} campuses={campuses} mode={mode} onModeChange={setMode} route={route} onSignOut={signOut} />
+      {error ? (
+        <div role="alert" className="mx-4 mt-3 rounded border border-red-300 bg-red-50 px-3 py-2 text-sm text-red-800">
+          {error}{' '}
+          <button type="button" className="underline" onClick={() => setError(null)}>
+            Dismiss
+          </button>
+        </div>
+      ) : null}
+      <main className="flex flex-1 flex-col">
+        {route.page === 'activity' ? (
+          <ActivityPage highlight={route.highlight} onApiError={onApiError} />
+        ) : (
+          <ChatPage threadId={route.threadId} mode={mode} onApiError={onApiError} />
+        )}
+      </main>
+    </div>
+  );
+};

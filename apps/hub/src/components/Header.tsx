@@ -1,0 +1,110 @@
+import { eligibleAgentRoles } from '@naalya/agent-tools';
+import { UserType } from '@naalya/access';
+import type { AgentMap, Campus, Me } from '../lib/api';
+import { SPEAKER_ROLES, toolLabel } from '../lib/labels';
+import { activityHref, chatHref, type Route } from '../lib/route';
+
+export type RunModeChoice = { mode: 'school' } | { mode: 'campus'; campus: Campus };
+
+type Props = {
+  me: Me | null;
+  map: AgentMap | null;
+  campuses: Campus[];
+  mode: RunModeChoice;
+  onModeChange: (mode: RunModeChoice) => void;
+  route: Route;
+  onSignOut: () => void;
+};
+
+const navClass = (active: boolean) =>
+  `rounded px-3 py-1.5 text-sm font-medium ${active ? 'bg-sky-100 text-sky-900' : 'text-slate-700 hover:bg-slate-100'}`;
+
+export const Header = ({ me, map, campuses, mode, onModeChange, route, onSignOut }: Props) => {
+  const hats = me ? eligibleAgentRoles(me.capabilities).map((role) => SPEAKER_ROLES[role]) : [];
+  const isPlatform = me?.user.userType === UserType.PLATFORM_ADMIN;
+  return (
+    <header className="border-b border-slate-200 bg-white">
+      <div className="flex flex-wrap items-center gap-4 px-4 py-3">
+        <span className="text-lg font-semibold text-sky-800">Naalya Hub</span>
+        <nav aria-label="Main" className="flex gap-1">
+          <a href={chatHref(route.page === 'chat' ? route.threadId : null)} className={navClass(route.page === 'chat')} aria-current={route.page === 'chat' ? 'page' : undefined}>
+            Chat
+          </a>
+          <a href={activityHref()} className={navClass(route.page === 'activity')} aria-current={route.page === 'activity' ? 'page' : undefined}>
+            Activity
+          </a>
+        </nav>
+        <div className="ml-auto flex items-center gap-3 text-sm" data-testid="whoami">
+          {me ? (
+            <span>
+              Signed in as <strong>{me.user.fullName}</strong> ({me.user.email}) ·{' '}
+              <span data-testid="school">{isPlatform ? 'Platform administrator, every school' : (me.schoolName ?? 'Your school')}</span>
+              {hats.length ? <span className="text-slate-500"> · {hats.join(', ')}</span> : null}
+            </span>
+          ) : (
+            <span className="text-slate-500">Loading who you are…</span>
+          )}
+          <button type="button" onClick={onSignOut} className="rounded border border-slate-300 px-2 py-1 hover:bg-slate-100">
+            Sign out
+          </button>
+        </div>
+      </div>
+      <div className="flex flex-wrap items-center gap-4 border-t border-slate-100 px-4 py-2 text-sm">
+        <fieldset className="flex items-center gap-3">
+          <legend className="sr-only">Where this chat works</legend>
+          <label className="flex items-center gap-1">
+            <input type="radio" name="run-mode" checked={mode.mode === 'school'} onChange={() => onModeChange({ mode: 'school' })} />
+            Whole school
+          </label>
+          <label className="flex items-center gap-1">
+            <input
+              type="radio"
+              name="run-mode"
+              disabled={campuses.length === 0}
+              checked={mode.mode === 'campus'}
+              onChange={() => {
+                const [first] = campuses;
+                if (first) onModeChange({ mode: 'campus', campus: first });
+              }}
+            />
+            One campus
+          </label>
+          {mode.mode === 'campus' ? (
+            <select
+              aria-label="Campus"
+              value={mode.campus.id}
+              onChange={(event) => {
+                const campus = campuses.find((candidate) => candidate.id === event.target.value);
+                if (campus) onModeChange({ mode: 'campus', campus });
+              }}
+              className="rounded border border-slate-300 px-2 py-1"
+            >
+              {campuses.map((campus) => (
+                <option key={campus.id} value={campus.id}>
+                  {campus.name}
+                </option>
+              ))}
+            </select>
+          ) : null}
+        </fieldset>
+        <section aria-label="Who can help this turn" className="flex flex-wrap items-center gap-2" data-testid="roster">
+          <span className="text-slate-500">This turn:</span>
+          {map?.roster.map((entry) => (
+            <details key={entry.speaker} className="group relative">
+              <summary className="cursor-pointer list-none rounded-full border border-sky-200 bg-sky-50 px-3 py-0.5 text-sky-900">
+                {entry.name}
+                {entry.speaker === 'rover' ? '' : ` (${SPEAKER_ROLES[entry.speaker]})`}
+                <span className="text-sky-700"> · {entry.tools.length} tools</span>
+              </summary>
+              <ul className="absolute z-10 mt-1 max-h-64 w-64 overflow-auto rounded border border-slate-200 bg-white p-2 text-xs shadow">
+                {entry.tools.map((tool) => (
+                  <li key={tool}>{toolLabel(tool)}</li>
+                ))}
+              </ul>
+            </details>
+          )) ?? <span className="text-slate-500">…</span>}
+        </section>
+      </div>
+    </header>
+  );
+};

@@ -1,0 +1,77 @@
+import { useId, useState, type FormEvent } from 'react';
+import type { ChatItem } from '../lib/run-view';
+import { speakerName, SPEAKER_ROLES } from '../lib/labels';
+
+type QuestionItem = Extract<ChatItem, { kind: 'question' }>;
+
+/** A form bound to one question (its interrupt id): one answer, sent once. */
+export const QuestionForm = ({ item, onAnswer }: { item: QuestionItem; onAnswer: (interruptId: string, answer: string) => void }) => {
+  const [answer, setAnswer] = useState('');
+  const inputId = useId();
+  const asker = speakerName(item.askedBy);
+  const role = item.askedBy === 'rover' ? '' : ` (${SPEAKER_ROLES[item.askedBy]})`;
+  const open = item.state === 'pending';
+
+  const send = (value: string) => {
+    if (!open || !value.trim()) return;
+    onAnswer(item.id, value.trim());
+  };
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    send(answer);
+  };
+
+  return (
+    <form
+      onSubmit={submit}
+      className="rounded-lg border border-amber-300 bg-amber-50 p-3"
+      aria-label={`Question from ${asker}`}
+      data-testid="question"
+      data-state={item.state}
+      data-interrupt-id={item.id}
+    >
+      <fieldset disabled={!open} className="space-y-2">
+        <legend className="text-sm">
+          <strong>
+            {asker}
+            {role}
+          </strong>{' '}
+          asks:
+        </legend>
+        <p className="font-medium">{item.question}</p>
+        {open ? (
+          <>
+            <label htmlFor={inputId} className="block text-sm">
+              Your answer
+            </label>
+            <div className="flex flex-wrap gap-2">
+              <input
+                id={inputId}
+                value={answer}
+                onChange={(event) => setAnswer(event.target.value)}
+                className="min-w-48 flex-1 rounded border border-slate-300 bg-white px-2 py-1"
+                maxLength={4000}
+              />
+              <button type="submit" className="rounded bg-amber-700 px-3 py-1 font-medium text-white hover:bg-amber-800">
+                Send answer
+              </button>
+              <button type="button" className="rounded border border-amber-700 px-3 py-1" onClick={() => send('yes')}>
+                Yes
+              </button>
+              <button type="button" className="rounded border border-amber-700 px-3 py-1" onClick={() => send('no')}>
+                No
+              </button>
+            </div>
+          </>
+        ) : (
+          <p className="text-sm text-slate-700" role="status" data-testid="question-state">
+            {item.state === 'sending' && `Sending your answer${item.answer ? ` "${item.answer}"` : ''}…`}
+            {item.state === 'answered' && `Answered${item.answer ? `: "${item.answer}"` : '.'}`}
+            {item.state === 'expired' && 'This question expired: its run moved on without it.'}
+          </p>
+        )}
+        {item.note ? <p className="text-sm text-slate-600">{item.note}</p> : null}
+      </fieldset>
+    </form>
+  );
+};

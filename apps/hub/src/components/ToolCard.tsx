@@ -1,0 +1,83 @@
+import type { ChatItem } from '../lib/run-view';
+import { isSpecialist, speakerName, toolLabel } from '../lib/labels';
+import { activityHref } from '../lib/route';
+
+type ToolItem = Extract<ChatItem, { kind: 'tool' }>;
+
+const STATUS_STYLE: Record<ToolItem['status'], string> = {
+  running: 'bg-sky-100 text-sky-900',
+  done: 'bg-emerald-100 text-emerald-900',
+  refused: 'bg-amber-100 text-amber-900',
+  failed: 'bg-red-100 text-red-900',
+  unknown: 'bg-violet-100 text-violet-900',
+};
+
+/** The status in words; an unknown outcome says what the Hub is doing about it, and never claims either way. */
+export const statusText = (item: ToolItem): string => {
+  switch (item.status) {
+    case 'running':
+      return 'Running…';
+    case 'done':
+      return item.check === 'confirmed' ? 'Done (confirmed in the activity log)' : 'Done';
+    case 'refused':
+      return 'Refused';
+    case 'failed':
+      return 'Failed';
+    case 'unknown':
+      if (item.check === 'checking') return 'Outcome unknown, checking…';
+      if (item.check === 'not-found') return 'Outcome unknown: no record of this change yet. Check before trying again.';
+      return 'Outcome unknown: check before trying again.';
+  }
+};
+
+const pretty = (value: unknown): string => (typeof value === 'string' ? value : JSON.stringify(value, null, 2));
+
+export const ToolCard = ({ item }: { item: ToolItem }) => {
+  const label = toolLabel(item.name);
+  const auditId = item.result?.auditId;
+  return (
+    <article className="rounded-lg border border-slate-200 bg-white shadow-sm" aria-label={`Tool call: ${label}`} data-testid="tool-card" data-tool={item.name} data-status={item.status}>
+      <details>
+        <summary className="flex cursor-pointer flex-wrap items-center gap-2 px-3 py-2">
+          <span className="font-medium">{label}</span>
+          {isSpecialist(item.speaker) ? <span className="text-xs text-slate-500">by {speakerName(item.speaker)}</span> : null}
+          <span className={`ml-auto rounded-full px-2 py-0.5 text-xs font-medium ${STATUS_STYLE[item.status]}`} data-testid="tool-status" role="status">
+            {statusText(item)}
+          </span>
+        </summary>
+        <div className="space-y-2 border-t border-slate-100 px-3 py-2 text-sm">
+          <div>
+            <h4 className="text-xs font-semibold uppercase text-slate-500">Arguments</h4>
+            <pre className="overflow-auto rounded bg-slate-50 p-2 text-xs" data-testid="tool-args">
+              {Object.keys(item.args).length ? pretty(item.args) : '(none)'}
+            </pre>
+          </div>
+          {item.result ? (
+            <div>
+              <h4 className="text-xs font-semibold uppercase text-slate-500">{item.result.error === undefined ? 'Result' : 'Answer from the platform'}</h4>
+              <pre className="max-h-72 overflow-auto rounded bg-slate-50 p-2 text-xs" data-testid="tool-result">
+                {item.result.error ?? pretty(item.result.data)}
+              </pre>
+            </div>
+          ) : null}
+          <p className="text-xs text-slate-500">
+            <code>{item.event ?? 'local tool'}</code>
+            {item.hopMs === undefined ? null : <> · hop {item.hopMs} ms</>}
+          </p>
+        </div>
+      </details>
+      {item.result?.scopeContext ? (
+        <p className="border-t border-slate-100 px-3 py-1.5 text-xs text-slate-600" data-testid="scope-line">
+          <span className="font-semibold">Scope:</span> {item.result.scopeContext}
+        </p>
+      ) : null}
+      {auditId ? (
+        <p className="border-t border-slate-100 px-3 py-1.5 text-xs">
+          <a className="text-sky-800 underline" href={activityHref(auditId)}>
+            View the audit row
+          </a>
+        </p>
+      ) : null}
+    </article>
+  );
+};

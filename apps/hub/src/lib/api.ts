@@ -1,0 +1,90 @@
+import type { AgentCapabilities, AgentRunModeName, AgentSpeaker, AgentUserDetails } from '@naalya/agent-tools';
+import type { RunSummary } from './run-view';
+import { HttpError, errorMessageOf } from './sse';
+
+const TOKEN_KEY = 'naalya.hub.token';
+
+/** The session's token: this tab only, gone when the tab closes. */
+export const session = {
+  get: (): string | null => sessionStorage.getItem(TOKEN_KEY),
+  set: (token: string) => sessionStorage.setItem(TOKEN_KEY, token),
+  clear: () => sessionStorage.removeItem(TOKEN_KEY),
+};
+
+export type Me = { user: AgentUserDetails; capabilities: AgentCapabilities; schoolName: string | null };
+export type Campus = { id: string; name: string };
+export type AgentMap = { mode: AgentRunModeName; roster: { speaker: AgentSpeaker; name: string; tools: string[] }[] };
+export type ThreadSummary = { id: string; title: string | null; createdAt: string; updatedAt: string };
+export type ThreadDetail = ThreadSummary & { runs: RunSummary[] };
+export type AuditRow = {
+  id: string;
+  createdAt: string;
+  actorId: string;
+  actorName: string | null;
+  actorType: string;
+  action: string;
+  resourceType: string;
+  resourceId: string | null;
+  source: string;
+  callId: string | null;
+};
+
+/** Same origin in production (the server serves the Hub) and in development (Vite proxies these paths). */
+export const request = async <T>(path: string, init: { method?: string; body?: unknown; token?: string | null } = {}): Promise<T> => {
+  const token = init.token === undefined ? session.get() : init.token;
+  const response = await fetch(path, {
+    method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
+    headers: {
+      accept: 'application/json',
+      ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+    },
+    body: init.body === undefined ? undefined : JSON.stringify(init.body),
+  });
+  if (!response.ok) throw new HttpError(response.status, await errorMessageOf(response));
+  return (await response.json()) as T;
+};
+
+export const api = {
+  login: (email: string, password: string) =>
+    request<{ accessToken: string; expiresIn: number }>('/auth/login', { body: { email, password }, token: null }),
+  /** Who the caller is, as the server mints it for a run (read fresh from the database, not from the token). */
+  me: async (): Promise<Me> => {
+    const context = await request<{ userDetails: AgentUserDetails; capabilities: AgentCapabilities }>('/agent/context', { body: {} });
+    const schoolName = context.userDetails.schoolId
+      ? await request<{ displayName: string }>('/branding').then(
+          (branding) => branding.displayName,
+          () => null,
+        )
+      : null;
+    return { user: context.userDetails, capabilities: context.capabilities, schoolName };
+  },
+  campuses: () => request<Campus[]>('/campuses'),
+  map: (mode: AgentRunModeName) => request<AgentMap>(`/agent/map?mode=${mode}`),
+  threads: () => request<ThreadSummary[]>('/agent/threads'),
+  createThread: () => request<ThreadSummary>('/agent/threads', { body: {} }),
+  thread: (threadId: string) => request<ThreadDetail>(`/agent/threads/${encodeURIComponent(threadId)}`),
+  startRun: (threadId: string, message: string, campusId?: string) =>
+    request<{ runId: string }>(`/agent/threads/${encodeURIComponent(threadId)}/runs`, { body: { message, ...(campusId ? { campusId } : {}) } }),
+  resume: (threadId: string, interruptId: string, answer: string) =>
+    request<{ runId: string; resumed: boolean; pendingInterruptIds: string[] }>(`/agent/threads/${encodeURIComponent(threadId)}/resume`, {
+      body: { interruptId, answer },
+    }),
+  eventsUrl: (threadId: string, runId: string) => `/agent/threads/${encodeURIComponent(threadId)}/runs/${encodeURIComponent(runId)}/events`,
+  auditLog: (query: { callId?: string; limit?: number } = {}) => {
+    const params = new URLSearchParams();
+    if (query.callId) params.set('callId', query.callId);
+    if (query.limit) params.set('limit', String(query.limit));
+    const suffix = params.toString();
+    return request<AuditRow[]>(`/audit-log${suffix ? `?${suffix}` : ''}`);
+  },
+};
+
+/**
+ * The idempotency key the worker gives a tool call (sha256 of "threadId:toolCallId", stable across replays), which
+ * the server stores as the audit row's call id: how the Hub checks whether a write with an unknown outcome happened.
+ */
+export const toolCallKey = async (threadId: string, toolCallId: string): Promise<string> => {
+  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(`${threadId}:${toolCallId}`));
+  return [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, '0')).join('');
+};

@@ -1,0 +1,7 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  root: import.meta.dirname,
+  resolve: { conditions: ['@naalya/source'] },
+  test: { name: 'hub', watch: false, environment: 'node', include: ['src/**/*.spec.ts'] },
+});
