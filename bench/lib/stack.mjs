@@ -1,0 +1,105 @@
+// The built server on a database and queues of the bench's own, set up the way a user sets it up: the server's
+// CLIs create the roles, migrate, seed and declare the broker topology (same shape as apps/worker/test/support).
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const SERVER_DIST = `${ROOT}apps/server/dist/`;
+export const OWNER_URL = process.env.TEST_DATABASE_OWNER_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const RABBITMQ_URL = process.env.RABBITMQ_TEST_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+export const APP_ROLE = { name: 'naalya_app_bench', password: 'naalya_app_bench' };
+
+export const databaseUrl = (database, user) => {
+  const url = new URL(OWNER_URL);
+  url.pathname = `/${database}`;
+  if (user) {
+    url.username = user.name;
+    url.password = user.password;
+  }
+  return url.toString();
+};
+
+const runCli = (script, env, args = []) => {
+  const result = spawnSync(process.execPath, [`${SERVER_DIST}cli/${script}`, ...args], { env: { ...process.env, ...env }, encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`${script} failed: ${result.stderr || result.stdout}`);
+};
+
+export const createStack = async ({ poolSize }) => {
+  const suffix = `${process.pid}_${randomBytes(3).toString('hex')}`;
+  const database = `naalya_bench_${suffix}`;
+  const env = {
+    DATABASE_URL: databaseUrl(database, APP_ROLE),
+    DATABASE_OWNER_URL: databaseUrl(database),
+    DATABASE_POOL_SIZE: String(poolSize),
+    RABBITMQ_URL,
+    AGENT_TOOLS_QUEUE: `agent-tools-bench-${suffix}`,
+    AGENT_RUNS_QUEUE: `agent-runs-bench-${suffix}`,
+    JWT_SECRET: 'bench-secret-bench-secret-bench-secret-00',
+    // Read by servers that sign dispatch tokens and pin the worker's broker user; ignored by those that do not.
+    DISPATCH_SIGNING_KEY: 'bench-dispatch-key-bench-dispatch-key-000',
+    WORKER_BROKER_USER: decodeURIComponent(new URL(RABBITMQ_URL).username || 'guest'),
+    SHUTDOWN_DRAIN_TIMEOUT_MS: '3000',
+    LOG_LEVEL: 'error',
+  };
+  runCli('db-setup.js', env);
+  runCli('db-seed.js', env, ['--reset']);
+  runCli('rmq-setup.js', env);
+  const owner = new pg.Client({ connectionString: env.DATABASE_OWNER_URL });
+  await owner.connect();
+  const teardown = async () => {
+    await owner.end().catch(() => undefined);
+    const maintenance = new pg.Client({ connectionString: databaseUrl('postgres') });
+    await maintenance.connect();
+    await maintenance.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
+    await maintenance.end();
+  };
+  return { env, database, suffix, owner, toolsQueue: env.AGENT_TOOLS_QUEUE, teardown };
+};
+
+/** Starts the built server (apps/server/dist/main.js) as a child process; resolves when /ready answers. */
+export const startServer = async (stack, { nodeArgs = [], extraEnv = {} } = {}) => {
+  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  const env = { ...process.env, ...stack.env, HTTP_PORT: String(port), ...extraEnv };
+  const child = spawn(process.execPath, [...nodeArgs, `${SERVER_DIST}main.js`], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (chunk) => (output += chunk));
+  child.stderr.on('data', (chunk) => (output += chunk));
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`The server exited at start-up:\n${output}`);
+    if (await fetch(`${baseUrl}/ready`).then((r) => r.ok, () => false)) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  if (Date.now() >= deadline) throw new Error(`The server was not ready within 30 s:\n${output}`);
+  return { child, pid: child.pid, baseUrl, output: () => output, stop: (signal = 'SIGTERM') => stopChild(child, signal) };
+};
+
+export const stopChild = async (child, signal = 'SIGTERM') => {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill(signal);
+  await exited;
+};
+
+export const login = async (baseUrl, email) => {
+  const response = await fetch(`${baseUrl}/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password: 'naalya-demo' }),
+  });
+  if (!response.ok) throw new Error(`login ${email}: ${response.status}`);
+  return (await response.json()).accessToken;
+};
+
+export const mintContext = async (baseUrl, token, body = {}) => {
+  const response = await fetch(`${baseUrl}/agent/context`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify(body),
+  });
+  if (!response.ok) throw new Error(`context: ${response.status} ${await response.text()}`);
+  return response.json();
+};

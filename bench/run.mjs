@@ -1,0 +1,470 @@
+#!/usr/bin/env node
+// `npm run bench`: one tool-call hop, five ways, over the real RabbitMQ and PostgreSQL, in one process tree and one run.
+// This process is the caller of every variant; each variant's server is a child process. See bench/README.md.
+//
+//   node bench/run.mjs               full run: 3 interleaved rounds × c1/c16/c64/c256, then the scale-out check
+//   node bench/run.mjs --smoke       ~10 s of measurement, 1 round, no scale-out (CI: fails on errors only)
+//   node bench/run.mjs --soak        60 s at c64 (reads and audited writes), server RSS growth
+//   node bench/run.mjs --profile --label=before   CPU profile of the server at c64, self time by package
+//   node bench/run.mjs --scale-out   only the scale-out check
+import { fork } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { Logger } from '@nestjs/common';
+import { createDepartmentTool, identityFromUserDetails, listDepartmentsTool } from '@naalya/agent-tools';
+import { declareTopology, deleteTopology, rmqNames } from '@naalya/rmq';
+import amqplib from 'amqplib';
+import { AgentToolService } from '../apps/worker/dist/naalya-agent/core/tools/agent-tool.service.js';
+import { toRpcProxy, toolCallIdempotencyKey } from '../apps/worker/dist/naalya-agent/core/tools/build-agent-tools.js';
+import { callScopeFromContext } from '../apps/worker/dist/naalya-agent/core/tools/tool-context.js';
+import { brokerPid, cpuMicros, rssBytes, selfCpuMicros } from './lib/proc.mjs';
+import { createRawClient } from './lib/raw-client.mjs';
+import { VARIANTS, aggregate, markdown, ratios, svgChart, targets } from './lib/report.mjs';
+import { profileMarkdown, summariseProfile } from './lib/profile-summary.mjs';
+import { APP_ROLE, RABBITMQ_URL, ROOT, createStack, login, mintContext, startServer, stopChild } from './lib/stack.mjs';
+import { logOffset, readStatements, setStatementLogging } from './lib/statement-log.mjs';
+
+const argv = process.argv.slice(2);
+const flag = (name) => argv.includes(`--${name}`);
+const option = (name, fallback) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback;
+const SMOKE = flag('smoke');
+const MODE = flag('soak') ? 'soak' : flag('profile') ? 'profile' : flag('scale-out') ? 'scale-out' : SMOKE ? 'smoke' : 'full';
+const ROUNDS = Number(option('rounds', SMOKE ? 1 : 3));
+const PHASE_MS = Number(option('phase-ms', SMOKE ? 250 : 2500));
+const WARM_MS = SMOKE ? 150 : 1500;
+const CONCURRENCIES = option('concurrency', '1,16,64,256').split(',').map(Number);
+const POOL_SIZE = Number(option('pool', 8)); // .env.example's DATABASE_POOL_SIZE; the transport's prefetch equals it
+const PREFETCH = POOL_SIZE;
+const TIMEOUT_MS = 15_000;
+const RESULTS = `${ROOT}bench/results/`;
+const BENCH = `${ROOT}bench/`;
+const VARIANT_ORDER = ['a', 'b', 'c', 'd', 'er', 'ew'];
+
+Logger.overrideLogger(['error', 'warn']);
+const log = (line) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}`);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A variant's server: a bench script forked with its own environment, ready when it says so. */
+const forkServer = async (script, env) => {
+  const child = fork(`${BENCH}servers/${script}`, [], { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  await new Promise((resolve, reject) => {
+    child.once('message', resolve);
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code} at start-up`)));
+  });
+  return { child, pid: child.pid, stop: (signal) => stopChild(child, signal) };
+};
+
+const percentile = (sorted, q) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] : NaN);
+
+const main = async () => {
+  const startedAt = new Date().toISOString();
+  const loadBefore = loadavg().map((l) => l.toFixed(2)).join(' ');
+  log(`mode ${MODE}; setting up a database and queues of the bench's own (load ${loadBefore})`);
+  const stack = await createStack({ poolSize: POOL_SIZE });
+  const suffix = stack.suffix;
+  const queues = { a: rmqNames(`bench-a-${suffix}`, `bench-a-runs-${suffix}`), b: rmqNames(`bench-b-${suffix}`, `bench-b-runs-${suffix}`), e: rmqNames(`bench-e-${suffix}`, `bench-e-runs-${suffix}`) };
+  for (const names of Object.values(queues)) await declareTopology(RABBITMQ_URL, names);
+  const children = [];
+  const closers = [];
+  const cleanup = async () => {
+    for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
+    for (const child of children.splice(0)) await child.stop('SIGKILL').catch(() => undefined);
+    for (const names of Object.values(queues)) await deleteTopology(RABBITMQ_URL, names).catch(() => undefined);
+    await deleteTopology(RABBITMQ_URL, rmqNames(stack.env.AGENT_TOOLS_QUEUE, stack.env.AGENT_RUNS_QUEUE)).catch(() => undefined);
+    await setStatementLogging(stack.owner, APP_ROLE.name, stack.database, false).catch(() => undefined);
+    await stack.teardown().catch(() => undefined);
+  };
+  try {
+    return await runMode({ stack, queues, children, closers, startedAt, loadBefore });
+  } finally {
+    await cleanup();
+  }
+};
+
+const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore }) => {
+  const capture = MODE === 'full' || MODE === 'smoke';
+  // Statement capture first: sessions opened from now on log every statement; servers are restarted after it.
+  if (capture) await setStatementLogging(stack.owner, APP_ROLE.name, stack.database, true);
+
+  mkdirSync(RESULTS, { recursive: true });
+  const serverArgs = MODE === 'profile' ? { nodeArgs: ['--import', `${BENCH}lib/cpu-profile-preload.mjs`], extraEnv: { BENCH_CPU_PROFILE_FILE: profilePath() } } : {};
+  let server = await startServer(stack, serverArgs);
+  children.push(server);
+  const ctx = {};
+  const mint = async () => {
+    ctx.read = await mintContext(server.baseUrl, await login(server.baseUrl, 'admin@greenhill.school'));
+    ctx.write = await mintContext(server.baseUrl, await login(server.baseUrl, 'admin@lakeside.school'));
+  };
+  await mint();
+
+  const baseEnv = { RABBITMQ_URL, BENCH_PREFETCH: String(PREFETCH) };
+  const idealEnv = {
+    ...baseEnv,
+    BENCH_QUEUE: queues.e.toolsQueue,
+    DATABASE_URL: stack.env.DATABASE_URL,
+    DATABASE_POOL_SIZE: String(POOL_SIZE),
+    BENCH_DISPATCH_KEY: stack.env.DISPATCH_SIGNING_KEY,
+    BENCH_IDEAL_DISPATCH_STATE: '0',
+  };
+  let ideal;
+
+  const newToolService = async (queue) => {
+    const service = new AgentToolService({ rabbitmqUrl: RABBITMQ_URL, toolsQueue: queue, timeoutMs: TIMEOUT_MS });
+    await service.onModuleInit();
+    closers.push(() => service.onModuleDestroy());
+    return service;
+  };
+  const serverCaller = await newToolService(stack.toolsQueue);
+  const readProxy = toRpcProxy(listDepartmentsTool, serverCaller);
+  const writeProxy = toRpcProxy(createDepartmentTool, serverCaller);
+  const rawE = await createRawClient({ url: RABBITMQ_URL, queue: queues.e.toolsQueue, timeoutMs: TIMEOUT_MS });
+  closers.push(rawE.close);
+
+  let sequence = 0;
+  const unique = () => `${process.pid}-${++sequence}`;
+  const invoke = async (proxy, args, context) => {
+    const output = String(await proxy.invoke(args, { context, toolCallId: `bench-${randomUUID()}`, writer: null, configurable: { thread_id: 'bench' } }));
+    if (output.startsWith('{"error"')) throw new Error(output.slice(0, 300));
+    return output;
+  };
+  const envelope = (context, args) => ({
+    identity: identityFromUserDetails(context.userDetails),
+    scope: callScopeFromContext(context),
+    args,
+    meta: {
+      callId: toolCallIdempotencyKey('bench', `bench-${randomUUID()}`),
+      deadline: Date.now() + TIMEOUT_MS,
+      ...(context.dispatchToken ? { dispatchToken: context.dispatchToken } : {}),
+    },
+  });
+  const rawCall = async (client, pattern, data) => {
+    const response = await client.call(pattern, data);
+    if (response && typeof response === 'object' && 'error' in response) throw new Error(String(response.error).slice(0, 300));
+    return response;
+  };
+  const callers = {
+    c: () => invoke(readProxy, {}, ctx.read),
+    d: () => invoke(writeProxy, { name: `Bench d ${unique()}` }, ctx.write),
+    er: () => rawCall(rawE, 'list.departments', envelope(ctx.read, {})),
+    ew: () => rawCall(rawE, 'create.department', envelope(ctx.write, { name: `Bench e ${unique()}` })),
+  };
+
+  // ---- statements per call, from PostgreSQL's statement log -------------------------------------------------------
+  const statements = {};
+  const statementLists = {};
+  if (capture) {
+    const perVariant = SMOKE ? 5 : 20;
+    for (const variant of ['c', 'd', 'er', 'ew']) {
+      if (variant === 'er') {
+        // The ideal issues the run-in-flight check only if the server does (it came with signed dispatch tokens).
+        idealEnv.BENCH_IDEAL_DISPATCH_STATE = statementLists.c.some((sql) => sql.includes('agent_run_dispatch_state')) ? '1' : '0';
+        ideal = await forkServer('ideal.mjs', idealEnv);
+        children.push(ideal);
+      }
+      await callers[variant]();
+      await sleep(50);
+      const start = logOffset();
+      for (let i = 0; i < perVariant; i++) await callers[variant]();
+      const lastStart = logOffset();
+      await callers[variant]();
+      await sleep(300);
+      const all = readStatements(start, APP_ROLE.name, stack.database);
+      const last = readStatements(lastStart, APP_ROLE.name, stack.database);
+      statements[variant] = (all.length - last.length) / perVariant;
+      statementLists[variant] = last.map((s) => s.sql);
+    }
+    const normalise = (list) => list.map((sql) => sql.replace(/IN \(\$\d+(, \$\d+)*\)/g, 'IN (…)'));
+    const same = (x, y) => JSON.stringify(normalise(statementLists[x])) === JSON.stringify(normalise(statementLists[y]));
+    statements.match = { read: same('c', 'er'), write: same('d', 'ew') };
+    log(`statements per call: (c) ${statements.c} (e read) ${statements.er} · (d) ${statements.d} (e write) ${statements.ew} · ideal issues the same statements: read ${statements.match.read}, write ${statements.match.write}`);
+    await setStatementLogging(stack.owner, APP_ROLE.name, stack.database, false);
+  }
+  if (capture && !SMOKE) {
+    // Fresh sessions without statement logging for the timed phases (the smoke run keeps its sessions: it judges no number).
+    await server.stop();
+    server = await startServer(stack);
+    children.push(server);
+    await mint();
+    await ideal.stop();
+    ideal = await forkServer('ideal.mjs', idealEnv);
+    children.push(ideal);
+  }
+
+  ideal ??= await forkServer('ideal.mjs', idealEnv);
+  if (!children.includes(ideal)) children.push(ideal);
+  if (MODE === 'profile') return profileMode({ server, callers });
+  if (MODE === 'soak') return soakMode({ server, callers });
+  if (MODE === 'scale-out') return scaleOut({ stack, server, ctx, newToolService });
+
+  // ---- the other variants' servers and callers ------------------------------------------------------------------
+  const rawEcho = await forkServer('raw-echo.mjs', { ...baseEnv, BENCH_QUEUE: queues.a.toolsQueue });
+  children.push(rawEcho);
+  const nestEcho = await forkServer('nest-echo.mjs', {
+    ...baseEnv,
+    BENCH_QUEUE: queues.b.toolsQueue,
+    BENCH_DLX: queues.b.deadLetterExchange,
+    BENCH_EVENT: listDepartmentsTool.event,
+  });
+  children.push(nestEcho);
+  const rawA = await createRawClient({ url: RABBITMQ_URL, queue: queues.a.toolsQueue, timeoutMs: TIMEOUT_MS });
+  closers.push(rawA.close);
+  const echoCaller = await newToolService(queues.b.toolsQueue);
+  const echoProxy = toRpcProxy(listDepartmentsTool, echoCaller);
+  callers.a = () => rawCall(rawA, 'list.departments', envelope(ctx.read, {}));
+  callers.b = () => invoke(echoProxy, {}, ctx.read);
+  const serverPidOf = { a: () => rawEcho.pid, b: () => nestEcho.pid, c: () => server.pid, d: () => server.pid, er: () => ideal.pid, ew: () => ideal.pid };
+
+  const broker = brokerPid();
+  const dbPids = async () =>
+    (await stack.owner.query(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND usename = $2`, [stack.database, APP_ROLE.name])).rows.map((r) => r.pid);
+
+  const runPhase = async (variant, concurrency, ms) => {
+    const call = callers[variant];
+    const backends = await dbPids();
+    const serverPid = serverPidOf[variant]();
+    const sumDb = () => backends.reduce((sum, pid) => sum + cpuMicros(pid), 0);
+    const before = { client: selfCpuMicros(), server: cpuMicros(serverPid), broker: broker ? cpuMicros(broker) : NaN, db: sumDb() };
+    const latencies = [];
+    let errors = 0;
+    let firstError;
+    const start = performance.now();
+    const end = start + ms;
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (performance.now() < end) {
+          const t0 = performance.now();
+          try {
+            await call();
+            latencies.push(performance.now() - t0);
+          } catch (error) {
+            errors += 1;
+            firstError ??= error;
+          }
+        }
+      }),
+    );
+    const elapsed = (performance.now() - start) / 1000;
+    const after = { client: selfCpuMicros(), server: cpuMicros(serverPid), broker: broker ? cpuMicros(broker) : NaN, db: sumDb() };
+    const n = latencies.length || 1;
+    latencies.sort((x, y) => x - y);
+    return {
+      variant,
+      concurrency,
+      calls: latencies.length,
+      errors,
+      firstError: firstError ? String(firstError.message ?? firstError).slice(0, 300) : undefined,
+      p50: percentile(latencies, 0.5),
+      p99: percentile(latencies, 0.99),
+      callsPerSec: latencies.length / elapsed,
+      cpu: Object.fromEntries(Object.keys(before).map((k) => [k, (after[k] - before[k]) / n])),
+      rssMb: rssBytes(serverPid) / 2 ** 20,
+    };
+  };
+
+  log(`warming up every variant (${WARM_MS} ms at c16)`);
+  for (const variant of VARIANT_ORDER) await runPhase(variant, 16, WARM_MS);
+
+  const phases = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const concurrency of CONCURRENCIES) {
+      for (const variant of VARIANT_ORDER) {
+        const result = { round, ...(await runPhase(variant, concurrency, PHASE_MS)) };
+        phases.push(result);
+        log(
+          `round ${round}/${ROUNDS} c${concurrency} ${variant.padEnd(2)}: p50 ${result.p50.toFixed(2)} ms p99 ${result.p99.toFixed(2)} ms ${result.callsPerSec.toFixed(0)} calls/s · CPU µs/call client ${result.cpu.client.toFixed(0)} server ${result.cpu.server.toFixed(0)} broker ${result.cpu.broker.toFixed(0)} db ${result.cpu.db.toFixed(0)} · RSS ${result.rssMb.toFixed(0)} MB${result.errors ? ` · ${result.errors} ERRORS: ${result.firstError}` : ''}`,
+        );
+      }
+    }
+  }
+
+  const rows = aggregate(phases, CONCURRENCIES, VARIANT_ORDER);
+  const ratioRows = ratios(phases, CONCURRENCIES);
+  const targetRows = targets(ratioRows);
+  const meta = { startedAt, mode: MODE, rounds: ROUNDS, phaseMs: PHASE_MS, prefetch: PREFETCH, poolSize: POOL_SIZE, cpus: cpus().length, loadBefore };
+  const table = markdown({ rows, ratioRows, targetRows, statements, meta });
+  let scaleOutResult;
+  if (MODE === 'full' && !flag('no-scale-out')) scaleOutResult = await scaleOut({ stack, server, ctx, newToolService });
+
+  mkdirSync(RESULTS, { recursive: true });
+  const base = `${RESULTS}${SMOKE ? 'smoke' : 'latest'}`;
+  const json = { meta, variants: VARIANTS, statements, statementLists, phases, rows, ratios: ratioRows, targets: targetRows, scaleOut: scaleOutResult };
+  writeFileSync(`${base}.json`, `${JSON.stringify(json, null, 2)}\n`);
+  writeFileSync(`${base}.md`, `# Tool-call hop benchmark\n\n${table}\n${scaleOutResult ? `\n${scaleOutMarkdown(scaleOutResult)}\n` : ''}\nStatements of one call:\n\n${Object.entries(statementLists).map(([v, list]) => `- (${v}): ${list.length}\n${list.map((sql) => `  - \`${sql.slice(0, 160)}${sql.length > 160 ? '…' : ''}\``).join('\n')}`).join('\n')}\n`);
+  writeFileSync(`${base}.svg`, `${svgChart({ rows, concurrencies: CONCURRENCIES, variants: VARIANT_ORDER, title: `Tool-call hop, ${MODE}, ${startedAt.slice(0, 16)}Z (median of ${ROUNDS} interleaved rounds)` })}\n`);
+  console.log(`\n${table}\n`);
+  if (scaleOutResult) console.log(`${scaleOutMarkdown(scaleOutResult)}\n`);
+  log(`wrote ${base}.json, .md and .svg`);
+  const totalErrors = phases.reduce((sum, p) => sum + p.errors, 0);
+  const problems = [];
+  if (totalErrors > 0) problems.push(`${totalErrors} call(s) failed`);
+  if (capture && !(statements.match.read && statements.match.write)) {
+    const message = 'the ideal pipeline no longer issues the statements the server issues (update bench/servers/ideal.mjs)';
+    if (SMOKE) log(`warning: ${message}`);
+    else problems.push(message);
+  }
+  if (scaleOutResult && !scaleOutResult.ok) problems.push('the scale-out check lost or duplicated work');
+  return problems;
+};
+
+/** Reads and audited writes at c64 (32 + 32) while the server is profiled, then self time by package. */
+const profileMode = async ({ server, callers }) => {
+  const file = profilePath();
+  const seconds = Number(option('seconds', 10));
+  const mixed = async (ms) => {
+    let calls = 0;
+    const end = performance.now() + ms;
+    await Promise.all(
+      Array.from({ length: 64 }, async (_, i) => {
+        while (performance.now() < end) {
+          await (i % 2 ? callers.d() : callers.c());
+          calls += 1;
+        }
+      }),
+    );
+    return calls;
+  };
+  await mixed(2000);
+  rmSync(`${file}.done`, { force: true });
+  server.child.kill('SIGUSR2');
+  await sleep(200);
+  const calls = await mixed(seconds * 1000);
+  server.child.kill('SIGUSR2');
+  for (let i = 0; i < 100 && !existsSync(`${file}.done`); i++) await sleep(100);
+  rmSync(`${file}.done`, { force: true });
+  const summary = summariseProfile(file);
+  const label = option('label', 'current');
+  const md = profileMarkdown(`Server CPU profile (${label}), c64, ${seconds} s, half list_departments / half create_department`, summary, calls);
+  writeFileSync(`${RESULTS}profile-${label}.md`, `${md}\n`);
+  writeFileSync(`${RESULTS}profile-${label}.json`, `${JSON.stringify({ calls, seconds, ...summary }, null, 2)}\n`);
+  rmSync(file, { force: true });
+  console.log(`\n${md}\n`);
+  return [];
+};
+const profilePath = () => `${RESULTS}profile-${option('label', 'current')}.cpuprofile`;
+
+/** 60 s at c64 (32 readers, 32 audited writers); the server's RSS every 5 s. */
+const soakMode = async ({ server, callers }) => {
+  const seconds = Number(option('seconds', 60));
+  const samples = [];
+  let calls = 0;
+  let errors = 0;
+  const start = performance.now();
+  const end = start + seconds * 1000;
+  const sampler = setInterval(() => samples.push({ t: Math.round((performance.now() - start) / 1000), rssMb: +(rssBytes(server.pid) / 2 ** 20).toFixed(1) }), 5000);
+  samples.push({ t: 0, rssMb: +(rssBytes(server.pid) / 2 ** 20).toFixed(1) });
+  await Promise.all(
+    Array.from({ length: 64 }, async (_, i) => {
+      while (performance.now() < end) {
+        try {
+          await (i % 2 ? callers.d() : callers.c());
+          calls += 1;
+        } catch {
+          errors += 1;
+        }
+      }
+    }),
+  );
+  clearInterval(sampler);
+  samples.push({ t: seconds, rssMb: +(rssBytes(server.pid) / 2 ** 20).toFixed(1) });
+  // Growth after the first 5 s (pools, JIT and caches filled), to the end.
+  const warm = samples.find((s) => s.t >= 5) ?? samples[0];
+  const growth = samples.at(-1).rssMb - warm.rssMb;
+  const result = { seconds, calls, errors, callsPerSec: Math.round(calls / seconds), samples, growthMb: +growth.toFixed(1), target: 'growth < 20 MB', met: growth < 20 };
+  writeFileSync(`${RESULTS}soak.json`, `${JSON.stringify(result, null, 2)}\n`);
+  console.log(`\nSoak: ${calls} calls (${result.callsPerSec}/s), ${errors} errors; RSS ${samples.map((s) => `${s.t}s ${s.rssMb}`).join(', ')} MB; growth after warm-up ${result.growthMb} MB (target < 20 MB: ${result.met ? 'met' : 'NOT met'})\n`);
+  return errors ? [`${errors} call(s) failed in the soak`] : result.met ? [] : ['memory grew by 20 MB or more'];
+};
+
+/**
+ * Two server processes and two worker-side callers on the same queue; one server is SIGKILLed mid-run. Every call must
+ * be answered exactly once in effect: one ledger row, one audit row and one department per call, nothing left in the
+ * queue or dead-lettered, and both servers must have served calls before the kill.
+ */
+const scaleOut = async ({ stack, server, ctx, newToolService }) => {
+  const seconds = SMOKE ? 3 : 6;
+  log(`scale-out: two servers, two callers, SIGKILL of one server after ${seconds / 3} s of ${seconds} s`);
+  const second = await startServer(stack);
+  const callers = [await newToolService(stack.toolsQueue), await newToolService(stack.toolsQueue)];
+  const proxies = callers.map((caller) => toRpcProxy(createDepartmentTool, caller));
+  const cpuBefore = { first: cpuMicros(server.pid), second: cpuMicros(second.pid) };
+  const outcomes = [];
+  const prefix = `Scale ${randomUUID().slice(0, 8)}`;
+  let n = 0;
+  const end = performance.now() + seconds * 1000;
+  const killer = sleep((seconds * 1000) / 3).then(() => {
+    outcomes.killedAt = outcomes.length;
+    cpuBefore.firstAtKill = cpuMicros(server.pid) - cpuBefore.first;
+    cpuBefore.secondAtKill = cpuMicros(second.pid) - cpuBefore.second;
+    server.child.kill('SIGKILL');
+  });
+  await Promise.all(
+    proxies.flatMap((proxy) =>
+      Array.from({ length: 16 }, async () => {
+        while (performance.now() < end) {
+          const toolCallId = `scale-${randomUUID()}`;
+          const name = `${prefix} ${++n}`;
+          const output = String(await proxy.invoke({ name }, { context: ctx.write, toolCallId, writer: null, configurable: { thread_id: 'bench-scale' } }));
+          outcomes.push({ callId: toolCallIdempotencyKey('bench-scale', toolCallId), name, ok: !output.startsWith('{"error"'), output: output.slice(0, 200) });
+        }
+      }),
+    ),
+  );
+  await killer;
+  const callIds = outcomes.map((o) => o.callId);
+  const count = async (sql, params) => Number((await stack.owner.query(sql, params)).rows[0].count);
+  const ledgerRows = await count(`SELECT count(*) FROM tool_call_ledger WHERE call_id = ANY($1)`, [callIds]);
+  const auditRows = await count(`SELECT count(*) FROM audit_log WHERE call_id = ANY($1)`, [callIds]);
+  const departments = await count(`SELECT count(*) FROM departments WHERE name LIKE $1`, [`${prefix} %`]);
+  const connection = await amqplib.connect(RABBITMQ_URL);
+  const channel = await connection.createChannel();
+  const names = rmqNames(stack.env.AGENT_TOOLS_QUEUE, stack.env.AGENT_RUNS_QUEUE);
+  const queue = await channel.checkQueue(names.toolsQueue);
+  const deadLetters = await channel.checkQueue(names.deadLetterQueue);
+  await connection.close();
+  await second.stop();
+  const failed = outcomes.filter((o) => !o.ok);
+  const result = {
+    seconds,
+    calls: outcomes.length,
+    callsBeforeKill: outcomes.killedAt,
+    failed: failed.length,
+    firstFailure: failed[0]?.output,
+    ledgerRows,
+    auditRows,
+    departments,
+    queueMessagesLeft: queue.messageCount,
+    deadLettered: deadLetters.messageCount,
+    serverCpuMsBeforeKill: { first: Math.round(cpuBefore.firstAtKill / 1000), second: Math.round(cpuBefore.secondAtKill / 1000) },
+  };
+  result.ok =
+    result.failed === 0 &&
+    ledgerRows === result.calls &&
+    auditRows === result.calls &&
+    departments === result.calls &&
+    result.queueMessagesLeft === 0 &&
+    result.deadLettered === 0 &&
+    result.serverCpuMsBeforeKill.first > 0 &&
+    result.serverCpuMsBeforeKill.second > 0;
+  log(`scale-out: ${JSON.stringify(result)}`);
+  if (MODE === 'scale-out' && !result.ok) return ['the scale-out check lost or duplicated work'];
+  return MODE === 'scale-out' ? [] : result;
+};
+
+const scaleOutMarkdown = (r) =>
+  `Scale-out (two servers, two callers, one server SIGKILLed after ${r.callsBeforeKill} of ${r.calls} audited writes): ${r.failed} failed calls; ledger rows ${r.ledgerRows}, audit rows ${r.auditRows}, departments ${r.departments} for ${r.calls} calls; ${r.queueMessagesLeft} left in the queue, ${r.deadLettered} dead-lettered; server CPU before the kill ${r.serverCpuMsBeforeKill.first} ms / ${r.serverCpuMsBeforeKill.second} ms → ${r.ok ? 'nothing lost, nothing doubled' : 'FAILED'}.`;
+
+main().then(
+  (problems) => {
+    if (Array.isArray(problems) && problems.length) {
+      console.error(`bench: ${problems.join('; ')}`);
+      process.exit(1);
+    }
+    process.exit(0);
+  },
+  (error) => {
+    console.error(`bench failed: ${error?.stack ?? error}`);
+    process.exit(1);
+  },
+);

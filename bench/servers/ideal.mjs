@@ -1,0 +1,152 @@
+// Variant (e), the ideal pipeline: raw amqplib + pg, the same delivery guarantees as (a), issuing exactly the statements
+// the real server issues for list_departments (c) and create_department (d), in one transaction each, and nothing else:
+// no Nest, no TypeORM, no zod, no CASL. The texts below are the ones PostgreSQL logged for (c) and (d); run.mjs
+// captures both again on every run and reports whether they still match.
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import amqplib from 'amqplib';
+import pg from 'pg';
+
+const { RABBITMQ_URL, BENCH_QUEUE, BENCH_PREFETCH, DATABASE_URL, DATABASE_POOL_SIZE, BENCH_DISPATCH_KEY, BENCH_IDEAL_DISPATCH_STATE } = process.env;
+
+const SQL = {
+  begin: 'START TRANSACTION',
+  dispatchState: 'SELECT status, owner_id, thread_id FROM agent_run_dispatch_state($1)',
+  tenant: `SELECT set_config('app.school_id', $1, true), set_config('app.platform', $2, true), set_config('app.user_id', $3, true)`,
+  lock: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
+  ledgerLookup: `SELECT "ToolCallLedgerEntity"."call_id" AS "ToolCallLedgerEntity_call_id", "ToolCallLedgerEntity"."school_id" AS "ToolCallLedgerEntity_school_id", "ToolCallLedgerEntity"."event" AS "ToolCallLedgerEntity_event", "ToolCallLedgerEntity"."request_hash" AS "ToolCallLedgerEntity_request_hash", "ToolCallLedgerEntity"."actor_id" AS "ToolCallLedgerEntity_actor_id", "ToolCallLedgerEntity"."result" AS "ToolCallLedgerEntity_result", "ToolCallLedgerEntity"."created_at" AS "ToolCallLedgerEntity_created_at" FROM "tool_call_ledger" "ToolCallLedgerEntity" WHERE (("ToolCallLedgerEntity"."call_id" = $1)) LIMIT 1`,
+  user: `SELECT "UserEntity"."id" AS "UserEntity_id", "UserEntity"."school_id" AS "UserEntity_school_id", "UserEntity"."campus_id" AS "UserEntity_campus_id", "UserEntity"."email" AS "UserEntity_email", "UserEntity"."full_name" AS "UserEntity_full_name", "UserEntity"."user_type" AS "UserEntity_user_type", "UserEntity"."is_active" AS "UserEntity_is_active", "UserEntity"."created_at" AS "UserEntity_created_at" FROM "users" "UserEntity" WHERE (("UserEntity"."id" = $1)) LIMIT 1`,
+  permissions: `SELECT "permission"."id" AS "permission_id", "permission"."school_id" AS "permission_school_id", "permission"."role_id" AS "permission_role_id", "permission"."action" AS "permission_action", "permission"."resource" AS "permission_resource", "permission"."conditions" AS "permission_conditions" FROM "role_permissions" "permission" INNER JOIN "user_x_roles" "userRole" ON "userRole"."role_id" = "permission"."role_id" WHERE "userRole"."user_id" = $1`,
+  departments: `SELECT "department"."id" AS id, "department"."name" AS name, "department"."campus_id" AS "campusId", "campus"."name" AS "campusName" FROM "departments" "department" LEFT JOIN "campuses" "campus" ON "campus"."id" = "department"."campus_id" ORDER BY "department"."name" ASC`,
+  members: (count) =>
+    `SELECT "member"."department_id" AS "departmentId", "member"."user_id" AS "staffId", "user"."full_name" AS "fullName", "member"."is_head" AS "isHead" FROM "department_members" "member" INNER JOIN "users" "user" ON "user"."id" = "member"."user_id" WHERE "member"."department_id" IN (${Array.from({ length: count }, (_, i) => `$${i + 1}`).join(', ')}) ORDER BY "user"."full_name" ASC`,
+  insertDepartment: `INSERT INTO "departments"("id", "school_id", "campus_id", "name", "created_at") VALUES (DEFAULT, $1, $2, $3, DEFAULT) RETURNING "id", "created_at"`,
+  insertAudit: `INSERT INTO "audit_log"("id", "school_id", "actor_id", "actor_type", "action", "resource_type", "resource_id", "source", "call_id", "created_at") VALUES (DEFAULT, $1, $2, $3, $4, $5, $6, $7, $8, DEFAULT) RETURNING "id", "created_at"`,
+  insertLedger: `INSERT INTO "tool_call_ledger"("call_id", "school_id", "event", "request_hash", "actor_id", "result", "created_at") VALUES ($1, $2, $3, $4, $5, $6, DEFAULT) RETURNING "created_at"`,
+};
+// The SQL dialect the project reads (pg-sql-template spaces are normalised by run.mjs before comparing).
+export const IDEAL_SQL = SQL;
+
+const pool = new pg.Pool({ connectionString: DATABASE_URL, max: Number(DATABASE_POOL_SIZE) });
+
+const isCurrent = (user, identity) =>
+  user && user.UserEntity_is_active && user.UserEntity_user_type === identity.type && user.UserEntity_school_id === identity.schoolId &&
+  user.UserEntity_campus_id === (identity.campusId ?? null);
+
+const allows = (permissions, action, resource) =>
+  permissions.some(
+    (row) =>
+      (row.permission_action === action || row.permission_action === 'manage') &&
+      (row.permission_resource === resource || row.permission_resource === 'all') &&
+      !row.permission_conditions,
+  );
+
+/** When the server signs dispatch tokens, the ideal checks the signature too (CPU only, no statement). */
+const dispatchClaims = (token) => {
+  if (!BENCH_DISPATCH_KEY || !token) return undefined;
+  const [version, body, signature] = token.split('.');
+  const expected = createHmac('sha256', BENCH_DISPATCH_KEY).update(`${version}.${body}`).digest();
+  const given = Buffer.from(signature ?? '', 'base64url');
+  if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new Error('bad dispatch token');
+  return JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
+};
+
+const inTransaction = async ({ identity, meta }, work) => {
+  const claims = dispatchClaims(meta.dispatchToken);
+  const client = await pool.connect();
+  try {
+    await client.query(SQL.begin);
+    await client.query(SQL.tenant, [identity.schoolId, '', identity.sub]);
+    if (BENCH_IDEAL_DISPATCH_STATE === '1') {
+      const { rows: [run] } = await client.query(SQL.dispatchState, [claims?.runId]);
+      if (!(run?.status === 'running' && run.owner_id === identity.sub && run.thread_id === claims?.threadId)) {
+        await client.query('ROLLBACK');
+        return { error: 'run not in flight' };
+      }
+    }
+    const result = await work(client);
+    await client.query('error' in result ? 'ROLLBACK' : 'COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+};
+
+const listDepartments = (envelope) => {
+  const { identity } = envelope;
+  return inTransaction(envelope, async (client) => {
+    const { rows: users } = await client.query(SQL.user, [identity.sub]);
+    if (!isCurrent(users[0], identity)) return { error: 'identity refused' };
+    const { rows: permissions } = await client.query(SQL.permissions, [identity.sub]);
+    if (!allows(permissions, 'list', 'Department')) return { error: 'denied' };
+    const { rows: departments } = await client.query(SQL.departments);
+    if (departments.length === 0) return { data: [], scopeContext: 'Your access covers the whole school.' };
+    const { rows: members } = await client.query(SQL.members(departments.length), departments.map((d) => d.id));
+    const data = departments.map((d) => ({
+      ...d,
+      members: members.filter((m) => m.departmentId === d.id).map(({ staffId, fullName, isHead }) => ({ staffId, fullName, isHead })),
+    }));
+    return { data, scopeContext: 'Your access covers the whole school.' };
+  });
+};
+
+const createDepartment = (envelope) => {
+  const { identity, args, meta, scope } = envelope;
+  const hash = createHash('sha256').update(JSON.stringify({ event: 'create.department', identity, scope, args })).digest('hex');
+  return inTransaction(envelope, async (client) => {
+    await client.query(SQL.lock, [meta.callId]);
+    const { rows: stored } = await client.query(SQL.ledgerLookup, [meta.callId]);
+    if (stored[0]) return stored[0].ToolCallLedgerEntity_result;
+    const { rows: users } = await client.query(SQL.user, [identity.sub]);
+    if (!isCurrent(users[0], identity)) return { error: 'identity refused' };
+    const { rows: permissions } = await client.query(SQL.permissions, [identity.sub]);
+    if (!allows(permissions, 'create', 'Department')) return { error: 'denied' };
+    const name = args.name.trim();
+    const { rows: [department] } = await client.query(SQL.insertDepartment, [identity.schoolId, null, name]);
+    const data = { id: department.id, schoolId: identity.schoolId, campusId: null, name, createdAt: department.created_at };
+    const { rows: [audit] } = await client.query(SQL.insertAudit, [identity.schoolId, identity.sub, identity.type, 'create', 'department', department.id, 'agent', meta.callId]);
+    const result = { data, scopeContext: 'Your access covers the whole school.', auditId: audit.id };
+    await client.query(SQL.insertLedger, [meta.callId, identity.schoolId, 'create.department', hash, identity.sub, JSON.stringify(result)]);
+    return result;
+  });
+};
+
+const HANDLERS = { 'list.departments': listDepartments, 'create.department': createDepartment };
+
+const connection = await amqplib.connect(RABBITMQ_URL, { noDelay: true, clientProperties: { connection_name: 'naalya-bench-ideal' } });
+const channel = await connection.createChannel();
+await channel.prefetch(Number(BENCH_PREFETCH), false);
+await channel.consume(
+  BENCH_QUEUE,
+  (message) => {
+    if (!message) return;
+    const { replyTo, correlationId } = message.properties;
+    const reply = (body) => {
+      channel.sendToQueue(String(replyTo), Buffer.from(JSON.stringify(body)), { correlationId });
+      channel.ack(message);
+    };
+    let packet;
+    try {
+      packet = JSON.parse(message.content.toString('utf8'));
+    } catch {
+      channel.nack(message, false, false);
+      return;
+    }
+    const handler = HANDLERS[packet.pattern];
+    if (!handler) return reply({ id: packet.id, err: { status: 'error', message: 'no handler' }, isDisposed: true });
+    handler(packet.data).then(
+      (response) => reply({ id: packet.id, response, isDisposed: true }),
+      (error) => reply({ id: packet.id, response: { error: String(error?.message ?? error) }, isDisposed: true }),
+    );
+  },
+  { noAck: false },
+);
+process.send?.('ready');
+process.on('SIGTERM', async () => {
+  await channel.close().catch(() => undefined);
+  await connection.close().catch(() => undefined);
+  await pool.end().catch(() => undefined);
+  process.exit(0);
+});
