@@ -8,7 +8,7 @@ import { connect, type Channel, type ChannelModel, type ConfirmChannel, type Con
 import { firstValueFrom, from, lastValueFrom } from 'rxjs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { closeConnectionByName, queueCounts, rmqTestUrl, waitUntil, type QueueCounts } from '../test/rmq-test-broker.js';
-import { AckAfterReplyTransport, type AckAfterReplyTransportOptions } from './ack-after-reply.transport.js';
+import { AckAfterReplyTransport, PUBLISHER_REFUSED_ERROR, type AckAfterReplyTransportOptions } from './ack-after-reply.transport.js';
 import { currentRmqMessage } from './current-rmq-message.js';
 import { rmqClientOptions } from './rmq-client-options.js';
 import { rmqNames } from './rmq-names.js';
@@ -20,7 +20,8 @@ const names = rmqNames(`agent-tools-test-${suffix}`, `agent-runs-test-${suffix}`
 const serverConnectionName = `rmq-test-server-${suffix}`;
 const PREFETCH = 4;
 /** Long enough for one rabbitmqctl round trip while a handler is held, short enough to keep the run quick. */
-const HANDLER_TIMEOUT_MS = 1_500;
+// Long enough for rabbitmqctl (a CLI, slow on a loaded machine) to observe a message while its handler is held.
+const HANDLER_TIMEOUT_MS = 6_000;
 const MAX_MESSAGE_BYTES = 16 * 1024;
 
 const deferred = () => {
@@ -220,7 +221,7 @@ const expectSettled = async (queue: string) => {
   await waitUntil(async () => {
     counts = await queueCounts(queue);
     return counts.ready === 0 && counts.unacked === 0;
-  });
+  }, 15_000);
   expect(counts).toEqual({ ready: 0, unacked: 0 });
 };
 
@@ -266,7 +267,13 @@ describe('AckAfterReplyTransport', () => {
     const reply = call('gate.thing', null);
     await waitUntil(() => seen.gateRedeliveries.length === 1);
     // Manual acknowledgement: the broker still counts the message as delivered but unacked while the handler runs.
-    expect(await queueCounts(names.toolsQueue)).toEqual({ ready: 0, unacked: 1 });
+    // rabbitmqctl's counts are refreshed periodically, so wait for them to catch up before asserting.
+    let counts: QueueCounts = { ready: -1, unacked: -1 };
+    await waitUntil(async () => {
+      counts = await queueCounts(names.toolsQueue);
+      return counts.unacked === 1;
+    }, HANDLER_TIMEOUT_MS - 1_000);
+    expect(counts).toEqual({ ready: 0, unacked: 1 });
     seen.gate.resolve();
 
     expect(await reply).toEqual({ redelivered: false });
@@ -521,5 +528,52 @@ describe('AckAfterReplyTransport lifecycle', () => {
     const probe = await inspectorConnection.createChannel();
     probe.on('error', () => undefined);
     await expect(probe.checkQueue(missingQueue)).rejects.toThrow(/NOT_FOUND/);
+  });
+});
+
+describe('AckAfterReplyTransport with requireUserId (only the worker broker user may call)', () => {
+  const brokerUser = new URL(url).username || 'guest';
+
+  it('runs a call whose broker-validated user_id is the required user', async () => {
+    const server = await startServer({ requireUserId: brokerUser });
+    try {
+      const echoRunsBefore = runsOf('echo.thing');
+      expect(await call('echo.thing', { ok: 1 }, { userId: brokerUser })).toMatchObject({ data: { ok: 1 }, userId: brokerUser });
+      expect(runsOf('echo.thing')).toBe(echoRunsBefore + 1);
+      expect(server.logger.lines.filter((line) => line.includes('security event'))).toEqual([]);
+    } finally {
+      await server.app.close();
+    }
+  });
+
+  it('refuses a call from another broker user, or with no user_id: error reply, dead-lettered, a security event logged, the handler never run', async () => {
+    const server = await startServer({ requireUserId: 'naalya_worker_only' });
+    try {
+      const echoRunsBefore = runsOf('echo.thing');
+      await expect(call('echo.thing', { forged: 1 }, { userId: brokerUser })).rejects.toMatchObject({ message: PUBLISHER_REFUSED_ERROR });
+      publishRaw(rawPacket({ pattern: 'echo.thing', data: { forged: 2 }, id: 'no-user-id' }), { correlationId: 'no-user-id' });
+      await inspector.waitForConfirms();
+      await waitUntil(async () => (await deadLetterCount()) === 2);
+      expect(await deadLetterCount()).toBe(2);
+      await expectSettled(names.toolsQueue);
+      expect(runsOf('echo.thing')).toBe(echoRunsBefore);
+      const security = server.logger.lines.filter((line) => line.includes('security event'));
+      expect(security).toEqual([
+        expect.stringContaining(`user_id "${brokerUser}"`),
+        expect.stringContaining('no user_id'),
+      ]);
+      expect(rawReplies.map((reply) => JSON.parse(reply.content.toString()))).toEqual([
+        { id: 'no-user-id', err: { status: 'error', message: PUBLISHER_REFUSED_ERROR }, isDisposed: true },
+      ]);
+    } finally {
+      await server.app.close();
+    }
+  });
+
+  it('the broker itself refuses a publisher claiming another user id (406), so user_id cannot be forged', async () => {
+    const probe = await inspectorConnection.createChannel();
+    const closed = new Promise<Error>((resolve) => probe.once('error', resolve));
+    probe.sendToQueue(names.toolsQueue, rawPacket({ pattern: 'echo.thing', data: {}, id: 'spoofed' }), { userId: 'naalya_worker_only' });
+    expect((await closed).message).toMatch(/PRECONDITION_FAILED/);
   });
 });
