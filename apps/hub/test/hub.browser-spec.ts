@@ -106,6 +106,19 @@ describe('the Hub in a browser, against the built server and worker', () => {
     await page.screenshot({ path: `${SCREENSHOTS}chat.png`, fullPage: true });
   });
 
+  it('campus mode: a campus administrator picks only their own campus, and the scope line says the chat is pinned to it', async () => {
+    await signIn('campus.admin@greenhill.school');
+    await page.getByLabel('One campus').check();
+    const campus = page.getByLabel('Campus', { exact: true });
+    expect(await campus.locator('option').allTextContents()).toEqual(['Kisasi']);
+    await page.getByText('Message Rover (Kisasi campus)').waitFor();
+    await send('list departments');
+    const card = page.getByTestId('tool-card').filter({ hasText: 'List departments' });
+    await card.and(page.locator('[data-status="done"]')).waitFor();
+    expect(await card.getByTestId('scope-line').textContent()).toMatch(/^Scope: This covers the Kisasi campus only, the campus this chat is pinned to\.$/);
+    await signIn(ADMIN);
+  });
+
   it('"delete the Languages department": Rover asks, one answer resumes the run, a second is refused, the success links to its audit row', async () => {
     await page.getByRole('link', { name: 'New chat' }).click();
     await send('delete the Languages department');
@@ -114,9 +127,10 @@ describe('the Hub in a browser, against the built server and worker', () => {
     expect(await question.textContent()).toContain('Rover');
     const interruptId = await question.getAttribute('data-interrupt-id');
 
-    // Keyboard: type the answer and press Enter.
-    await question.getByLabel('Your answer').fill('yes');
-    await question.getByLabel('Your answer').press('Enter');
+    // Keyboard only: the newest question has the focus; type the answer and press Enter.
+    await expect.poll(() => question.getByLabel('Your answer').evaluate((input) => input === document.activeElement)).toBe(true);
+    await page.keyboard.type('yes');
+    await page.keyboard.press('Enter');
     await question.and(page.locator('[data-state="answered"]')).waitFor();
     await page.getByTestId('success-event').filter({ hasText: 'Department deleted' }).waitFor();
     await page.getByTestId('tool-card').filter({ hasText: 'Delete department' }).and(page.locator('[data-status="done"]')).waitFor();

@@ -2,7 +2,7 @@ import { useCallback, useEffect, useReducer, useRef, useState, type FormEvent, t
 import { agentRunEventSchema } from '@naalya/agent-tools';
 import { api, session, toolCallKey, type ThreadSummary } from '../lib/api';
 import { speakerName, SPEAKER_ROLES } from '../lib/labels';
-import { activeRun, emptyThread, threadReducer, type ChatItem } from '../lib/run-view';
+import { activeRun, emptyThread, pendingQuestions, threadReducer, type ChatItem } from '../lib/run-view';
 import { chatHref, activityHref } from '../lib/route';
 import { HttpError, streamRunEvents } from '../lib/sse';
 import type { RunModeChoice } from './Header';
@@ -175,6 +175,15 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
     }
   };
 
+  // The newest item stays in view as the conversation grows.
+  const end = useRef<HTMLDivElement | null>(null);
+  const lastItem = state.items.at(-1);
+  const lastText = lastItem?.kind === 'message' ? lastItem.text.length : 0;
+  useEffect(() => {
+    end.current?.scrollIntoView?.({ block: 'end' });
+  }, [state.items.length, lastText]);
+  const newestQuestion = pendingQuestions(state).at(-1)?.id;
+
   const active = activeRun(state);
   const busy = sending || Boolean(active);
   const hint = active?.status === 'interrupted' ? 'Answer the question above to continue.' : active ? 'Rover is working…' : null;
@@ -215,7 +224,7 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
               case 'tool':
                 return item.name === 'ask_user' ? null : <ToolCard key={item.id} item={item} />;
               case 'question':
-                return <QuestionForm key={item.id} item={item} onAnswer={(id, text) => void answer(id, text)} />;
+                return <QuestionForm key={item.id} item={item} focus={item.id === newestQuestion} onAnswer={(id, text) => void answer(id, text)} />;
               case 'success':
                 return (
                   <p key={item.id} className="rounded border border-emerald-300 bg-emerald-50 px-3 py-2 text-sm text-emerald-900" data-testid="success-event">
@@ -238,6 +247,7 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
                 );
             }
           })}
+          <div ref={end} />
         </div>
         <form onSubmit={send} className="border-t border-slate-200 bg-white p-3">
           <label htmlFor="composer" className="block text-sm font-medium">

@@ -5,7 +5,16 @@ import { speakerName, SPEAKER_ROLES } from '../lib/labels';
 type QuestionItem = Extract<ChatItem, { kind: 'question' }>;
 
 /** A form bound to one question (its interrupt id): one answer, sent once. */
-export const QuestionForm = ({ item, onAnswer }: { item: QuestionItem; onAnswer: (interruptId: string, answer: string) => void }) => {
+/** `focus`: the newest open question takes the keyboard focus, so the answer can be typed at once. */
+export const QuestionForm = ({
+  item,
+  focus = false,
+  onAnswer,
+}: {
+  item: QuestionItem;
+  focus?: boolean;
+  onAnswer: (interruptId: string, answer: string) => void;
+}) => {
   const [answer, setAnswer] = useState('');
   const inputId = useId();
   const asker = speakerName(item.askedBy);
@@ -47,6 +56,7 @@ export const QuestionForm = ({ item, onAnswer }: { item: QuestionItem; onAnswer:
             <div className="flex flex-wrap gap-2">
               <input
                 id={inputId}
+                autoFocus={focus}
                 value={answer}
                 onChange={(event) => setAnswer(event.target.value)}
                 className="min-w-48 flex-1 rounded border border-slate-300 bg-white px-2 py-1"
