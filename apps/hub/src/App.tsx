@@ -43,7 +43,7 @@ export const App = () => {
         setMe(who);
         const visible = await api.campuses().catch(() => [] as Campus[]);
         // A campus-limited member of staff may only open a chat on their own campus.
-        if (live) setCampuses(who.user.campusId ? visible.filter((campus) => campus.id === who.user.campusId) : visible);
+        if (live) setCampuses(who.campusId ? visible.filter((campus) => campus.id === who.campusId) : visible);
       })
       .catch(onApiError);
     return () => {

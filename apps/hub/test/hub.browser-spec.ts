@@ -78,6 +78,9 @@ describe('the Hub in a browser, against the built server and worker', () => {
     const whoami = page.getByTestId('whoami');
     await expect.poll(() => whoami.textContent()).toContain('Grace Namusoke');
     expect(await page.getByTestId('school').textContent()).toBe('Greenhill Academy');
+    await expect.poll(() => whoami.textContent()).toContain('School administrator');
+    // Finding out who you are opens nothing: no thread, no run.
+    expect((await stack.api<unknown[]>(ADMIN, '/agent/threads')).body).toEqual([]);
     const roster = page.getByTestId('roster');
     await roster.getByText('Rover').waitFor();
     // Campus mode is offered to someone whose reach covers the campuses.

@@ -1,4 +1,3 @@
-import { eligibleAgentRoles } from '@naalya/agent-tools';
 import { UserType } from '@naalya/access';
 import type { AgentMap, Campus, Me } from '../lib/api';
 import { SPEAKER_ROLES, toolLabel } from '../lib/labels';
@@ -20,8 +19,7 @@ const navClass = (active: boolean) =>
   `rounded px-3 py-1.5 text-sm font-medium ${active ? 'bg-sky-100 text-sky-900' : 'text-slate-700 hover:bg-slate-100'}`;
 
 export const Header = ({ me, map, campuses, mode, onModeChange, route, onSignOut }: Props) => {
-  const hats = me ? eligibleAgentRoles(me.capabilities).map((role) => SPEAKER_ROLES[role]) : [];
-  const isPlatform = me?.user.userType === UserType.PLATFORM_ADMIN;
+  const isPlatform = me?.userType === UserType.PLATFORM_ADMIN;
   return (
     <header className="border-b border-slate-200 bg-white">
       <div className="flex flex-wrap items-center gap-4 px-4 py-3">
@@ -37,9 +35,10 @@ export const Header = ({ me, map, campuses, mode, onModeChange, route, onSignOut
         <div className="ml-auto flex items-center gap-3 text-sm" data-testid="whoami">
           {me ? (
             <span>
-              Signed in as <strong>{me.user.fullName}</strong> ({me.user.email}) ·{' '}
+              Signed in as <strong>{me.fullName}</strong> ({me.email}) ·{' '}
               <span data-testid="school">{isPlatform ? 'Platform administrator, every school' : (me.schoolName ?? 'Your school')}</span>
-              {hats.length ? <span className="text-slate-500"> · {hats.join(', ')}</span> : null}
+              {me.campusName ? <span> · {me.campusName} campus</span> : null}
+              {me.roles.length ? <span className="text-slate-500"> · {me.roles.join(', ')}</span> : null}
             </span>
           ) : (
             <span className="text-slate-500">Loading who you are…</span>

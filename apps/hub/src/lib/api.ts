@@ -1,4 +1,5 @@
-import type { AgentCapabilities, AgentRunModeName, AgentSpeaker, AgentUserDetails } from '@naalya/agent-tools';
+import type { UserType } from '@naalya/access';
+import type { AgentRunModeName, AgentSpeaker } from '@naalya/agent-tools';
 import type { RunSummary } from './run-view';
 import { HttpError, errorMessageOf } from './sse';
 
@@ -11,7 +12,17 @@ export const session = {
   clear: () => sessionStorage.removeItem(TOKEN_KEY),
 };
 
-export type Me = { user: AgentUserDetails; capabilities: AgentCapabilities; schoolName: string | null };
+export type Me = {
+  id: string;
+  fullName: string;
+  email: string;
+  userType: UserType;
+  schoolId: string | null;
+  schoolName: string | null;
+  campusId: string | null;
+  campusName: string | null;
+  roles: string[];
+};
 export type Campus = { id: string; name: string };
 export type AgentMap = { mode: AgentRunModeName; roster: { speaker: AgentSpeaker; name: string; tools: string[] }[] };
 export type ThreadSummary = { id: string; title: string | null; createdAt: string; updatedAt: string };
@@ -48,17 +59,8 @@ export const request = async <T>(path: string, init: { method?: string; body?: u
 export const api = {
   login: (email: string, password: string) =>
     request<{ accessToken: string; expiresIn: number }>('/auth/login', { body: { email, password }, token: null }),
-  /** Who the caller is, as the server mints it for a run (read fresh from the database, not from the token). */
-  me: async (): Promise<Me> => {
-    const context = await request<{ userDetails: AgentUserDetails; capabilities: AgentCapabilities }>('/agent/context', { body: {} });
-    const schoolName = context.userDetails.schoolId
-      ? await request<{ displayName: string }>('/branding').then(
-          (branding) => branding.displayName,
-          () => null,
-        )
-      : null;
-    return { user: context.userDetails, capabilities: context.capabilities, schoolName };
-  },
+  /** Who the caller is, read fresh by the server (display only). */
+  me: () => request<Me>('/auth/me'),
   campuses: () => request<Campus[]>('/campuses'),
   map: (mode: AgentRunModeName) => request<AgentMap>(`/agent/map?mode=${mode}`),
   threads: () => request<ThreadSummary[]>('/agent/threads'),

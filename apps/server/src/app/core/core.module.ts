@@ -9,6 +9,7 @@ import { HealthController } from './health/health.controller.js';
 import { AuthService } from './auth/auth.service.js';
 import { IdentityService } from './auth/identity.service.js';
 import { JwtAuthGuard } from './auth/jwt-auth.guard.js';
+import { MeController } from './auth/me.controller.js';
 import { AppAbilityFactory } from './authorization/app-ability.factory.js';
 import { SERVER_CONFIG, type ServerConfig } from './config/server-config.js';
 import { DatabaseModule } from './database/database.module.js';
@@ -22,7 +23,7 @@ export class CoreModule {
     return {
       module: CoreModule,
       imports: [DatabaseModule],
-      controllers: [AuthController, HealthController, AuditLogController],
+      controllers: [AuthController, MeController, HealthController, AuditLogController],
       providers: [
         { provide: SERVER_CONFIG, useValue: config },
         AuthService,

@@ -1,0 +1,49 @@
+import { Controller, Get } from '@nestjs/common';
+import type { UserType } from '@naalya/access';
+import { currentManager } from '../tenancy/tenant-context.js';
+import { CurrentUser } from './current-user.decorator.js';
+import { IdentityService } from './identity.service.js';
+import type { JwtPayload } from './jwt-payload.js';
+
+export type Me = {
+  id: string;
+  fullName: string;
+  email: string;
+  userType: UserType;
+  schoolId: string | null;
+  schoolName: string | null;
+  campusId: string | null;
+  campusName: string | null;
+  roles: string[];
+};
+
+/**
+ * Who the caller is, read fresh in their unit of work (the Hub's header): display only, it grants nothing. Reads with
+ * no side effect, unlike POST /agent/context, which opens a run and mints a dispatch token.
+ */
+@Controller('auth')
+export class MeController {
+  constructor(private readonly identityService: IdentityService) {}
+
+  @Get('me')
+  async me(@CurrentUser() jwt: JwtPayload): Promise<Me> {
+    const user = await this.identityService.assertCurrent(jwt);
+    const [place] = (await currentManager().query(
+      `SELECT (SELECT name FROM schools WHERE id = $1) AS "schoolName", (SELECT name FROM campuses WHERE id = $2) AS "campusName",
+              (SELECT COALESCE(array_agg(r.name ORDER BY r.name), '{}') FROM roles r INNER JOIN user_x_roles ur ON ur.role_id = r.id
+                WHERE ur.user_id = $3) AS roles`,
+      [user.schoolId, user.campusId, user.id],
+    )) as { schoolName: string | null; campusName: string | null; roles: string[] }[];
+    return {
+      id: user.id,
+      fullName: user.fullName,
+      email: user.email,
+      userType: user.userType,
+      schoolId: user.schoolId,
+      schoolName: place?.schoolName ?? null,
+      campusId: user.campusId,
+      campusName: place?.campusName ?? null,
+      roles: place?.roles ?? [],
+    };
+  }
+}
