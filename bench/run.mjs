@@ -40,7 +40,7 @@ const PREFETCH = POOL_SIZE;
 const TIMEOUT_MS = 15_000;
 const RESULTS = `${ROOT}bench/results/`;
 const BENCH = `${ROOT}bench/`;
-const VARIANT_ORDER = ['a', 'b', 'c', 'd', 'er', 'ew'];
+const VARIANT_ORDER = ['a', 'b', 'bt', 'c', 'd', 'er', 'ew'];
 
 Logger.overrideLogger(['error', 'warn']);
 const log = (line) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}`);
@@ -107,6 +107,7 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
     DATABASE_POOL_SIZE: String(POOL_SIZE),
     BENCH_DISPATCH_KEY: stack.env.DISPATCH_SIGNING_KEY,
     BENCH_IDEAL_DISPATCH_STATE: '0',
+    BENCH_IDEAL_IDENTITY_WITH_PERMISSIONS: '0',
   };
   let ideal;
 
@@ -160,6 +161,8 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
       if (variant === 'er') {
         // The ideal issues the run-in-flight check only if the server does (it came with signed dispatch tokens).
         idealEnv.BENCH_IDEAL_DISPATCH_STATE = statementLists.c.some((sql) => sql.includes('agent_run_dispatch_state')) ? '1' : '0';
+        // And reads the caller with their permissions in one statement only if the server does.
+        idealEnv.BENCH_IDEAL_IDENTITY_WITH_PERMISSIONS = statementLists.c.some((sql) => sql.includes('AS permissions FROM users u')) ? '1' : '0';
         ideal = await forkServer('ideal.mjs', idealEnv);
         children.push(ideal);
       }
@@ -214,7 +217,11 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
   const echoProxy = toRpcProxy(listDepartmentsTool, echoCaller);
   callers.a = () => rawCall(rawA, 'list.departments', envelope(ctx.read, {}));
   callers.b = () => invoke(echoProxy, {}, ctx.read);
-  const serverPidOf = { a: () => rawEcho.pid, b: () => nestEcho.pid, c: () => server.pid, d: () => server.pid, er: () => ideal.pid, ew: () => ideal.pid };
+  // (b′): the same transport with (a)'s caller, to tell the server-side transport's cost from the worker-side proxy's.
+  const rawB = await createRawClient({ url: RABBITMQ_URL, queue: queues.b.toolsQueue, timeoutMs: TIMEOUT_MS });
+  closers.push(rawB.close);
+  callers.bt = () => rawCall(rawB, 'list.departments', envelope(ctx.read, {}));
+  const serverPidOf = { a: () => rawEcho.pid, b: () => nestEcho.pid, bt: () => nestEcho.pid, c: () => server.pid, d: () => server.pid, er: () => ideal.pid, ew: () => ideal.pid };
 
   const broker = brokerPid();
   const dbPids = async () =>
@@ -338,7 +345,6 @@ const profileMode = async ({ server, callers }) => {
   const md = profileMarkdown(`Server CPU profile (${label}), c64, ${seconds} s, half list_departments / half create_department`, summary, calls);
   writeFileSync(`${RESULTS}profile-${label}.md`, `${md}\n`);
   writeFileSync(`${RESULTS}profile-${label}.json`, `${JSON.stringify({ calls, seconds, ...summary }, null, 2)}\n`);
-  rmSync(file, { force: true });
   console.log(`\n${md}\n`);
   return [];
 };

@@ -2,13 +2,14 @@
 export const VARIANTS = {
   a: 'raw amqplib echo (transport baseline)',
   b: 'AckAfterReplyTransport + worker proxy, echo',
+  bt: 'AckAfterReplyTransport, raw amqplib caller, echo',
   c: 'list_departments through execute()',
   d: 'create_department through execute() (audited)',
   er: 'ideal for (c): raw amqplib + pg, the same statements',
   ew: 'ideal for (d): raw amqplib + pg, the same statements',
 };
 
-export const tag = (variant) => (variant.startsWith('e') ? '(e)' : `(${variant})`);
+export const tag = (variant) => (variant.startsWith('e') ? '(e)' : variant === 'bt' ? "(b′)" : `(${variant})`);
 
 export const median = (values) => {
   const sorted = values.filter((v) => Number.isFinite(v)).sort((x, y) => x - y);
@@ -58,6 +59,7 @@ export const aggregate = (phases, concurrencies, variants) => {
 export const ratios = (phases, concurrencies) => {
   const pairs = [
     ['b', 'a'],
+    ['bt', 'a'],
     ['c', 'er'],
     ['d', 'ew'],
   ];
@@ -71,7 +73,7 @@ export const ratios = (phases, concurrencies) => {
       }
       if (perRound.length === 0) continue;
       out.push({
-        pair: `(${num})/(${den === 'er' || den === 'ew' ? 'e' : den})`,
+        pair: `${tag(num)}/${tag(den)}`,
         concurrency,
         p50: median(perRound.map((r) => r.p50)),
         p50s: perRound.map((r) => r.p50),
@@ -92,6 +94,8 @@ export const targets = (ratioRows) => {
   return [
     check('(b) p50 at c1 ≤ 1.2× (a)', find('(b)/(a)', 1), 'p50', '<=', 1.2),
     check('(b) calls/s at c64 ≥ 0.9× (a)', find('(b)/(a)', 64), 'throughput', '>=', 0.9),
+    check('(b′) p50 at c1 ≤ 1.2× (a), transport alone (not a target)', find('(b′)/(a)', 1), 'p50', '<=', 1.2),
+    check('(b′) calls/s at c64 ≥ 0.9× (a), transport alone (not a target)', find('(b′)/(a)', 64), 'throughput', '>=', 0.9),
     check('(c) calls/s at c64 ≥ 0.7× (e)', find('(c)/(e)', 64), 'throughput', '>=', 0.7),
     check('(d) calls/s at c64 ≥ 0.7× (e)', find('(d)/(e)', 64), 'throughput', '>=', 0.7),
     check('(c) p50 at c1 ≤ 1.3× (e)', find('(c)/(e)', 1), 'p50', '<=', 1.3),
@@ -126,7 +130,7 @@ const escapeXml = (text) => String(text).replace(/[<>&"]/g, (c) => ({ '<': '&lt;
 
 /** Two panels, hand-written SVG: calls/s by concurrency (log x), p50 latency by concurrency. */
 export const svgChart = ({ rows, concurrencies, variants, title }) => {
-  const colors = { a: '#4e79a7', b: '#f28e2b', c: '#59a14f', d: '#e15759', er: '#76b7b2', ew: '#b07aa1' };
+  const colors = { a: '#4e79a7', b: '#f28e2b', bt: '#edc948', c: '#59a14f', d: '#e15759', er: '#76b7b2', ew: '#b07aa1' };
   const width = 980;
   const height = 420;
   const panel = { w: 400, h: 300, top: 60 };
@@ -169,9 +173,9 @@ export const svgChart = ({ rows, concurrencies, variants, title }) => {
     }
   }
   variants.forEach((variant, i) => {
-    const x = 20 + i * 160;
+    const x = 10 + i * 138;
     parts.push(`<rect x="${x}" y="${height - 30}" width="12" height="12" fill="${colors[variant]}"/>`);
-    parts.push(`<text x="${x + 16}" y="${height - 20}">${tag(variant)} ${escapeXml(VARIANTS[variant].slice(0, 20))}</text>`);
+    parts.push(`<text x="${x + 16}" y="${height - 20}">${tag(variant)} ${escapeXml(VARIANTS[variant].slice(0, 16))}</text>`);
   });
   parts.push('</svg>');
   return parts.join('\n');

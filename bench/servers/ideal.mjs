@@ -6,7 +6,8 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import amqplib from 'amqplib';
 import pg from 'pg';
 
-const { RABBITMQ_URL, BENCH_QUEUE, BENCH_PREFETCH, DATABASE_URL, DATABASE_POOL_SIZE, BENCH_DISPATCH_KEY, BENCH_IDEAL_DISPATCH_STATE } = process.env;
+const { RABBITMQ_URL, BENCH_QUEUE, BENCH_PREFETCH, DATABASE_URL, DATABASE_POOL_SIZE, BENCH_DISPATCH_KEY, BENCH_IDEAL_DISPATCH_STATE, BENCH_IDEAL_IDENTITY_WITH_PERMISSIONS } =
+  process.env;
 
 const SQL = {
   begin: 'START TRANSACTION',
@@ -16,6 +17,14 @@ const SQL = {
   ledgerLookup: `SELECT "ToolCallLedgerEntity"."call_id" AS "ToolCallLedgerEntity_call_id", "ToolCallLedgerEntity"."school_id" AS "ToolCallLedgerEntity_school_id", "ToolCallLedgerEntity"."event" AS "ToolCallLedgerEntity_event", "ToolCallLedgerEntity"."request_hash" AS "ToolCallLedgerEntity_request_hash", "ToolCallLedgerEntity"."actor_id" AS "ToolCallLedgerEntity_actor_id", "ToolCallLedgerEntity"."result" AS "ToolCallLedgerEntity_result", "ToolCallLedgerEntity"."created_at" AS "ToolCallLedgerEntity_created_at" FROM "tool_call_ledger" "ToolCallLedgerEntity" WHERE (("ToolCallLedgerEntity"."call_id" = $1)) LIMIT 1`,
   user: `SELECT "UserEntity"."id" AS "UserEntity_id", "UserEntity"."school_id" AS "UserEntity_school_id", "UserEntity"."campus_id" AS "UserEntity_campus_id", "UserEntity"."email" AS "UserEntity_email", "UserEntity"."full_name" AS "UserEntity_full_name", "UserEntity"."user_type" AS "UserEntity_user_type", "UserEntity"."is_active" AS "UserEntity_is_active", "UserEntity"."created_at" AS "UserEntity_created_at" FROM "users" "UserEntity" WHERE (("UserEntity"."id" = $1)) LIMIT 1`,
   permissions: `SELECT "permission"."id" AS "permission_id", "permission"."school_id" AS "permission_school_id", "permission"."role_id" AS "permission_role_id", "permission"."action" AS "permission_action", "permission"."resource" AS "permission_resource", "permission"."conditions" AS "permission_conditions" FROM "role_permissions" "permission" INNER JOIN "user_x_roles" "userRole" ON "userRole"."role_id" = "permission"."role_id" WHERE "userRole"."user_id" = $1`,
+  // IdentityService.assertCurrentWithPermissions: the caller and their permission rows in one statement.
+  userWithPermissions: `
+  SELECT u.is_active AS "isActive", u.user_type AS "userType", u.school_id AS "schoolId", u.campus_id AS "campusId",
+         (SELECT COALESCE(json_agg(json_build_object('action', p.action, 'resource', p.resource, 'conditions', p.conditions)), '[]'::json)
+            FROM role_permissions p INNER JOIN user_x_roles ur ON ur.role_id = p.role_id
+           WHERE ur.user_id = u.id) AS permissions
+    FROM users u
+   WHERE u.id = $1`,
   departments: `SELECT "department"."id" AS id, "department"."name" AS name, "department"."campus_id" AS "campusId", "campus"."name" AS "campusName" FROM "departments" "department" LEFT JOIN "campuses" "campus" ON "campus"."id" = "department"."campus_id" ORDER BY "department"."name" ASC`,
   members: (count) =>
     `SELECT "member"."department_id" AS "departmentId", "member"."user_id" AS "staffId", "user"."full_name" AS "fullName", "member"."is_head" AS "isHead" FROM "department_members" "member" INNER JOIN "users" "user" ON "user"."id" = "member"."user_id" WHERE "member"."department_id" IN (${Array.from({ length: count }, (_, i) => `$${i + 1}`).join(', ')}) ORDER BY "user"."full_name" ASC`,
@@ -31,6 +40,18 @@ const pool = new pg.Pool({ connectionString: DATABASE_URL, max: Number(DATABASE_
 const isCurrent = (user, identity) =>
   user && user.UserEntity_is_active && user.UserEntity_user_type === identity.type && user.UserEntity_school_id === identity.schoolId &&
   user.UserEntity_campus_id === (identity.campusId ?? null);
+
+/** The caller, refused unless current, and their permission rows: one statement or two, as the server does it. */
+const currentPermissions = async (client, identity) => {
+  if (BENCH_IDEAL_IDENTITY_WITH_PERMISSIONS === '1') {
+    const { rows: [row] } = await client.query(SQL.userWithPermissions, [identity.sub]);
+    const current = row && row.isActive && row.userType === identity.type && row.schoolId === identity.schoolId && row.campusId === (identity.campusId ?? null);
+    return current ? row.permissions.map((p) => ({ permission_action: p.action, permission_resource: p.resource, permission_conditions: p.conditions })) : undefined;
+  }
+  const { rows: users } = await client.query(SQL.user, [identity.sub]);
+  if (!isCurrent(users[0], identity)) return undefined;
+  return (await client.query(SQL.permissions, [identity.sub])).rows;
+};
 
 const allows = (permissions, action, resource) =>
   permissions.some(
@@ -77,9 +98,8 @@ const inTransaction = async ({ identity, meta }, work) => {
 const listDepartments = (envelope) => {
   const { identity } = envelope;
   return inTransaction(envelope, async (client) => {
-    const { rows: users } = await client.query(SQL.user, [identity.sub]);
-    if (!isCurrent(users[0], identity)) return { error: 'identity refused' };
-    const { rows: permissions } = await client.query(SQL.permissions, [identity.sub]);
+    const permissions = await currentPermissions(client, identity);
+    if (!permissions) return { error: 'identity refused' };
     if (!allows(permissions, 'list', 'Department')) return { error: 'denied' };
     const { rows: departments } = await client.query(SQL.departments);
     if (departments.length === 0) return { data: [], scopeContext: 'Your access covers the whole school.' };
@@ -99,9 +119,8 @@ const createDepartment = (envelope) => {
     await client.query(SQL.lock, [meta.callId]);
     const { rows: stored } = await client.query(SQL.ledgerLookup, [meta.callId]);
     if (stored[0]) return stored[0].ToolCallLedgerEntity_result;
-    const { rows: users } = await client.query(SQL.user, [identity.sub]);
-    if (!isCurrent(users[0], identity)) return { error: 'identity refused' };
-    const { rows: permissions } = await client.query(SQL.permissions, [identity.sub]);
+    const permissions = await currentPermissions(client, identity);
+    if (!permissions) return { error: 'identity refused' };
     if (!allows(permissions, 'create', 'Department')) return { error: 'denied' };
     const name = args.name.trim();
     const { rows: [department] } = await client.query(SQL.insertDepartment, [identity.schoolId, null, name]);

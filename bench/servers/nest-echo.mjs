@@ -30,6 +30,8 @@ const transport = new AckAfterReplyTransport({
   drainTimeoutMs: 3_000,
   logger: new Logger('BenchEchoTransport'),
   connectionName: 'naalya-bench-nest-echo',
+  // As the server's tool transport: only the worker's broker user may publish (ignored by a transport without the option).
+  requireUserId: decodeURIComponent(new URL(RABBITMQ_URL).username || 'guest'),
 });
 const app = await NestFactory.createMicroservice(BenchEchoModule, { strategy: transport, logger: ['error'] });
 app.enableShutdownHooks(['SIGTERM']);

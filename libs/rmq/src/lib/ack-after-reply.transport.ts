@@ -84,6 +84,34 @@ const describe = (error: unknown): string => {
 };
 
 /**
+ * Coalesces the socket writes of one tick into one `writev`. amqplib writes every frame group with its own
+ * `socket.write` (lib/mux.js), and with TCP_NODELAY each becomes its own syscall and segment: a reply and its ack,
+ * and every other reply and ack settled in the same tick, cost one syscall each. Corked until the next tick, they
+ * leave together, in the same order (the reply still precedes its ack on the wire), and nothing waits longer than the
+ * current tick (performance.md §6.1: "coalesce writes per tick (cork/uncork) rather than relying on Nagle").
+ */
+const coalesceSocketWrites = (model: ChannelModel): void => {
+  const socket = (model.connection as { stream?: unknown }).stream as
+    | { write: (...args: unknown[]) => boolean; cork: () => void; uncork: () => void }
+    | undefined;
+  if (!socket || typeof socket.cork !== 'function' || typeof socket.uncork !== 'function' || typeof socket.write !== 'function') return;
+  const write = socket.write;
+  let corked = false;
+  const uncork = (): void => {
+    corked = false;
+    socket.uncork();
+  };
+  socket.write = function coalescedWrite(this: unknown, ...args: unknown[]): boolean {
+    if (!corked) {
+      corked = true;
+      socket.cork();
+      process.nextTick(uncork);
+    }
+    return write.apply(this, args);
+  };
+};
+
+/**
  * A Nest transport on raw amqplib that settles each message only after its reply is published: a crash mid-call leaves
  * the message unacked (redelivered), and every message is acked or dead-lettered exactly once whatever happens, so no
  * message ever holds a prefetch slot for good. Nest's stock ServerRMQ acks on delivery, cannot ack after replying, and
@@ -188,6 +216,7 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
   /** Runs after every (re)connection, as amqplib's recovery setup. */
   private async startConsuming(model: ChannelModel): Promise<void> {
     if (this.closing) return;
+    coalesceSocketWrites(model);
     const channel = await this.openChannel(model);
     // Without an 'error' listener a channel error crashes the process (amqp-node/amqplib#649).
     channel.on('error', (error: Error) => this.logger.error(`RabbitMQ channel error on ${this.options.queue}: ${error.message}`));

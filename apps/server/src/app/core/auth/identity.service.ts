@@ -1,9 +1,32 @@
 import { ForbiddenException, Injectable } from '@nestjs/common';
+import type { PermissionRow } from '../authorization/app-ability.factory.js';
 import { UserEntity } from '../../staff/user.entity.js';
-import { repo } from '../tenancy/tenant-context.js';
+import { currentManager, repo } from '../tenancy/tenant-context.js';
 import type { JwtPayload } from './jwt-payload.js';
 
 export const IDENTITY_REFUSED_ERROR = 'Your account is not active or has changed. Sign in again.';
+
+type IdentityFacts = { isActive: boolean; userType: string; schoolId: string | null; campusId: string | null };
+
+const isCurrent = (user: IdentityFacts | undefined, jwt: JwtPayload): boolean =>
+  !!user &&
+  user.isActive &&
+  user.userType === jwt.type &&
+  user.schoolId === (jwt.schoolId ?? null) &&
+  user.campusId === (jwt.campusId ?? null);
+
+/**
+ * The caller's row and, in the same statement, the permission rows of their roles: exactly the rows
+ * AppAbilityFactory.createForUser reads (role_permissions joined to user_x_roles by user), under the same
+ * row-level security, in the same transaction and snapshot. One round trip instead of two on every tool call.
+ */
+const CURRENT_USER_WITH_PERMISSIONS = `
+  SELECT u.is_active AS "isActive", u.user_type AS "userType", u.school_id AS "schoolId", u.campus_id AS "campusId",
+         (SELECT COALESCE(json_agg(json_build_object('action', p.action, 'resource', p.resource, 'conditions', p.conditions)), '[]'::json)
+            FROM role_permissions p INNER JOIN user_x_roles ur ON ur.role_id = p.role_id
+           WHERE ur.user_id = u.id) AS permissions
+    FROM users u
+   WHERE u.id = $1`;
 
 /**
  * Tokens and envelopes can outlive the facts they carry. Inside the unit of work the caller is
@@ -13,15 +36,17 @@ export const IDENTITY_REFUSED_ERROR = 'Your account is not active or has changed
 export class IdentityService {
   async assertCurrent(jwt: JwtPayload): Promise<UserEntity> {
     const user = await repo(UserEntity).findOneBy({ id: jwt.sub });
-    if (
-      !user ||
-      !user.isActive ||
-      user.userType !== jwt.type ||
-      user.schoolId !== (jwt.schoolId ?? null) ||
-      user.campusId !== (jwt.campusId ?? null)
-    ) {
-      throw new ForbiddenException(IDENTITY_REFUSED_ERROR);
-    }
+    if (!user || !isCurrent(user, jwt)) throw new ForbiddenException(IDENTITY_REFUSED_ERROR);
     return user;
+  }
+
+  /**
+   * assertCurrent's check, and the caller's permission rows for AppAbilityFactory.fromPermissions, in one query.
+   * Refuses exactly what assertCurrent refuses; the permissions are read fresh on every call, never cached.
+   */
+  async assertCurrentWithPermissions(jwt: JwtPayload): Promise<PermissionRow[]> {
+    const [row] = (await currentManager().query(CURRENT_USER_WITH_PERMISSIONS, [jwt.sub])) as (IdentityFacts & { permissions: PermissionRow[] })[];
+    if (!isCurrent(row, jwt)) throw new ForbiddenException(IDENTITY_REFUSED_ERROR);
+    return row.permissions;
   }
 }

@@ -114,8 +114,9 @@ export class ToolExecutor {
     }
     if (Date.now() > plan.deadline + DEADLINE_SKEW_MS) return { error: DEADLINE_PASSED_ERROR };
 
-    await this.identityService.assertCurrent(plan.identityJwt);
-    const ability = await this.abilityFactory.createForUser(plan.tenantJwt);
+    // The caller reloaded and their permission rows read in one statement; the ability is rebuilt from them (never cached).
+    const permissions = await this.identityService.assertCurrentWithPermissions(plan.identityJwt);
+    const ability = this.abilityFactory.fromPermissions(plan.tenantJwt, permissions);
     const result =
       posture.auth === 'casl'
         ? await runInToolScope({ jwt: plan.tenantJwt, ability, scope: plan.scope }, posture.gate, call)
