@@ -69,6 +69,8 @@ describe('the Hub in a browser, against the built server and worker', () => {
     expect(await response.text()).toContain('<div id="root">');
     const root = await fetch(`${stack.baseUrl}/`, { redirect: 'manual' });
     expect(root.headers.get('location')).toBe('/hub/');
+    const bare = await fetch(`${stack.baseUrl}/hub`, { redirect: 'manual' });
+    expect(bare.headers.get('location')).toBe('/hub/');
     // The API is unchanged beside it: still JSON, still behind the token.
     expect((await fetch(`${stack.baseUrl}/departments`)).status).toBe(401);
   });
