@@ -214,9 +214,29 @@ describe('security across the hop', () => {
       identity: { sub: contexts['adminA'].userDetails.id, type: 'staff', schoolId: ids.schoolA, campusId: null },
       scope: { mode: 'school' },
       args: { departmentId: 'not-an-id' },
-      meta: { callId: randomUUID(), deadline: Date.now() + TIMEOUT_MS },
+      meta: { callId: randomUUID(), deadline: Date.now() + TIMEOUT_MS, dispatchToken: contexts['adminA'].dispatchToken },
     });
     expect(result).toEqual({ error: expect.stringMatching(/^Invalid tool arguments: departmentId/) });
+  });
+
+  it('a hand-built envelope without the dispatch token the server minted runs nothing in the server process', async () => {
+    const name = `Unsigned ${randomUUID().slice(0, 6)}`;
+    const unsigned = await caller.call(createDepartmentTool.event, {
+      identity: { sub: contexts['adminA'].userDetails.id, type: 'staff', schoolId: ids.schoolA, campusId: null },
+      scope: { mode: 'school' },
+      args: { name },
+      meta: { callId: randomUUID(), deadline: Date.now() + TIMEOUT_MS },
+    });
+    // Another user's token does not lend its run to this identity either.
+    const borrowed = await caller.call(createDepartmentTool.event, {
+      identity: { sub: contexts['adminA'].userDetails.id, type: 'staff', schoolId: ids.schoolA, campusId: null },
+      scope: { mode: 'school' },
+      args: { name },
+      meta: { callId: randomUUID(), deadline: Date.now() + TIMEOUT_MS, dispatchToken: contexts['teacherA'].dispatchToken },
+    });
+    expect(unsigned).toEqual({ error: expect.stringMatching(/could not be verified/) });
+    expect(borrowed).toEqual(unsigned);
+    expect(await count(`SELECT count(*) FROM departments WHERE name = $1`, [name])).toBe(0);
   });
 
   it('a CASL denial comes back as the server wrote it', async () => {
@@ -299,7 +319,8 @@ describe('faults', () => {
             : kind === 1
               ? Buffer.from(JSON.stringify({ pattern: 'list.nothing', data: {}, id: `u${index}` }))
               : Buffer.from(JSON.stringify({ pattern: listStaffTool.event, data: null, id: `r${index}` }));
-        channel.sendToQueue(names.toolsQueue, content, { replyTo, correlationId: `bad-${index}` });
+        // As the worker's broker user: a message from anyone else is refused before it is even parsed (next test).
+        channel.sendToQueue(names.toolsQueue, content, { replyTo, correlationId: `bad-${index}`, userId: stack.env['WORKER_BROKER_USER'] });
       }
       const started = Date.now();
       const result = await viaProxy(listDepartmentsTool, {}, contexts['teacherA']);
@@ -310,6 +331,35 @@ describe('faults', () => {
       // Malformed and unknown patterns are dead-lettered; a null envelope is a normal refusal (answered and acked).
       expect(dead).toBe(Math.ceil((bad * 2) / 3));
       expect((await channel.checkQueue(names.toolsQueue)).messageCount).toBe(0);
+    } finally {
+      await channel.close();
+      await connection.close();
+    }
+  });
+});
+
+describe('only the worker broker user may call', () => {
+  it('a well-formed, signed call published without the worker user_id is dead-lettered unrun by the server process', async () => {
+    const names = rmqNames(stack.env['AGENT_TOOLS_QUEUE'], stack.env['AGENT_RUNS_QUEUE']);
+    const connection = await amqplib.connect(RABBITMQ_URL);
+    const channel = await connection.createChannel();
+    try {
+      const deadBefore = (await channel.checkQueue(names.deadLetterQueue)).messageCount;
+      await channel.consume('amq.rabbitmq.reply-to', () => undefined, { noAck: true });
+      const name = `No user id ${randomUUID().slice(0, 6)}`;
+      const data = {
+        identity: { sub: contexts['adminA'].userDetails.id, type: 'staff', schoolId: ids.schoolA, campusId: null },
+        scope: { mode: 'school' },
+        args: { name },
+        meta: { callId: randomUUID(), deadline: Date.now() + TIMEOUT_MS, dispatchToken: contexts['adminA'].dispatchToken },
+      };
+      channel.sendToQueue(names.toolsQueue, Buffer.from(JSON.stringify({ pattern: createDepartmentTool.event, data, id: 'no-user' })), {
+        replyTo: 'amq.rabbitmq.reply-to',
+        correlationId: 'no-user',
+      });
+      await waitFor(async () => (await channel.checkQueue(names.deadLetterQueue)).messageCount === deadBefore + 1);
+      expect((await channel.checkQueue(names.deadLetterQueue)).messageCount).toBe(deadBefore + 1);
+      expect(await count(`SELECT count(*) FROM departments WHERE name = $1`, [name])).toBe(0);
     } finally {
       await channel.close();
       await connection.close();

@@ -7,6 +7,7 @@ import type { ServerConfig } from '../app/core/config/server-config.js';
 import { createOwnerDataSource } from '../app/core/database/data-source.js';
 import { seedDemo, type DemoData } from '../app/core/database/seed/demo-seed.js';
 import { StrayQueryLogger } from '../app/core/database/stray-query.logger.js';
+import { TEST_DISPATCH_SIGNING_KEY, ensureDispatchRuns } from './dispatch-envelope.js';
 import { createTestDatabase, type TestDatabase } from './test-database.js';
 
 export type TestApp = {
@@ -31,6 +32,10 @@ export const testConfig = (database: TestDatabase, overrides: Partial<ServerConf
   AGENT_RUNS_QUEUE: 'agent-runs',
   JWT_SECRET: 'test-secret-test-secret-test-secret-0000',
   JWT_TTL_SECONDS: 3600,
+  DISPATCH_SIGNING_KEY: TEST_DISPATCH_SIGNING_KEY,
+  DISPATCH_TOKEN_TTL_SECONDS: 3600,
+  // Tests publish as guest, like the worker's test client.
+  WORKER_BROKER_USER: 'guest',
   TOOL_HANDLER_TIMEOUT_MS: 30_000,
   SHUTDOWN_DRAIN_TIMEOUT_MS: 5_000,
   HTTP_PORT: 0,
@@ -47,6 +52,7 @@ export const createTestApp = async (overrides: Partial<ServerConfig> = {}): Prom
   const owner = createOwnerDataSource(database.ownerUrl);
   await owner.initialize();
   const demo = await owner.transaction((manager) => seedDemo(manager));
+  await ensureDispatchRuns(owner, demo);
   const module = await Test.createTestingModule({ imports: [AppModule.forRoot(testConfig(database, overrides))] })
     .compile();
   // Quiet by default; TEST_LOGS=1 shows the server's logs when a test needs explaining.

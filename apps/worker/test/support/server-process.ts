@@ -51,6 +51,8 @@ export const createServerStack = async (): Promise<ServerStack> => {
     AGENT_TOOLS_QUEUE: `agent-tools-e2e-${suffix}`,
     AGENT_RUNS_QUEUE: `agent-runs-e2e-${suffix}`,
     JWT_SECRET: 'e2e-secret-e2e-secret-e2e-secret-0000',
+    DISPATCH_SIGNING_KEY: 'e2e-dispatch-key-e2e-dispatch-key-0000',
+    WORKER_BROKER_USER: new URL(RABBITMQ_URL).username || 'guest',
     HTTP_PORT: String(port),
     SHUTDOWN_DRAIN_TIMEOUT_MS: '3000',
     LOG_LEVEL: 'warn',

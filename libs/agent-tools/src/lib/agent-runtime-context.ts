@@ -37,6 +37,8 @@ export const agentRuntimeContextSchema = z.strictObject({
   run: z.strictObject({ runId: id, threadId: id }),
   userPermissions: z.array(agentPermissionRuleSchema),
   capabilities: agentCapabilitiesSchema,
+  /** The server's signature over what it minted (identity, run mode, run, expiry); the proxy copies it into each call's meta. Opaque here. */
+  dispatchToken: z.string().min(1).max(4096).optional(),
 });
 export type AgentRuntimeContext = z.infer<typeof agentRuntimeContextSchema>;
 

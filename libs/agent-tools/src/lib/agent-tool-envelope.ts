@@ -9,8 +9,11 @@ export type AgentCallScope =
   | { mode: 'school'; targetSchoolId?: string }
   | { mode: 'campus'; campusId: string };
 
-/** Per-call facts the proxy adds: an idempotency key stable across resumes, and an epoch-ms deadline. */
-export type AgentToolMeta = { callId: string; deadline: number };
+/**
+ * Per-call facts the proxy adds: an idempotency key stable across resumes, an epoch-ms deadline, and the
+ * dispatch token the server minted for the run (copied from the runtime context; the server refuses a call without a valid one).
+ */
+export type AgentToolMeta = { callId: string; deadline: number; dispatchToken?: string };
 
 /** What crosses RabbitMQ for one tool call. */
 export type AgentToolRequest<A = unknown> = {
@@ -41,5 +44,6 @@ export const agentToolRequestSchema = z.strictObject({
   meta: z.strictObject({
     callId: z.string().min(8).max(128),
     deadline: z.number().int().positive(),
+    dispatchToken: z.string().min(1).max(4096).optional(),
   }),
 });

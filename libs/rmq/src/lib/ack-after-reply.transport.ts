@@ -6,6 +6,9 @@ import { parseRmqPacket, rmqError, type RmqReplyPacket } from './rmq-packet.js';
 
 export const DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024;
 
+/** The reply to a message from a publisher the transport does not accept (requireUserId). */
+export const PUBLISHER_REFUSED_ERROR = 'This message was refused: its publisher is not allowed to call here.';
+
 export type AckAfterReplyTransportOptions = {
   /** amqp://user:password@host:port/vhost */
   url: string;
@@ -29,6 +32,12 @@ export type AckAfterReplyTransportOptions = {
    * (default 5) bounds only the first connection, so a missing broker or queue fails listen() instead of hanging it.
    */
   reconnect?: { initialDelayMs?: number; maxDelayMs?: number; startupRetries?: number };
+  /**
+   * Only messages whose AMQP `user_id` is this broker user are run; any other (or none) is answered with a fixed
+   * error, dead-lettered and logged as a security event, before any handler. RabbitMQ validates `user_id` against the
+   * publishing connection's user, so a publisher cannot claim another user's id.
+   */
+  requireUserId?: string;
 };
 
 export type AckAfterReplyEvents = {
@@ -122,8 +131,8 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
   /** Event handler failures reach dispatch() (which dead-letters them), so Nest need not log them a second time. */
   override readonly propagatesEventHandlerErrors = true;
 
-  private readonly options: Required<Omit<AckAfterReplyTransportOptions, 'logger' | 'connectionName' | 'reconnect'>> &
-    Pick<AckAfterReplyTransportOptions, 'connectionName' | 'reconnect'>;
+  private readonly options: Required<Omit<AckAfterReplyTransportOptions, 'logger' | 'connectionName' | 'reconnect' | 'requireUserId'>> &
+    Pick<AckAfterReplyTransportOptions, 'connectionName' | 'reconnect' | 'requireUserId'>;
   private connection: RecoveringChannelModel | null = null;
   private consumer: Consumer | null = null;
   private closing = false;
@@ -348,6 +357,18 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
     const id = packet.id;
     const refuse = (reason: string): void =>
       delivery.settle({ settlement: 'dead-letter', reply: { id, err: rmqError(reason), isDisposed: true }, reason });
+
+    const { requireUserId } = this.options;
+    if (requireUserId !== undefined && message.properties.userId !== requireUserId) {
+      const claimed = message.properties.userId === undefined ? 'no user_id' : `user_id ${shorten(JSON.stringify(String(message.properties.userId)))}`;
+      this.logger.warn(`security event: message refused (publisher not allowed): ${claimed} on ${this.options.queue}, only ${requireUserId} may publish here`);
+      delivery.settle({
+        settlement: 'dead-letter',
+        reply: { id, err: rmqError(PUBLISHER_REFUSED_ERROR), isDisposed: true },
+        reason: `publisher not allowed (${claimed})`,
+      });
+      return;
+    }
 
     // A plain map lookup: the stock server JSON.parses every pattern and throws and catches once per string pattern.
     const pattern = this.normalizePattern(packet.pattern as MsPattern);

@@ -18,6 +18,9 @@ const serverConfigSchema = z.object({
   SHUTDOWN_DRAIN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
   JWT_SECRET: z.string().min(32, 'must be at least 32 characters'),
   JWT_TTL_SECONDS: z.coerce.number().int().min(60).default(8 * 3600),
+  DISPATCH_SIGNING_KEY: z.string().min(32, 'must be at least 32 characters'),
+  DISPATCH_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).default(3600),
+  WORKER_BROKER_USER: z.string().min(1).default('naalya_worker'),
   HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
 });

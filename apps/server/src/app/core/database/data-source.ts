@@ -3,9 +3,10 @@ import { ENTITIES } from './entities.js';
 import { CreateTenancySchema1764662400000 } from './migrations/1764662400000-create-tenancy-schema.js';
 import { CreateSchoolDomain1764662400001 } from './migrations/1764662400001-create-school-domain.js';
 import { CreateAgentRuns1764662400002 } from './migrations/1764662400002-create-agent-runs.js';
+import { DispatchRunState1764662400003 } from './migrations/1764662400003-dispatch-run-state.js';
 import { StrayQueryLogger } from './stray-query.logger.js';
 
-export const MIGRATIONS = [CreateTenancySchema1764662400000, CreateSchoolDomain1764662400001, CreateAgentRuns1764662400002];
+export const MIGRATIONS = [CreateTenancySchema1764662400000, CreateSchoolDomain1764662400001, CreateAgentRuns1764662400002, DispatchRunState1764662400003];
 
 export type DatabaseOptions = { url: string; poolSize?: number; statementTimeoutMs?: number };
 

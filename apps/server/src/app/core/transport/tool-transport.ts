@@ -20,6 +20,8 @@ export const connectToolTransport = (app: INestApplication, config: ServerConfig
     drainTimeoutMs: config.SHUTDOWN_DRAIN_TIMEOUT_MS,
     logger: new Logger('ToolTransport'),
     connectionName: 'naalya-server',
+    // Only the worker's broker user may call tools: anyone else who can reach the queue gets nothing run.
+    requireUserId: config.WORKER_BROKER_USER,
   });
   const brokerStatus = app.get(BrokerStatus);
   transport.status.subscribe((status) => brokerStatus.report(status === 'connected'));

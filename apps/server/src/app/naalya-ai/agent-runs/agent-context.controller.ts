@@ -1,9 +1,9 @@
 import { Body, Controller, HttpCode, Post } from '@nestjs/common';
 import { z } from 'zod';
-import { CurrentUser } from '../../core/auth/current-user.decorator.js';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { parseDto } from '../../core/http/parse-dto.js';
-import { AgentContextService } from './agent-context.service.js';
+import { AgentCaller, AgentRoutes } from './agent-caller.guard.js';
+import { AgentThreadsService } from './agent-threads.service.js';
 
 const mintContextSchema = z.strictObject({
   campusId: z.guid().optional(),
@@ -11,13 +11,17 @@ const mintContextSchema = z.strictObject({
 });
 
 @Controller('agent')
+@AgentRoutes()
 export class AgentContextController {
-  constructor(private readonly agentContextService: AgentContextService) {}
+  constructor(private readonly threads: AgentThreadsService) {}
 
-  /** The runtime context a run for this caller would carry; the dispatch of runs mints the same. */
+  /**
+   * The runtime context a run for this caller carries, as the dispatch of runs mints it, for a run of its own that
+   * is opened here (in a new thread, running, nothing sent to the worker): its dispatch token lets tools be called directly.
+   */
   @Post('context')
   @HttpCode(200)
-  mint(@Body() body: unknown, @CurrentUser() jwt: JwtPayload) {
-    return this.agentContextService.mint(parseDto(mintContextSchema, body), jwt);
+  mint(@Body() body: unknown, @AgentCaller() caller: JwtPayload) {
+    return this.threads.openDirectRun(parseDto(mintContextSchema, body), caller);
   }
 }

@@ -1,14 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { ForbiddenException, Injectable, NotFoundException } from '@nestjs/common';
+import { ForbiddenException, Inject, Injectable, NotFoundException } from '@nestjs/common';
 import { UserType } from '@naalya/access';
 import { agentRuntimeContextSchema, type AgentRuntimeContext } from '@naalya/agent-tools';
 import { CampusService } from '../../campuses/campus.service.js';
 import { AppAbilityFactory } from '../../core/authorization/app-ability.factory.js';
 import { IdentityService } from '../../core/auth/identity.service.js';
+import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { repo } from '../../core/tenancy/tenant-context.js';
 import { SchoolEntity } from '../../schools/school.entity.js';
 import { CapabilitiesService } from '../../teaching/capabilities.service.js';
+import { scopeOfRunMode, signDispatchToken } from './dispatch-token.js';
 
 /** `runId` and `threadId` are the recorded run's and thread's when a run is dispatched; fresh ones otherwise. */
 export type MintContextDto = { campusId?: string; targetSchoolId?: string; runId?: string; threadId?: string };
@@ -24,6 +26,7 @@ export class AgentContextService {
     private readonly abilityFactory: AppAbilityFactory,
     private readonly campusService: CampusService,
     private readonly capabilitiesService: CapabilitiesService,
+    @Inject(SERVER_CONFIG) private readonly config: ServerConfig,
   ) {}
 
   async mint(dto: MintContextDto, jwt: JwtPayload): Promise<AgentRuntimeContext> {
@@ -39,6 +42,14 @@ export class AgentContextService {
       ? { mode: 'campus', campus: await this.campusInReach(dto.campusId, user.campusId) }
       : { mode: 'school', ...(dto.targetSchoolId ? { targetSchoolId: dto.targetSchoolId } : {}) };
     const ability = await this.abilityFactory.createForUser(jwt);
+    const run = { runId: dto.runId ?? randomUUID(), threadId: dto.threadId ?? randomUUID() };
+    // Signs exactly what was minted here; a tool call runs only if it carries this and matches it (ToolExecutor).
+    const dispatchToken = signDispatchToken(this.config.DISPATCH_SIGNING_KEY, {
+      identity: { sub: user.id, type: user.userType, schoolId: user.schoolId, campusId: user.campusId },
+      scope: scopeOfRunMode(runMode),
+      ...run,
+      exp: Math.floor(Date.now() / 1000) + this.config.DISPATCH_TOKEN_TTL_SECONDS,
+    });
     return agentRuntimeContextSchema.parse({
       userDetails: {
         id: user.id,
@@ -49,11 +60,12 @@ export class AgentContextService {
         email: user.email,
       },
       runMode,
-      run: { runId: dto.runId ?? randomUUID(), threadId: dto.threadId ?? randomUUID() },
+      run,
       // Display only: the worker shapes what Rover offers from it and never decides with it.
       userPermissions: JSON.parse(JSON.stringify(ability.rules)),
       // The caller's hats decide which specialists join the run; resolved from data here, never by the model.
       capabilities: await this.capabilitiesService.resolve(jwt),
+      dispatchToken,
     });
   }
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ConflictException, Injectable, NotFoundException } from '@nestjs/common';
+import type { AgentRuntimeContext } from '@naalya/agent-tools';
 import { In } from 'typeorm';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { IdentityService } from '../../core/auth/identity.service.js';
@@ -19,6 +20,7 @@ export const ALREADY_ANSWERED_ERROR = 'This question has already been answered.'
 export const STALE_INTERRUPT_ERROR = 'This question is no longer waiting for an answer: its run has moved on.';
 
 const UNIQUE_VIOLATION = '23505';
+export const DIRECT_RUN_TITLE = 'Direct tool calls';
 const ONE_ACTIVE_RUN_INDEX = 'uq_agent_runs_one_active_per_thread';
 const TITLE_LENGTH = 80;
 
@@ -196,6 +198,33 @@ export class AgentThreadsService {
         await this.publisher.publish({ kind: 'resume', context, answers });
       }
       return { runId: run.id, resumed, pendingInterruptIds };
+    });
+  }
+
+  /**
+   * POST /agent/context: a thread with one running run of its own for calling tools directly (the demo, the worker's
+   * end-to-end tests), so the minted context's dispatch token names a run in flight. Nothing is published to the worker.
+   */
+  openDirectRun(dto: { campusId?: string; targetSchoolId?: string }, caller: JwtPayload): Promise<AgentRuntimeContext> {
+    return asCaller(caller, async () => {
+      const user = await this.identityService.assertCurrent(caller);
+      const threadId = randomUUID();
+      const runId = randomUUID();
+      const context = await this.contextService.mint({ ...dto, runId, threadId }, caller);
+      await repo(AgentThreadEntity).insert({ id: threadId, schoolId: user.schoolId, ownerId: user.id, title: DIRECT_RUN_TITLE });
+      await repo(AgentRunEntity).insert({
+        id: runId,
+        threadId,
+        schoolId: user.schoolId,
+        ownerId: user.id,
+        status: 'running',
+        message: DIRECT_RUN_TITLE,
+        campusId: context.runMode.mode === 'campus' ? context.runMode.campus.id : null,
+        targetSchoolId: context.runMode.mode === 'school' ? (context.runMode.targetSchoolId ?? null) : null,
+        pendingInterrupts: [],
+        lastSeq: 0,
+      });
+      return context;
     });
   }
 

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { UserType } from '@naalya/access';
 import {
   RPC_AGENT_TOOLS,
@@ -14,7 +14,9 @@ import { AuditLogService } from '../../core/audit/audit-log.service.js';
 import { AppAbilityFactory } from '../../core/authorization/app-ability.factory.js';
 import { IdentityService } from '../../core/auth/identity.service.js';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
-import { markRollbackOnly } from '../../core/tenancy/tenant-context.js';
+import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
+import { currentManager, markRollbackOnly } from '../../core/tenancy/tenant-context.js';
+import { envelopeMatchesClaims, verifyDispatchToken, type DispatchClaims } from '../agent-runs/dispatch-token.js';
 import { PLATFORM_WRITE_NEEDS_SCHOOL_ERROR, tenantJwtFor } from '../../core/tenancy/tenant-scope.js';
 import { auditToolWrite } from './tool-audit.js';
 import { ToolCallLedgerService, requestHash } from './tool-call-ledger.service.js';
@@ -28,6 +30,17 @@ export const DEADLINE_PASSED_ERROR =
   'This tool call arrived after its deadline, so it was not run. Do not retry; tell the user the platform was too slow to answer.';
 export const DEFAULT_RELATIONSHIP_SCOPE_NOTE =
   'This covers only what you are directly responsible for, such as your own classes, subjects or departments.';
+
+/** The one sentence the model sees for every refused dispatch token; the reason goes to the security log only. */
+export const DISPATCH_REFUSED_ERROR =
+  'This tool call could not be verified as part of a conversation in progress, so it was not run. Do not retry; tell the user to send their message again.';
+
+const securityLog = new Logger('Security');
+
+/** A refused call is a security event: who it claimed to be, what it asked for, and why it was refused. */
+export const logSecurityEvent = (details: { kind: string; reason: string; [key: string]: unknown }): void => {
+  securityLog.warn({ msg: `security event: ${details.kind} refused (${details.reason})`, ...details });
+};
 
 /** Clock skew allowed between the worker that set the deadline and this server. */
 const DEADLINE_SKEW_MS = 2_000;
@@ -46,6 +59,7 @@ type CallPlan = {
   tenantJwt: JwtPayload;
   scope: AgentCallScope;
   hash: string;
+  dispatch: DispatchClaims;
 };
 
 /**
@@ -59,6 +73,7 @@ export class ToolExecutor {
     private readonly identityService: IdentityService,
     private readonly auditLogService: AuditLogService,
     private readonly ledger: ToolCallLedgerService,
+    @Inject(SERVER_CONFIG) private readonly config: ServerConfig,
   ) {}
 
   async execute<A, T>(
@@ -77,6 +92,14 @@ export class ToolExecutor {
 
       const definition = TOOLS_BY_SCHEMA.get(schema);
       if (!definition) throw new Error('execute() was given a schema that is not a registered tool definition.');
+
+      // The server's own signature over what it minted at dispatch: identity and scope must be exactly those.
+      const token = verifyDispatchToken(this.config.DISPATCH_SIGNING_KEY, meta.dispatchToken);
+      const refusal = token.ok ? envelopeMatchesClaims({ identity, scope }, token.claims) : token.reason;
+      if (!token.ok || refusal) {
+        logSecurityEvent({ kind: 'tool call', reason: refusal ?? 'malformed', event: definition.event, callId: meta.callId, sub: identity.sub });
+        return { error: DISPATCH_REFUSED_ERROR };
+      }
 
       const args = schema.safeParse(parsedEnvelope.data.args);
       if (!args.success) return { error: `Invalid tool arguments: ${describeIssues(args.error.issues)}` };
@@ -98,6 +121,7 @@ export class ToolExecutor {
         tenantJwt: tenantJwtFor(identityJwt, targetSchoolId),
         scope,
         hash: requestHash({ event: definition.event, identity, scope, args: args.data }),
+        dispatch: token.claims,
       };
       return await inTenantScope(plan.tenantJwt, () => this.runInFrame(plan, posture, () => fn(args.data, plan.tenantJwt)));
     } catch (error) {
@@ -106,6 +130,10 @@ export class ToolExecutor {
   }
 
   private async runInFrame<T>(plan: CallPlan, posture: ToolPosture<T>, call: () => Promise<T>): Promise<AgentToolResult<T>> {
+    if (!(await this.runInFlight(plan.dispatch))) {
+      logSecurityEvent({ kind: 'tool call', reason: 'run-not-in-flight', event: plan.event, callId: plan.callId, sub: plan.identityJwt.sub, runId: plan.dispatch.runId });
+      return { error: DISPATCH_REFUSED_ERROR };
+    }
     if (plan.mutating) {
       // A redelivered or replayed call returns what it returned the first time, even past its deadline.
       await this.ledger.claim(plan.callId);
@@ -144,5 +172,15 @@ export class ToolExecutor {
     // Past the transport's time limit the caller already got an error: commit nothing it no longer expects.
     if (currentRmqMessage()?.signal.aborted) throw new Error('The tool call ran past its time limit; rolled back.');
     return result;
+  }
+
+  /** The token's run is still running, is the token's caller's, and is in the token's thread. */
+  private async runInFlight(claims: DispatchClaims): Promise<boolean> {
+    const [run] = (await currentManager().query(`SELECT status, owner_id, thread_id FROM agent_run_dispatch_state($1)`, [claims.runId])) as {
+      status: string;
+      owner_id: string;
+      thread_id: string;
+    }[];
+    return run?.status === 'running' && run.owner_id === claims.identity.sub && run.thread_id === claims.threadId;
   }
 }

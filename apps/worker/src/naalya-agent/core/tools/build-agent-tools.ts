@@ -66,6 +66,8 @@ export const toRpcProxy = (definition: AnyAgentTool, toolCaller: AgentToolCaller
         meta: {
           callId: toolCallIdempotencyKey(context.run.threadId, runtime.toolCallId),
           deadline: Date.now() + toolCaller.timeoutMs,
+          // The server's proof of what it minted for this run; without it the server runs nothing.
+          ...(context.dispatchToken ? { dispatchToken: context.dispatchToken } : {}),
         },
       };
       const result = await toolCaller.call(event, request);

@@ -1,0 +1,57 @@
+import { createHmac } from 'node:crypto';
+import { UserType } from '@naalya/access';
+import { describe, expect, it } from 'vitest';
+import { envelopeMatchesClaims, signDispatchToken, verifyDispatchToken, type DispatchClaims } from './dispatch-token.js';
+
+const KEY = 'k'.repeat(40);
+const claims: DispatchClaims = {
+  identity: { sub: 'u1', type: UserType.STAFF, schoolId: 's1', campusId: null },
+  scope: { mode: 'school' },
+  runId: 'r1',
+  threadId: 't1',
+  exp: Math.floor(Date.now() / 1000) + 60,
+};
+
+describe('dispatch token', () => {
+  it('verifies a token this key signed and returns its claims', () => {
+    expect(verifyDispatchToken(KEY, signDispatchToken(KEY, claims))).toEqual({ ok: true, claims });
+  });
+
+  it('refuses a missing token', () => {
+    expect(verifyDispatchToken(KEY, undefined)).toEqual({ ok: false, reason: 'missing' });
+  });
+
+  it('refuses a token signed with another key', () => {
+    expect(verifyDispatchToken(KEY, signDispatchToken('x'.repeat(40), claims))).toEqual({ ok: false, reason: 'bad-signature' });
+  });
+
+  it('refuses claims edited after signing (the signature no longer matches)', () => {
+    const [version, , signature] = signDispatchToken(KEY, claims).split('.');
+    const edited = Buffer.from(JSON.stringify({ ...claims, identity: { ...claims.identity, type: UserType.PLATFORM_ADMIN } })).toString('base64url');
+    expect(verifyDispatchToken(KEY, `${version}.${edited}.${signature}`)).toEqual({ ok: false, reason: 'bad-signature' });
+  });
+
+  it('refuses an expired token', () => {
+    const token = signDispatchToken(KEY, { ...claims, exp: Math.floor(Date.now() / 1000) - 1 });
+    expect(verifyDispatchToken(KEY, token)).toEqual({ ok: false, reason: 'expired' });
+  });
+
+  it.each(['', 'v1', 'v1..', 'v2.e30.AAAA', 'v1.e30', 'v1.e30.AAAA.extra', 'garbage'])('refuses the malformed token %j', (token) => {
+    const result = verifyDispatchToken(KEY, token);
+    expect(result.ok).toBe(false);
+  });
+
+  it('refuses a validly signed body that is not the claims shape', () => {
+    const body = Buffer.from(JSON.stringify({ identity: 'admin' })).toString('base64url');
+    const signature = createHmac('sha256', KEY).update(`v1.${body}`).digest('base64url');
+    expect(verifyDispatchToken(KEY, `v1.${body}.${signature}`)).toEqual({ ok: false, reason: 'malformed' });
+  });
+
+  it('matches an envelope only with exactly the minted identity and scope', () => {
+    expect(envelopeMatchesClaims({ identity: claims.identity, scope: { mode: 'school' } }, claims)).toBeNull();
+    expect(envelopeMatchesClaims({ identity: { ...claims.identity, sub: 'u2' }, scope: { mode: 'school' } }, claims)).toBe('identity-mismatch');
+    expect(envelopeMatchesClaims({ identity: { ...claims.identity, campusId: 'c1' }, scope: { mode: 'school' } }, claims)).toBe('identity-mismatch');
+    expect(envelopeMatchesClaims({ identity: claims.identity, scope: { mode: 'campus', campusId: 'c1' } }, claims)).toBe('scope-mismatch');
+    expect(envelopeMatchesClaims({ identity: claims.identity, scope: { mode: 'school', targetSchoolId: 's2' } }, claims)).toBe('scope-mismatch');
+  });
+});
