@@ -229,10 +229,11 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
 
   const runPhase = async (variant, concurrency, ms) => {
     const call = callers[variant];
-    const backends = await dbPids();
     const serverPid = serverPidOf[variant]();
-    const sumDb = () => backends.reduce((sum, pid) => sum + cpuMicros(pid), 0);
-    const before = { client: selfCpuMicros(), server: cpuMicros(serverPid), broker: broker ? cpuMicros(broker) : NaN, db: sumDb() };
+    // Pools open and close connections between phases: a backend counts from its CPU at the start (0 if it opened
+    // during the phase) to its CPU at the end; one that exited during the phase is lost (pg's idle timeout is 10 s).
+    const backendsBefore = new Map((await dbPids()).map((pid) => [pid, cpuMicros(pid)]));
+    const before = { client: selfCpuMicros(), server: cpuMicros(serverPid), broker: broker ? cpuMicros(broker) : NaN, db: 0 };
     const latencies = [];
     let errors = 0;
     let firstError;
@@ -253,7 +254,12 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
       }),
     );
     const elapsed = (performance.now() - start) / 1000;
-    const after = { client: selfCpuMicros(), server: cpuMicros(serverPid), broker: broker ? cpuMicros(broker) : NaN, db: sumDb() };
+    let db = 0;
+    for (const pid of await dbPids()) {
+      const now = cpuMicros(pid);
+      db += Math.max(0, now - (backendsBefore.get(pid) ?? 0));
+    }
+    const after = { client: selfCpuMicros(), server: cpuMicros(serverPid), broker: broker ? cpuMicros(broker) : NaN, db };
     const n = latencies.length || 1;
     latencies.sort((x, y) => x - y);
     return {
@@ -319,13 +325,14 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
 const profileMode = async ({ server, callers }) => {
   const file = profilePath();
   const seconds = Number(option('seconds', 10));
+  const mix = option('mix', 'both'); // --mix=read or --mix=write profiles one of the two
   const mixed = async (ms) => {
     let calls = 0;
     const end = performance.now() + ms;
     await Promise.all(
       Array.from({ length: 64 }, async (_, i) => {
         while (performance.now() < end) {
-          await (i % 2 ? callers.d() : callers.c());
+          await (mix === 'write' || (mix !== 'read' && i % 2) ? callers.d() : callers.c());
           calls += 1;
         }
       }),
@@ -342,7 +349,8 @@ const profileMode = async ({ server, callers }) => {
   rmSync(`${file}.done`, { force: true });
   const summary = summariseProfile(file);
   const label = option('label', 'current');
-  const md = profileMarkdown(`Server CPU profile (${label}), c64, ${seconds} s, half list_departments / half create_department`, summary, calls);
+  const what = mix === 'read' ? 'list_departments' : mix === 'write' ? 'create_department' : 'half list_departments / half create_department';
+  const md = profileMarkdown(`Server CPU profile (${label}), c64, ${seconds} s, ${what}`, summary, calls);
   writeFileSync(`${RESULTS}profile-${label}.md`, `${md}\n`);
   writeFileSync(`${RESULTS}profile-${label}.json`, `${JSON.stringify({ calls, seconds, ...summary }, null, 2)}\n`);
   console.log(`\n${md}\n`);
@@ -412,7 +420,7 @@ const scaleOut = async ({ stack, server, ctx, newToolService }) => {
           const toolCallId = `scale-${randomUUID()}`;
           const name = `${prefix} ${++n}`;
           const output = String(await proxy.invoke({ name }, { context: ctx.write, toolCallId, writer: null, configurable: { thread_id: 'bench-scale' } }));
-          outcomes.push({ callId: toolCallIdempotencyKey('bench-scale', toolCallId), name, ok: !output.startsWith('{"error"'), output: output.slice(0, 200) });
+          outcomes.push({ callId: toolCallIdempotencyKey(ctx.write.run.threadId, toolCallId), name, ok: !output.startsWith('{"error"'), output: output.slice(0, 200) });
         }
       }),
     ),

@@ -14,7 +14,7 @@ const SQL = {
   dispatchState: 'SELECT status, owner_id, thread_id FROM agent_run_dispatch_state($1)',
   tenant: `SELECT set_config('app.school_id', $1, true), set_config('app.platform', $2, true), set_config('app.user_id', $3, true)`,
   lock: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
-  ledgerLookup: `SELECT "ToolCallLedgerEntity"."call_id" AS "ToolCallLedgerEntity_call_id", "ToolCallLedgerEntity"."school_id" AS "ToolCallLedgerEntity_school_id", "ToolCallLedgerEntity"."event" AS "ToolCallLedgerEntity_event", "ToolCallLedgerEntity"."request_hash" AS "ToolCallLedgerEntity_request_hash", "ToolCallLedgerEntity"."actor_id" AS "ToolCallLedgerEntity_actor_id", "ToolCallLedgerEntity"."result" AS "ToolCallLedgerEntity_result", "ToolCallLedgerEntity"."created_at" AS "ToolCallLedgerEntity_created_at" FROM "tool_call_ledger" "ToolCallLedgerEntity" WHERE (("ToolCallLedgerEntity"."call_id" = $1)) LIMIT 1`,
+  ledgerLookup: 'SELECT request_hash, result FROM tool_call_ledger WHERE call_id = $1',
   user: `SELECT "UserEntity"."id" AS "UserEntity_id", "UserEntity"."school_id" AS "UserEntity_school_id", "UserEntity"."campus_id" AS "UserEntity_campus_id", "UserEntity"."email" AS "UserEntity_email", "UserEntity"."full_name" AS "UserEntity_full_name", "UserEntity"."user_type" AS "UserEntity_user_type", "UserEntity"."is_active" AS "UserEntity_is_active", "UserEntity"."created_at" AS "UserEntity_created_at" FROM "users" "UserEntity" WHERE (("UserEntity"."id" = $1)) LIMIT 1`,
   permissions: `SELECT "permission"."id" AS "permission_id", "permission"."school_id" AS "permission_school_id", "permission"."role_id" AS "permission_role_id", "permission"."action" AS "permission_action", "permission"."resource" AS "permission_resource", "permission"."conditions" AS "permission_conditions" FROM "role_permissions" "permission" INNER JOIN "user_x_roles" "userRole" ON "userRole"."role_id" = "permission"."role_id" WHERE "userRole"."user_id" = $1`,
   // IdentityService.assertCurrentWithPermissions: the caller and their permission rows in one statement.
@@ -118,7 +118,7 @@ const createDepartment = (envelope) => {
   return inTransaction(envelope, async (client) => {
     await client.query(SQL.lock, [meta.callId]);
     const { rows: stored } = await client.query(SQL.ledgerLookup, [meta.callId]);
-    if (stored[0]) return stored[0].ToolCallLedgerEntity_result;
+    if (stored[0]) return stored[0].result;
     const permissions = await currentPermissions(client, identity);
     if (!permissions) return { error: 'identity refused' };
     if (!allows(permissions, 'create', 'Department')) return { error: 'denied' };

@@ -20,7 +20,9 @@ export class AuditLogService {
    */
   async record(jwt: JwtPayload, entry: AuditEntry): Promise<string> {
     if (!jwt.schoolId) throw new Error('An audited write needs a school.');
-    const row = await repo(AuditLogEntity).save({
+    // insert(), not save(): the same INSERT … RETURNING statement without the persistence machinery (subjects, change
+    // maps, entity merge) that save() runs for a row that is only ever inserted.
+    const { identifiers } = await repo(AuditLogEntity).insert({
       schoolId: jwt.schoolId,
       actorId: jwt.sub,
       actorType: jwt.type,
@@ -30,6 +32,6 @@ export class AuditLogService {
       source: entry.source,
       callId: entry.callId ?? null,
     });
-    return row.id;
+    return (identifiers[0] as { id: string }).id;
   }
 }

@@ -36,9 +36,13 @@ export class ToolCallLedgerService {
 
   /** The stored outcome of this call id, or a refusal when the id was used for another request. */
   async lookup(callId: string, hash: string): Promise<AgentToolResult | undefined> {
-    const entry = await repo(ToolCallLedgerEntity).findOneBy({ callId });
+    // The two columns it needs, in the call's transaction: findOneBy built and hydrated the whole entity on every write.
+    const [entry] = (await currentManager().query(`SELECT request_hash, result FROM tool_call_ledger WHERE call_id = $1`, [callId])) as {
+      request_hash: string;
+      result: unknown;
+    }[];
     if (!entry) return undefined;
-    return entry.requestHash === hash ? (entry.result as AgentToolResult) : { error: CALL_ID_REUSED_ERROR };
+    return entry.request_hash === hash ? (entry.result as AgentToolResult) : { error: CALL_ID_REUSED_ERROR };
   }
 
   /** In the call's transaction: the row and the effect commit together, and a duplicate delivery loses the race. */
