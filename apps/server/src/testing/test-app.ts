@@ -36,6 +36,9 @@ export const testConfig = (database: TestDatabase, overrides: Partial<ServerConf
   DISPATCH_TOKEN_TTL_SECONDS: 3600,
   // Tests publish as guest, like the worker's test client.
   WORKER_BROKER_USER: 'guest',
+  // Suites make hundreds of calls a minute as one persona; the quota test sets its own limits.
+  TOOL_CALLS_PER_MINUTE_PER_SCHOOL: 1_000_000,
+  TOOL_CALLS_PER_MINUTE_PER_USER: 1_000_000,
   TOOL_HANDLER_TIMEOUT_MS: 30_000,
   SHUTDOWN_DRAIN_TIMEOUT_MS: 5_000,
   HTTP_PORT: 0,

@@ -21,6 +21,8 @@ const serverConfigSchema = z.object({
   DISPATCH_SIGNING_KEY: z.string().min(32, 'must be at least 32 characters'),
   DISPATCH_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).default(3600),
   WORKER_BROKER_USER: z.string().min(1).default('naalya_worker'),
+  TOOL_CALLS_PER_MINUTE_PER_SCHOOL: z.coerce.number().int().min(1).default(600),
+  TOOL_CALLS_PER_MINUTE_PER_USER: z.coerce.number().int().min(1).default(120),
   HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
 });

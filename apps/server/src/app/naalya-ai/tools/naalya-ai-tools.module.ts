@@ -18,6 +18,7 @@ import { StaffToolsController } from './handlers/staff-tools.controller.js';
 import { SubjectsToolsController } from './handlers/subjects-tools.controller.js';
 import { TeachingToolsController } from './handlers/teaching-tools.controller.js';
 import { ToolCallLedgerService } from './tool-call-ledger.service.js';
+import { ToolCallQuota } from './tool-call-quota.js';
 import { ToolExecutor } from './tool-executor.js';
 
 /** Tool handlers: one @MessagePattern per registered tool, each through ToolExecutor.execute. */
@@ -46,7 +47,7 @@ export const TOOL_HANDLER_CONTROLLERS = [
     LessonPlansModule,
   ],
   controllers: TOOL_HANDLER_CONTROLLERS,
-  providers: [ToolExecutor, ToolCallLedgerService],
+  providers: [ToolExecutor, ToolCallLedgerService, ToolCallQuota],
   exports: [ToolExecutor],
 })
 export class NaalyaAiToolsModule {}

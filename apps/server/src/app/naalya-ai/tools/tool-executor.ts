@@ -20,6 +20,7 @@ import { envelopeMatchesClaims, verifyDispatchToken, type DispatchClaims } from 
 import { PLATFORM_WRITE_NEEDS_SCHOOL_ERROR, tenantJwtFor } from '../../core/tenancy/tenant-scope.js';
 import { auditToolWrite } from './tool-audit.js';
 import { ToolCallLedgerService, requestHash } from './tool-call-ledger.service.js';
+import { ToolCallQuota } from './tool-call-quota.js';
 import type { ToolPosture } from './tool-posture.js';
 import { NO_TENANT_SCOPE_ERROR, hasNoTenantScope, inTenantScope, runInRelationshipToolScope, runInToolScope, toJwtPayload } from './tool-scope.js';
 import { toToolError } from './tool-error.js';
@@ -74,6 +75,7 @@ export class ToolExecutor {
     private readonly auditLogService: AuditLogService,
     private readonly ledger: ToolCallLedgerService,
     @Inject(SERVER_CONFIG) private readonly config: ServerConfig,
+    private readonly quota: ToolCallQuota,
   ) {}
 
   async execute<A, T>(
@@ -100,6 +102,11 @@ export class ToolExecutor {
         logSecurityEvent({ kind: 'tool call', reason: refusal ?? 'malformed', event: definition.event, callId: meta.callId, sub: identity.sub });
         return { error: DISPATCH_REFUSED_ERROR };
       }
+
+      // Counted only once the call is proven to be the server's own dispatch: a forger cannot spend a school's allowance.
+      const quotaSchool = (scope.mode === 'school' ? scope.targetSchoolId : undefined) ?? identity.schoolId ?? 'platform';
+      const overQuota = this.quota.take(quotaSchool, identity.sub);
+      if (overQuota) return { error: overQuota };
 
       const args = schema.safeParse(parsedEnvelope.data.args);
       if (!args.success) return { error: `Invalid tool arguments: ${describeIssues(args.error.issues)}` };
