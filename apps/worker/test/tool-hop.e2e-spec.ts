@@ -13,7 +13,7 @@ import { deleteTopology, rmqNames } from '@naalya/rmq';
 import amqplib from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AgentToolService } from '../src/naalya-agent/core/tools/agent-tool.service.js';
-import { toRpcProxy } from '../src/naalya-agent/core/tools/build-agent-tools.js';
+import { toRpcProxy, toolCallIdempotencyKey } from '../src/naalya-agent/core/tools/build-agent-tools.js';
 import { CONTEXT_MISSING_ERROR } from '../src/naalya-agent/core/tools/tool-context.js';
 import { RABBITMQ_URL, createServerStack, type ServerStack } from './support/server-process.js';
 
@@ -152,6 +152,12 @@ describe('every tool crosses the hop', () => {
       }),
       list_pending_lesson_plans: async () => ({ context: 'dosA', args: {} }),
       approve_lesson_plan: async () => ({ context: 'dosA', args: { lessonPlanId: await pendingPlan() } }),
+      get_tool_call_outcome: async () => {
+        // A write the caller made; its outcome is then read back by the call id the proxy derived for it.
+        const toolCallId = `outcome-${randomUUID()}`;
+        await viaProxy(createDepartmentTool, { name: `Outcome ${randomUUID().slice(0, 6)}`, campusId: ids.kisasi }, contexts['adminA'], { toolCallId });
+        return { context: 'adminA', args: { callId: toolCallIdempotencyKey(contexts['adminA'].run.threadId, toolCallId) } };
+      },
     };
     if (!cases[tool.name]) throw new Error(`No end-to-end call for ${tool.name}: add one here.`);
     return cases[tool.name]();

@@ -13,3 +13,4 @@ export * from './lib/tools/classes.tools.js';
 export * from './lib/tools/teaching.tools.js';
 export * from './lib/tools/gradebook.tools.js';
 export * from './lib/tools/lesson-plans.tools.js';
+export * from './lib/tools/tool-calls.tools.js';

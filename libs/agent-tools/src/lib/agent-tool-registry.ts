@@ -21,6 +21,7 @@ import {
   listDepartmentsTool,
 } from './tools/department.tools.js';
 import { assignSubjectTeacherTool, listMyTeachingAssignmentsTool } from './tools/teaching.tools.js';
+import { getToolCallOutcomeTool } from './tools/tool-calls.tools.js';
 
 /** Every RPC tool. Adding a tool is adding its definition here; the worker needs no change. */
 export const RPC_AGENT_TOOLS = [
@@ -45,6 +46,7 @@ export const RPC_AGENT_TOOLS = [
   listLessonPlansTool,
   listPendingLessonPlansTool,
   approveLessonPlanTool,
+  getToolCallOutcomeTool,
 ] as const satisfies readonly AnyAgentTool[];
 
 type RegisteredTool = (typeof RPC_AGENT_TOOLS)[number];

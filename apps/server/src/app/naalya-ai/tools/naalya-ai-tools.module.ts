@@ -17,7 +17,10 @@ import { LessonPlansToolsController } from './handlers/lesson-plans-tools.contro
 import { StaffToolsController } from './handlers/staff-tools.controller.js';
 import { SubjectsToolsController } from './handlers/subjects-tools.controller.js';
 import { TeachingToolsController } from './handlers/teaching-tools.controller.js';
+import { ToolCallsToolsController } from './handlers/tool-calls-tools.controller.js';
 import { ToolCallLedgerService } from './tool-call-ledger.service.js';
+import { ToolCallOutcomeController } from './tool-call-outcome.controller.js';
+import { ToolCallOutcomeService } from './tool-call-outcome.service.js';
 import { ToolCallQuota } from './tool-call-quota.js';
 import { ToolExecutor } from './tool-executor.js';
 
@@ -32,6 +35,7 @@ export const TOOL_HANDLER_CONTROLLERS = [
   TeachingToolsController,
   GradebookToolsController,
   LessonPlansToolsController,
+  ToolCallsToolsController,
 ];
 
 @Module({
@@ -46,8 +50,9 @@ export const TOOL_HANDLER_CONTROLLERS = [
     GradebookModule,
     LessonPlansModule,
   ],
-  controllers: TOOL_HANDLER_CONTROLLERS,
-  providers: [ToolExecutor, ToolCallLedgerService, ToolCallQuota],
+  // The REST route of get_tool_call_outcome lives here, with the ledger it reads.
+  controllers: [...TOOL_HANDLER_CONTROLLERS, ToolCallOutcomeController],
+  providers: [ToolExecutor, ToolCallLedgerService, ToolCallQuota, ToolCallOutcomeService],
   exports: [ToolExecutor],
 })
 export class NaalyaAiToolsModule {}

@@ -137,6 +137,8 @@ describe('AgentToolService against real RabbitMQ', () => {
     expect(message).toContain('The outcome is unknown: the change may still complete.');
     expect(message).toContain('check whether the change was made before trying again');
     expect(message).toContain('Do not retry this call');
+    // The model can check for itself, with the call id the server's ledger keys the outcome by.
+    expect(message).toMatch(/get_tool_call_outcome and callId "[^"]{8,}"/);
     expect(message).not.toMatch(/\bfail/i);
     expect(message).not.toContain('\u2014');
   });

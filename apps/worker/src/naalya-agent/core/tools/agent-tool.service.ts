@@ -25,13 +25,14 @@ const INFRASTRUCTURE_ISSUE = 'This is an infrastructure issue, not a problem wit
 
 // A write that got no answer may still have happened (the request can sit in the broker or run
 // late), so it is reported as "outcome unknown", never as a failure.
-export const transportFailureMessage = (event: AgentToolEvent, failure: TransportFailure): string => {
+export const transportFailureMessage = (event: AgentToolEvent, failure: TransportFailure, callId?: string): string => {
   const what =
     failure === 'timeout'
       ? `The "${event}" tool timed out, the platform may be slow and could still be processing the request.`
       : `The "${event}" tool could not reach the platform or did not get a usable answer back.`;
   const next = isMutatingEvent(event)
-    ? 'The outcome is unknown: the change may still complete. Do not retry this call; tell the user the outcome is unknown and ask them to check whether the change was made before trying again.'
+    ? 'The outcome is unknown: the change may still complete. Do not retry this call; tell the user the outcome is unknown and ask them to check whether the change was made before trying again.' +
+      (callId ? ` You can check it yourself with get_tool_call_outcome and callId "${callId}".` : '')
     : 'Do not retry this call; tell the user it is unavailable right now.';
   return `${what} ${INFRASTRUCTURE_ISSUE} ${next}`;
 };
@@ -89,11 +90,11 @@ export class AgentToolService implements AgentToolCaller, OnModuleInit, OnModule
       const reply = await firstValueFrom(this.client.send<unknown>(event, record).pipe(timeout(this.timeoutMs)));
       if (isAgentToolResult(reply)) return reply;
       this.logger.warn(`Tool call "${event}" (callId ${payload.meta.callId}) got an unreadable reply`);
-      return { error: transportFailureMessage(event, 'unreachable') };
+      return { error: transportFailureMessage(event, 'unreachable', payload.meta.callId) };
     } catch (error) {
       const failure: TransportFailure = error instanceof TimeoutError ? 'timeout' : 'unreachable';
       this.logger.warn(`Tool call "${event}" (callId ${payload.meta.callId}) failed in transport (${failure}): ${describeError(error)}`);
-      return { error: transportFailureMessage(event, failure) };
+      return { error: transportFailureMessage(event, failure, payload.meta.callId) };
     }
   }
 }
