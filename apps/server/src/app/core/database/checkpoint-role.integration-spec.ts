@@ -53,13 +53,17 @@ describe('setupDatabase with a checkpoint URL', () => {
     });
   });
 
-  it.each(['users', 'schools', 'departments', 'audit_log', 'tool_call_ledger'])('the role cannot read the domain table %s', async (table) => {
+  it.each(['users', 'schools', 'departments', 'audit_log', 'tool_call_ledger', 'agent_threads', 'agent_runs', 'agent_run_events'])('the role cannot read the domain table %s', async (table) => {
     expect(await asCheckpointRole((client) => refusal(client, `SELECT 1 FROM public.${table} LIMIT 1`))).toMatch(/permission denied/);
   });
 
-  it('the role cannot call the login lookup, create in public, or use the app group', async () => {
+  it('the role cannot call the login lookup or the run lookups, mark a run running, create in public, or use the app group', async () => {
     await asCheckpointRole(async (client) => {
       expect(await refusal(client, `SELECT * FROM public.auth_lookup('admin@greenhill.school')`)).toMatch(/permission denied/);
+      // Nor the run lookups: the worker cannot learn or fake which runs are in flight (dispatch tokens depend on it).
+      expect(await refusal(client, `SELECT * FROM public.agent_run_dispatch_state(gen_random_uuid())`)).toMatch(/permission denied/);
+      expect(await refusal(client, `SELECT * FROM public.agent_run_tenant(gen_random_uuid())`)).toMatch(/permission denied/);
+      expect(await refusal(client, `UPDATE public.agent_runs SET status = 'running'`)).toMatch(/permission denied/);
       expect(await refusal(client, 'CREATE TABLE public.stray (id int)')).toMatch(/permission denied/);
       expect(await refusal(client, 'SET ROLE naalya_app_rw')).toMatch(/permission denied/);
     });
