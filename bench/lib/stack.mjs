@@ -40,6 +40,10 @@ export const createStack = async ({ poolSize }) => {
     // Read by servers that sign dispatch tokens and pin the worker's broker user; ignored by those that do not.
     DISPATCH_SIGNING_KEY: 'bench-dispatch-key-bench-dispatch-key-000',
     WORKER_BROKER_USER: decodeURIComponent(new URL(RABBITMQ_URL).username || 'guest'),
+    // One user at thousands of calls a second is a load test, not a person: the per-minute quotas (an in-memory flood
+    // brake, no statement) still run on every call, with limits the bench never reaches.
+    TOOL_CALLS_PER_MINUTE_PER_SCHOOL: '1000000000',
+    TOOL_CALLS_PER_MINUTE_PER_USER: '1000000000',
     SHUTDOWN_DRAIN_TIMEOUT_MS: '3000',
     LOG_LEVEL: 'error',
   };
