@@ -2,7 +2,7 @@ import { useCallback, useEffect, useReducer, useRef, useState, type FormEvent, t
 import { agentRunEventSchema } from '@naalya/agent-tools';
 import { api, session, toolCallKey, type ThreadSummary } from '../lib/api';
 import { speakerName, SPEAKER_ROLES } from '../lib/labels';
-import { activeRun, emptyThread, pendingQuestions, threadReducer, type ChatItem } from '../lib/run-view';
+import { activeRun, emptyThread, pendingQuestions, runHint, threadReducer, type ChatItem } from '../lib/run-view';
 import { chatHref, activityHref } from '../lib/route';
 import { HttpError, streamRunEvents } from '../lib/sse';
 import type { RunModeChoice } from './Header';
@@ -37,6 +37,9 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
   const streams = useRef(new AbortController());
   const answering = useRef(new Set<string>());
   const checking = useRef(new Set<string>());
+  // When the stream last said anything, and a clock that ticks while a run is going, so a silent run shows as stalled.
+  const lastEventAt = useRef(Date.now());
+  const [now, setNow] = useState(() => Date.now());
 
   const refreshThreads = useCallback(() => {
     api.threads().then(setThreads, onApiError);
@@ -54,6 +57,7 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
           signal,
           onEvent: ({ seq, data }) => {
             const parsed = agentRunEventSchema.safeParse(data);
+            lastEventAt.current = Date.now();
             if (parsed.success) dispatch({ type: 'event', runId, seq, event: parsed.data });
           },
         });
@@ -122,6 +126,7 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
     const message = draft.trim();
     if (!message || sending) return;
     setSending(true);
+    lastEventAt.current = Date.now();
     try {
       const campusId = mode.mode === 'campus' ? mode.campus.id : undefined;
       if (!threadId) {
@@ -186,7 +191,13 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
 
   const active = activeRun(state);
   const busy = sending || Boolean(active);
-  const hint = active?.status === 'interrupted' ? 'Answer the question above to continue.' : active ? 'Rover is working…' : null;
+  const running = active?.status === 'running';
+  useEffect(() => {
+    if (!running) return undefined;
+    const timer = setInterval(() => setNow(Date.now()), 5_000);
+    return () => clearInterval(timer);
+  }, [running]);
+  const hint = runHint(active, now - lastEventAt.current);
 
   return (
     <div className="flex flex-1">
@@ -268,7 +279,7 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
               Send
             </button>
           </div>
-          <p id="composer-hint" className="mt-1 text-xs text-slate-500">
+          <p id="composer-hint" role="status" className="mt-1 text-xs text-slate-500">
             {hint ?? 'Enter sends, Shift+Enter starts a new line.'}
           </p>
         </form>

@@ -1,6 +1,17 @@
 import type { AgentRunEvent } from '@naalya/agent-tools';
 import { describe, expect, it } from 'vitest';
-import { activeRun, emptyThread, parseToolResult, pendingQuestions, threadReducer, toolStatusOf, type ThreadAction, type ThreadView } from './run-view';
+import {
+  STALL_AFTER_MS,
+  activeRun,
+  emptyThread,
+  parseToolResult,
+  pendingQuestions,
+  runHint,
+  threadReducer,
+  toolStatusOf,
+  type ThreadAction,
+  type ThreadView,
+} from './run-view';
 
 const ids = { runId: 'run-1', threadId: 'thread-1' };
 type EventInput = AgentRunEvent extends infer E ? (E extends AgentRunEvent ? Omit<E, 'runId' | 'threadId'> : never) : never;
@@ -175,5 +186,24 @@ describe('tool results', () => {
     [{ error: 'The "list.staff" tool timed out, the platform may be slow. This is an infrastructure issue, not a problem with your request.' }, false, 'failed'],
   ] as const)('%j (write: %s) is %s', (result, isWrite, status) => {
     expect(toolStatusOf(result, isWrite)).toBe(status);
+  });
+});
+
+describe('runHint', () => {
+  const run = (status: 'running' | 'interrupted') => ({ status }) as Parameters<typeof runHint>[0];
+
+  it('says nothing when no run is going', () => {
+    expect(runHint(undefined, 10 * STALL_AFTER_MS)).toBeNull();
+  });
+
+  it('shows a running run as working until it has been silent for a while, then as possibly stalled', () => {
+    expect(runHint(run('running'), STALL_AFTER_MS - 1)).toBe('Rover is working…');
+    expect(runHint(run('running'), STALL_AFTER_MS + 4_000)).toBe(
+      'No news from Rover for 34 s: the run may be stalled. It continues if the platform recovers.',
+    );
+  });
+
+  it('never calls a run waiting for the user stalled', () => {
+    expect(runHint(run('interrupted'), 10 * STALL_AFTER_MS)).toBe('Answer the question above to continue.');
   });
 });

@@ -319,6 +319,22 @@ export const threadReducer = (state: ThreadView, action: ThreadAction): ThreadVi
 export const activeRun = (state: ThreadView): RunView | undefined =>
   [...state.runs].reverse().find((run) => run.status === 'running' || run.status === 'interrupted');
 
+/** How long a running run may go without any event before the Hub says it may be stalled. */
+export const STALL_AFTER_MS = 30_000;
+
+/**
+ * The line under the composer: what the user is waiting for. A run that has sent nothing for a while is
+ * called stalled rather than shown as working forever; an interrupted run is waiting for the user, not stalled.
+ */
+export const runHint = (active: RunView | undefined, msSinceLastEvent: number): string | null => {
+  if (!active) return null;
+  if (active.status === 'interrupted') return 'Answer the question above to continue.';
+  if (msSinceLastEvent >= STALL_AFTER_MS) {
+    return `No news from Rover for ${Math.round(msSinceLastEvent / 1_000)} s: the run may be stalled. It continues if the platform recovers.`;
+  }
+  return 'Rover is working…';
+};
+
 /** Questions still waiting for an answer. */
 export const pendingQuestions = (state: ThreadView) =>
   state.items.filter((item): item is Extract<ChatItem, { kind: 'question' }> => item.kind === 'question' && item.state === 'pending');
