@@ -1,4 +1,5 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +21,19 @@ const CHROMIUM_FLAGS = [
   '--disable-sync',
 ];
 const ADMIN = 'admin@greenhill.school';
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** axe-core's serious and critical findings on the page as it stands (evaluated over DevTools, so the page's CSP allows it). */
+const seriousAxeViolations = async (target: Page): Promise<string[]> => {
+  await target.evaluate(AXE_SOURCE);
+  return target.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run: () => Promise<{ violations: { id: string; impact: string | null; nodes: { target: unknown[] }[] }[] }> } }).axe;
+    const { violations } = await axe.run();
+    return violations
+      .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+      .map((violation) => `${violation.id}: ${violation.nodes.map((node) => String(node.target[0])).join(', ')}`);
+  });
+};
 const TIMEOUT = 20_000;
 
 let stack: HubStack;
@@ -197,5 +211,24 @@ describe('the Hub in a browser, against the built server and worker', () => {
     expect(lakeside.body.map((row) => row.resourceId)).toEqual([other.body.id]);
     // Only those allowed to read the log may: a teacher is refused.
     expect((await stack.api('teacher@greenhill.school', '/audit-log')).status).toBe(403);
+  });
+
+  it('axe reports no serious or critical violations on the sign-in, chat and Activity pages', async () => {
+    if (page) await page.close();
+    page = await browser.newPage();
+    page.setDefaultTimeout(TIMEOUT);
+    await page.goto(`${stack.baseUrl}/hub/`);
+    await page.getByLabel('Email').waitFor();
+    expect(await seriousAxeViolations(page)).toEqual([]);
+
+    await signIn(ADMIN);
+    await send('list departments');
+    await page.getByTestId('agent-message').last().waitFor();
+    expect(await seriousAxeViolations(page)).toEqual([]);
+
+    await page.getByRole('link', { name: 'Activity' }).click();
+    await page.getByRole('heading', { name: 'Activity in your school' }).waitFor();
+    await page.getByText('Loading…').waitFor({ state: 'detached' });
+    expect(await seriousAxeViolations(page)).toEqual([]);
   });
 });

@@ -80,11 +80,11 @@ export const ActivityPage = ({ highlight, onApiError }: { highlight: string | nu
                   <td className="px-3 py-2">{row.actorName ?? (row.actorType === 'platform_admin' ? 'Platform administrator' : row.actorId)}</td>
                   <td className="px-3 py-2">
                     {tool ? toolLabel(tool) : `${words(row.action)} ${words(row.resourceType)}`}
-                    {tool ? <span className="block text-xs text-slate-500">{`${words(row.action)} ${words(row.resourceType)}`}</span> : null}
+                    {tool ? <span className="block text-xs text-slate-700">{`${words(row.action)} ${words(row.resourceType)}`}</span> : null}
                   </td>
                   <td className="px-3 py-2">
                     {words(row.resourceType)}
-                    {row.resourceId ? <code className="block text-xs text-slate-500">{row.resourceId}</code> : null}
+                    {row.resourceId ? <code className="block text-xs text-slate-700">{row.resourceId}</code> : null}
                   </td>
                   <td className="px-3 py-2">
                     {isAgent ? (
