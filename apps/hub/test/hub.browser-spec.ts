@@ -213,6 +213,23 @@ describe('the Hub in a browser, against the built server and worker', () => {
     expect((await stack.api('teacher@greenhill.school', '/audit-log')).status).toBe(403);
   });
 
+  it("a cross-school attempt is refused: another school's administrator cannot delete a Greenhill department", async () => {
+    const greenhill = await stack.api<{ id: string; name: string }[]>(ADMIN, '/departments');
+    const sciences = greenhill.body.find((department) => department.name === 'Sciences')!;
+    await signIn('admin@lakeside.school');
+    await send(`delete department ${sciences.id}`);
+    const question = page.getByTestId('question').and(page.locator('[data-state="pending"]'));
+    await question.waitFor();
+    await question.getByLabel('Your answer').fill('yes');
+    await question.getByLabel('Your answer').press('Enter');
+    const card = page.getByTestId('tool-card').filter({ hasText: 'Delete department' });
+    await card.and(page.locator('[data-status="refused"]')).waitFor();
+    expect(await card.textContent()).toContain('Department not found.');
+    expect(await page.getByTestId('success-event').count()).toBe(0);
+    const after = await stack.api<{ id: string }[]>(ADMIN, '/departments');
+    expect(after.body.map((department) => department.id)).toContain(sciences.id);
+  });
+
   it('axe reports no serious or critical violations on the sign-in, chat and Activity pages', async () => {
     if (page) await page.close();
     page = await browser.newPage();
