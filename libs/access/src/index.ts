@@ -2,3 +2,4 @@ export * from './lib/user-type.js';
 export * from './lib/action.js';
 export * from './lib/resource.js';
 export * from './lib/audit.js';
+export * from './lib/rest-shapes.js';

@@ -1,4 +1,4 @@
-import type { UserType } from '@naalya/access';
+import type { AuditLogRow, CallerProfile } from '@naalya/access';
 import type { AgentRunModeName, AgentSpeaker } from '@naalya/agent-tools';
 import type { RunSummary } from './run-view';
 import { HttpError, errorMessageOf } from './sse';
@@ -12,33 +12,12 @@ export const session = {
   clear: () => sessionStorage.removeItem(TOKEN_KEY),
 };
 
-export type Me = {
-  id: string;
-  fullName: string;
-  email: string;
-  userType: UserType;
-  schoolId: string | null;
-  schoolName: string | null;
-  campusId: string | null;
-  campusName: string | null;
-  roles: string[];
-};
+export type Me = CallerProfile;
 export type Campus = { id: string; name: string };
 export type AgentMap = { mode: AgentRunModeName; roster: { speaker: AgentSpeaker; name: string; tools: string[] }[] };
 export type ThreadSummary = { id: string; title: string | null; createdAt: string; updatedAt: string };
 export type ThreadDetail = ThreadSummary & { runs: RunSummary[] };
-export type AuditRow = {
-  id: string;
-  createdAt: string;
-  actorId: string;
-  actorName: string | null;
-  actorType: string;
-  action: string;
-  resourceType: string;
-  resourceId: string | null;
-  source: string;
-  callId: string | null;
-};
+export type AuditRow = AuditLogRow;
 
 /** Same origin in production (the server serves the Hub) and in development (Vite proxies these paths). */
 export const request = async <T>(path: string, init: { method?: string; body?: unknown; token?: string | null } = {}): Promise<T> => {

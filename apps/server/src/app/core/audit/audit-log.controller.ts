@@ -1,5 +1,5 @@
 import { BadRequestException, Controller, Get, Query } from '@nestjs/common';
-import { Action, AuditSource, Resource } from '@naalya/access';
+import { Action, AuditSource, Resource, type AuditLogRow } from '@naalya/access';
 import { z } from 'zod';
 import { RequirePermissions } from '../authorization/require-permissions.decorator.js';
 import { parseDto } from '../http/parse-dto.js';
@@ -11,19 +11,6 @@ const auditLogQuerySchema = z.strictObject({
   source: z.enum([AuditSource.HTTP, AuditSource.AGENT]).optional(),
   limit: z.coerce.number().int().min(1).max(200).default(100),
 });
-
-export type AuditLogRow = {
-  id: string;
-  createdAt: string;
-  actorId: string;
-  actorName: string | null;
-  actorType: string;
-  action: string;
-  resourceType: string;
-  resourceId: string | null;
-  source: string;
-  callId: string | null;
-};
 
 /**
  * The activity log of the caller's school, newest first. Reads inside the REST unit of work, pinned to the school,

@@ -1,21 +1,9 @@
 import { Controller, Get } from '@nestjs/common';
-import type { UserType } from '@naalya/access';
+import type { CallerProfile } from '@naalya/access';
 import { currentManager } from '../tenancy/tenant-context.js';
 import { CurrentUser } from './current-user.decorator.js';
 import { IdentityService } from './identity.service.js';
 import type { JwtPayload } from './jwt-payload.js';
-
-export type Me = {
-  id: string;
-  fullName: string;
-  email: string;
-  userType: UserType;
-  schoolId: string | null;
-  schoolName: string | null;
-  campusId: string | null;
-  campusName: string | null;
-  roles: string[];
-};
 
 /**
  * Who the caller is, read fresh in their unit of work (the Hub's header): display only, it grants nothing. Reads with
@@ -26,7 +14,7 @@ export class MeController {
   constructor(private readonly identityService: IdentityService) {}
 
   @Get('me')
-  async me(@CurrentUser() jwt: JwtPayload): Promise<Me> {
+  async me(@CurrentUser() jwt: JwtPayload): Promise<CallerProfile> {
     const user = await this.identityService.assertCurrent(jwt);
     const [place] = (await currentManager().query(
       `SELECT (SELECT name FROM schools WHERE id = $1) AS "schoolName", (SELECT name FROM campuses WHERE id = $2) AS "campusName",
