@@ -3,10 +3,10 @@
 // no Nest, no TypeORM, no zod, no CASL. The texts below are the ones PostgreSQL logged for (c) and (d); run.mjs
 // captures both again on every run and reports whether they still match.
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import amqplib from 'amqplib';
+import { serveRawRpc } from '../lib/raw-rpc-server.mjs';
 import pg from 'pg';
 
-const { RABBITMQ_URL, BENCH_QUEUE, BENCH_PREFETCH, DATABASE_URL, DATABASE_POOL_SIZE, BENCH_DISPATCH_KEY, BENCH_IDEAL_DISPATCH_STATE, BENCH_IDEAL_IDENTITY_WITH_PERMISSIONS } =
+const { DATABASE_URL, DATABASE_POOL_SIZE, BENCH_DISPATCH_KEY, BENCH_IDEAL_DISPATCH_STATE, BENCH_IDEAL_IDENTITY_WITH_PERMISSIONS } =
   process.env;
 
 const SQL = {
@@ -134,38 +134,15 @@ const createDepartment = (envelope) => {
 
 const HANDLERS = { 'list.departments': listDepartments, 'create.department': createDepartment };
 
-const connection = await amqplib.connect(RABBITMQ_URL, { noDelay: true, clientProperties: { connection_name: 'naalya-bench-ideal' } });
-const channel = await connection.createChannel();
-await channel.prefetch(Number(BENCH_PREFETCH), false);
-await channel.consume(
-  BENCH_QUEUE,
-  (message) => {
-    if (!message) return;
-    const { replyTo, correlationId } = message.properties;
-    const reply = (body) => {
-      channel.sendToQueue(String(replyTo), Buffer.from(JSON.stringify(body)), { correlationId });
-      channel.ack(message);
-    };
-    let packet;
-    try {
-      packet = JSON.parse(message.content.toString('utf8'));
-    } catch {
-      channel.nack(message, false, false);
-      return;
-    }
+await serveRawRpc({
+  connectionName: 'naalya-bench-ideal',
+  handle: (packet) => {
     const handler = HANDLERS[packet.pattern];
-    if (!handler) return reply({ id: packet.id, err: { status: 'error', message: 'no handler' }, isDisposed: true });
-    handler(packet.data).then(
-      (response) => reply({ id: packet.id, response, isDisposed: true }),
-      (error) => reply({ id: packet.id, response: { error: String(error?.message ?? error) }, isDisposed: true }),
+    if (!handler) return { id: packet.id, err: { status: 'error', message: 'no handler' }, isDisposed: true };
+    return handler(packet.data).then(
+      (response) => ({ id: packet.id, response, isDisposed: true }),
+      (error) => ({ id: packet.id, response: { error: String(error?.message ?? error) }, isDisposed: true }),
     );
   },
-  { noAck: false },
-);
-process.send?.('ready');
-process.on('SIGTERM', async () => {
-  await channel.close().catch(() => undefined);
-  await connection.close().catch(() => undefined);
-  await pool.end().catch(() => undefined);
-  process.exit(0);
+  onClose: () => pool.end().catch(() => undefined),
 });
