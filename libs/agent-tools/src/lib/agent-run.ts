@@ -31,15 +31,29 @@ export const agentRunRequestSchema = z.discriminatedUnion('kind', [
 ]);
 export type AgentRunRequest = z.infer<typeof agentRunRequestSchema>;
 
-/** A pending ask_user question, attributed to whoever asked it. */
-export const agentInterruptSchema = z.strictObject({
-  interruptId: id,
+/**
+ * What a paused tool hands to LangGraph's interrupt(): an ask_user question, or the confirmation the RPC proxy asks
+ * before a tool whose definition has `confirm`.
+ */
+export const agentInterruptValueSchema = z.strictObject({
   question: z.string(),
   askedBy: z.enum(AGENT_SPEAKERS),
-  /** The tool call that asked, and a hash of its arguments, so an answer binds to exactly this question. */
+  /**
+   * The tool call that asked, and the sha256 of its canonical arguments: for ask_user, so an answer binds to exactly
+   * this question; for a confirmation, the arguments of the call being confirmed.
+   */
   toolCallId: id.optional(),
   argsHash: z.string().optional(),
+  /**
+   * Present on a confirmation: the RabbitMQ event and the idempotency call id of the call it is about. An approving
+   * answer is recorded by the server against these, this argsHash, the thread and the user; nothing else approves.
+   */
+  confirmation: z.strictObject({ event: z.string().min(1).max(100), callId: id }).optional(),
 });
+export type AgentInterruptValue = z.infer<typeof agentInterruptValueSchema>;
+
+/** A pending question or confirmation, attributed to whoever asked it. */
+export const agentInterruptSchema = agentInterruptValueSchema.extend({ interruptId: id });
 export type AgentInterrupt = z.infer<typeof agentInterruptSchema>;
 
 const base = { runId: id, threadId: id };

@@ -7,6 +7,7 @@ import {
   READING_VERBS,
   defineAgentTool,
   isMutatingEvent,
+  requiresConfirmation,
   type AnyAgentTool,
 } from './define-agent-tool.js';
 import { RPC_AGENT_TOOLS, toolsForMode, toolsForRole } from './agent-tool-registry.js';
@@ -76,6 +77,25 @@ describe('RPC_AGENT_TOOLS', () => {
   it.each(tools.map((tool) => [tool.name, tool] as const))('%s: a strict schema, so unknown keys are refused', (_, tool) => {
     expect(tool.schema.safeParse({ smuggled: true }).success).toBe(false);
   });
+
+  it('the tools whose effect the user must confirm call by call do', () => {
+    expect(tools.filter(requiresConfirmation).map((tool) => tool.name)).toEqual(
+      expect.arrayContaining(['delete_department', 'approve_lesson_plan', 'assign_subject_teacher']),
+    );
+  });
+
+  it.each(tools.filter(requiresConfirmation).map((tool) => [tool.name, tool] as const))(
+    '%s: only a write asks for confirmation, and its question names every argument it was given, without an em dash',
+    (_, tool) => {
+      expect(isMutatingEvent(tool.event)).toBe(true);
+      const shape = tool.schema.shape as Record<string, z.ZodType>;
+      const args = Object.fromEntries(Object.keys(shape).map((key, index) => [key, `00000000-0000-4000-8000-00000000000${index}`]));
+      const question = tool.confirm?.(args) ?? '';
+      // campusId is pinned by campus mode and checked by the server; every other argument is what the user approves.
+      for (const [key, value] of Object.entries(args)) if (key !== 'campusId') expect(question).toContain(value);
+      expect(question).not.toContain(EM_DASH);
+    },
+  );
 
   it('is never both shared and role-tagged', () => {
     expect(tools.filter((tool) => tool.shared && (tool.roles as readonly string[] | undefined)?.length)).toEqual([]);

@@ -57,11 +57,19 @@ export type AgentToolDefinition<
   modes?: readonly AgentRunModeName[];
   campusScoped?: true;
   streamOnSuccess?: (args: z.output<Schema>) => AgentStreamEvent | undefined;
+  /**
+   * Set on a tool the user must confirm call by call: the question saying exactly what this call will do. The worker
+   * asks it before sending anything, and the server runs the call only with the user's approval of these arguments.
+   */
+  confirm?: (args: z.output<Schema>) => string;
 } & ToolPlacement;
 
 /** Any tool definition, whatever its schema. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the registry holds tools of every schema
 export type AnyAgentTool = AgentToolDefinition<string, AgentToolEventName, any>;
+
+/** True when each call of the tool needs the user's approval of its exact arguments. */
+export const requiresConfirmation = (definition: AnyAgentTool): boolean => definition.confirm !== undefined;
 
 /** Declares one tool; the literal name and event types are kept so payloads can be typed per event. */
 export const defineAgentTool = <

@@ -29,6 +29,7 @@ export const deleteDepartmentTool = defineAgentTool({
   event: 'delete.department',
   description: 'Delete a department and its member list. Only the head of the department or an administrator may do it.',
   schema: z.strictObject({ departmentId }),
+  confirm: (args) => `Delete the department with id ${args.departmentId} and its member list? This cannot be undone.`,
   streamOnSuccess: (args) => ({
     name: 'department.deleted',
     label: 'Department deleted',

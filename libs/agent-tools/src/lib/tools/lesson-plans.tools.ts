@@ -41,6 +41,8 @@ export const approveLessonPlanTool = defineAgentTool({
   schema: z.strictObject({ lessonPlanId, comment: z.string().trim().max(500).optional(), campusId: campusIdArg }),
   roles: ['dos'],
   campusScoped: true,
+  confirm: (args) =>
+    `Approve the lesson plan with id ${args.lessonPlanId}${args.comment ? ` with the comment "${args.comment}"` : ''}? Its teacher will see it as approved.`,
   streamOnSuccess: (args) => ({
     name: 'lesson-plan.approved',
     label: 'Lesson plan approved',
