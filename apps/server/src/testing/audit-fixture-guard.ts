@@ -48,7 +48,7 @@ export const auditFixtureViolations = async (
     const spy = vi.spyOn(executor, 'execute');
     try {
       const call = await fixture.allowed(context);
-      const envelope = dispatchEnvelope(call.persona, tool, call.args, call.options);
+      const envelope = await dispatchEnvelope(call.persona, tool, call.args, call.options);
       const since = new Date(Date.now() - 1);
       const result = await invoke(context.module, tool, envelope);
       const rows = await auditRowsAfter(context.owner, since);
@@ -87,14 +87,14 @@ export const auditFixtureViolations = async (
 
       const denied = await fixture.denied(context);
       const deniedSince = new Date(Date.now() - 1);
-      const deniedResult = await invoke(context.module, tool, dispatchEnvelope(denied.persona, tool, denied.args, denied.options));
+      const deniedResult = await invoke(context.module, tool, await dispatchEnvelope(denied.persona, tool, denied.args, denied.options));
       if (!('error' in deniedResult)) violations.push(`${tool.name}: the denied call was allowed`);
       const deniedRows = await auditRowsAfter(context.owner, deniedSince);
       if (deniedRows.length) violations.push(`${tool.name}: a denied call wrote ${deniedRows.length} audit rows`);
 
       const failedSince = new Date(Date.now() - 1);
       const retry = await fixture.allowed(context);
-      const failed = await invoke(context.module, tool, dispatchEnvelope(retry.persona, tool, { ...retry.args, unexpected: 1 }, retry.options));
+      const failed = await invoke(context.module, tool, await dispatchEnvelope(retry.persona, tool, { ...retry.args, unexpected: 1 }, retry.options));
       if (!('error' in failed)) violations.push(`${tool.name}: a call with invalid arguments succeeded`);
       const failedRows = await auditRowsAfter(context.owner, failedSince);
       if (failedRows.length) violations.push(`${tool.name}: a failed call wrote ${failedRows.length} audit rows`);

@@ -1,6 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import {
+  CONFIRMATION_ANSWERS,
   identityFromUserDetails,
+  isApprovalAnswer,
+  requiresConfirmation,
   type AgentCallScope,
   type AgentToolRequest,
   type AgentUserDetails,
@@ -9,6 +12,8 @@ import {
 import type { DataSource } from 'typeorm';
 import type { DemoData, DemoPersona } from '../app/core/database/seed/demo-seed.js';
 import { signDispatchToken } from '../app/naalya-ai/agent-runs/dispatch-token.js';
+import { APPROVAL_TTL_SECONDS } from '../app/naalya-ai/agent-runs/tool-call-approvals.js';
+import { canonicalHash } from '../app/naalya-ai/tools/canonical-hash.js';
 
 /** The signing key of every test server (testConfig); dispatchEnvelope signs with it as dispatch does. */
 export const TEST_DISPATCH_SIGNING_KEY = 'test-dispatch-key-test-dispatch-key-0000';
@@ -27,6 +32,23 @@ export type DispatchOptions = {
   tokenTtlSeconds?: number;
   /** Sign with another key (a forger's). */
   signingKey?: string;
+  /**
+   * For a tool that needs confirmation, the user's answer recorded as resume records it. By default the persona
+   * approves exactly these arguments on the envelope's run; each field changes one binding, and 'none' records nothing.
+   */
+  approval?: 'none' | ApprovalOptions;
+};
+
+export type ApprovalOptions = {
+  /** The arguments the user saw and approved, when they differ from the ones sent. */
+  args?: unknown;
+  /** Who answered. */
+  by?: DemoPersona;
+  /** The run (and its thread) the confirmation was asked in. */
+  run?: { runId: string; threadId: string };
+  /** Seconds from now until the approval expires (negative: already expired). */
+  ttlSeconds?: number;
+  answer?: string;
 };
 
 const derivedUuid = (seed: string): string => {
@@ -37,19 +59,24 @@ const derivedUuid = (seed: string): string => {
 /** Every persona's standing test run: one thread, one run in status running, ids derived from the user id. */
 export const personaRun = (userId: string) => ({ runId: derivedUuid(`run:${userId}`), threadId: derivedUuid(`thread:${userId}`) });
 
+// The owner connection of this test file's database, kept by ensureDispatchRuns so that dispatchEnvelope can record
+// approvals as resume does; each test file runs in its own process with its own test app.
+let owner: DataSource | undefined;
+
 /**
  * Records a running run for every demo user (createTestApp calls it after seeding), as dispatch records a run before
  * it mints the context: so a token dispatchEnvelope signs for a persona names a run in flight, like a real one.
  */
-export const ensureDispatchRuns = async (owner: DataSource, demo: DemoData): Promise<void> => {
+export const ensureDispatchRuns = async (ownerDataSource: DataSource, demo: DemoData): Promise<void> => {
+  owner = ownerDataSource;
   const personas = [...demo.schools.flatMap((school) => Object.values(school.personas)), demo.platformAdmin];
   for (const persona of personas) {
     const { runId, threadId } = personaRun(persona.id);
-    await owner.query(
+    await ownerDataSource.query(
       `INSERT INTO agent_threads (id, school_id, owner_id, title) VALUES ($1, $2, $3, 'Test dispatch') ON CONFLICT DO NOTHING`,
       [threadId, persona.schoolId, persona.id],
     );
-    await owner.query(
+    await ownerDataSource.query(
       `INSERT INTO agent_runs (id, thread_id, school_id, owner_id, status, message) VALUES ($1, $2, $3, $4, 'running', 'Test dispatch')
        ON CONFLICT DO NOTHING`,
       [runId, threadId, persona.schoolId, persona.id],
@@ -57,18 +84,54 @@ export const ensureDispatchRuns = async (owner: DataSource, demo: DemoData): Pro
   }
 };
 
+// What resume records when the user answers a confirmation (recordConfirmationAnswer), written as the owner.
+const recordApproval = async (
+  persona: DemoPersona,
+  tool: AnyAgentTool,
+  args: unknown,
+  callId: string,
+  run: { runId: string; threadId: string },
+  approval: ApprovalOptions,
+): Promise<void> => {
+  if (!owner) throw new Error('dispatchEnvelope records approvals on the test app database: create the test app first.');
+  const approved = approval.args ?? args;
+  // The server hashes the arguments it parsed (defaults filled in, strings trimmed), so the approval hashes the same.
+  const parsed = tool.schema.safeParse(approved);
+  const by = approval.by ?? persona;
+  const at = approval.run ?? run;
+  await owner.query(
+    `INSERT INTO tool_call_approvals (school_id, thread_id, run_id, interrupt_id, call_id, event, args_hash, user_id, approved, answer, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now() + make_interval(secs => $11))
+     ON CONFLICT (thread_id, call_id) DO NOTHING`,
+    [
+      by.schoolId,
+      at.threadId,
+      at.runId,
+      `test-confirmation-${callId}`,
+      callId,
+      tool.event,
+      canonicalHash(parsed.success ? parsed.data : approved),
+      by.id,
+      isApprovalAnswer(approval.answer ?? CONFIRMATION_ANSWERS.approve),
+      approval.answer ?? CONFIRMATION_ANSWERS.approve,
+      approval.ttlSeconds ?? APPROVAL_TTL_SECONDS,
+    ],
+  );
+};
+
 /**
  * Builds every envelope tests and fixtures send, exactly as dispatch and the worker's proxy will: identity
  * from the persona's user details, scope from the run mode, meta with a fresh call id, a deadline and the
- * dispatch token the server would have minted for that identity and scope on the persona's running run.
+ * dispatch token the server would have minted for that identity and scope on the persona's running run; and,
+ * for a tool that needs confirmation, the persona's approval of exactly these arguments, as resume records it.
  * Later additions to the envelope change this one place.
  */
-export const dispatchEnvelope = <A>(
+export const dispatchEnvelope = async <A>(
   persona: DemoPersona,
-  _tool: AnyAgentTool,
+  tool: AnyAgentTool,
   args: A,
   options: DispatchOptions = {},
-): AgentToolRequest<A> => {
+): Promise<AgentToolRequest<A>> => {
   const userDetails: AgentUserDetails = {
     id: persona.id,
     userType: persona.type,
@@ -83,18 +146,23 @@ export const dispatchEnvelope = <A>(
       ? { mode: 'school', targetSchoolId: options.targetSchoolId }
       : { mode: 'school' };
   const identity = identityFromUserDetails(userDetails);
+  const run = options.run ?? personaRun(persona.id);
+  const callId = options.callId ?? randomUUID();
   const dispatchToken = signDispatchToken(options.signingKey ?? TEST_DISPATCH_SIGNING_KEY, {
     identity,
     scope,
-    ...(options.run ?? personaRun(persona.id)),
+    ...run,
     exp: Math.floor(Date.now() / 1000) + (options.tokenTtlSeconds ?? 3600),
   });
+  if (requiresConfirmation(tool) && options.approval !== 'none') {
+    await recordApproval(persona, tool, args, callId, run, options.approval ?? {});
+  }
   return {
     identity,
     scope,
     args,
     meta: {
-      callId: options.callId ?? randomUUID(),
+      callId,
       deadline: options.deadline ?? Date.now() + (options.timeoutMs ?? 15_000),
       dispatchToken,
     },

@@ -53,7 +53,7 @@ describe('setupDatabase with a checkpoint URL', () => {
     });
   });
 
-  it.each(['users', 'schools', 'departments', 'audit_log', 'tool_call_ledger', 'agent_threads', 'agent_runs', 'agent_run_events'])('the role cannot read the domain table %s', async (table) => {
+  it.each(['users', 'schools', 'departments', 'audit_log', 'tool_call_ledger', 'agent_threads', 'agent_runs', 'agent_run_events', 'tool_call_approvals'])('the role cannot read the domain table %s', async (table) => {
     expect(await asCheckpointRole((client) => refusal(client, `SELECT 1 FROM public.${table} LIMIT 1`))).toMatch(/permission denied/);
   });
 
@@ -63,6 +63,15 @@ describe('setupDatabase with a checkpoint URL', () => {
       // Nor the run lookups: the worker cannot learn or fake which runs are in flight (dispatch tokens depend on it).
       expect(await refusal(client, `SELECT * FROM public.agent_run_dispatch_state(gen_random_uuid())`)).toMatch(/permission denied/);
       expect(await refusal(client, `SELECT * FROM public.agent_run_tenant(gen_random_uuid())`)).toMatch(/permission denied/);
+      // Nor the approvals: the worker can ask the user to confirm a call, never approve one itself.
+      expect(await refusal(client, `SELECT * FROM public.tool_call_approval(gen_random_uuid(), 'call')`)).toMatch(/permission denied/);
+      expect(
+        await refusal(
+          client,
+          `INSERT INTO public.tool_call_approvals (thread_id, run_id, interrupt_id, call_id, event, args_hash, user_id, approved, answer, expires_at)
+           VALUES (gen_random_uuid(), gen_random_uuid(), 'i', 'c', 'delete.department', 'h', gen_random_uuid(), true, 'yes', now())`,
+        ),
+      ).toMatch(/permission denied/);
       expect(await refusal(client, `UPDATE public.agent_runs SET status = 'running'`)).toMatch(/permission denied/);
       expect(await refusal(client, 'CREATE TABLE public.stray (id int)')).toMatch(/permission denied/);
       expect(await refusal(client, 'SET ROLE naalya_app_rw')).toMatch(/permission denied/);

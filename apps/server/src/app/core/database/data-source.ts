@@ -4,9 +4,10 @@ import { CreateTenancySchema1764662400000 } from './migrations/1764662400000-cre
 import { CreateSchoolDomain1764662400001 } from './migrations/1764662400001-create-school-domain.js';
 import { CreateAgentRuns1764662400002 } from './migrations/1764662400002-create-agent-runs.js';
 import { DispatchRunState1764662400003 } from './migrations/1764662400003-dispatch-run-state.js';
+import { CreateToolCallApprovals1764662400004 } from './migrations/1764662400004-create-tool-call-approvals.js';
 import { StrayQueryLogger } from './stray-query.logger.js';
 
-export const MIGRATIONS = [CreateTenancySchema1764662400000, CreateSchoolDomain1764662400001, CreateAgentRuns1764662400002, DispatchRunState1764662400003];
+export const MIGRATIONS = [CreateTenancySchema1764662400000, CreateSchoolDomain1764662400001, CreateAgentRuns1764662400002, DispatchRunState1764662400003, CreateToolCallApprovals1764662400004];
 
 export type DatabaseOptions = { url: string; poolSize?: number; statementTimeoutMs?: number };
 

@@ -7,13 +7,15 @@ export type AgentRunStatus = (typeof AGENT_RUN_STATUSES)[number];
 /** Statuses that hold the thread's lock: a new run waits until the active one finishes or fails. */
 export const ACTIVE_RUN_STATUSES: readonly AgentRunStatus[] = ['running', 'interrupted'];
 
-/** An ask_user question as the run keeps it: `delivered` once its answer went out in a resume request. */
+/** An ask_user question or a confirmation as the run keeps it: `delivered` once its answer went out in a resume request. */
 export type StoredInterrupt = {
   interruptId: string;
   question: string;
   askedBy: AgentSpeaker;
   toolCallId?: string;
   argsHash?: string;
+  /** Set when the question is a confirmation of one tool call: an answer to it is recorded as that call's approval. */
+  confirmation?: { event: string; callId: string };
   answered: boolean;
   answer?: string;
   answeredAt?: string;

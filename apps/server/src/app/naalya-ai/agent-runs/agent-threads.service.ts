@@ -10,6 +10,7 @@ import { asCaller } from './agent-caller.guard.js';
 import { AgentRunPublisher } from './agent-run-publisher.service.js';
 import { ACTIVE_RUN_STATUSES, AgentRunEntity, type AgentRunStatus, type StoredInterrupt } from './agent-run.entity.js';
 import { AgentThreadEntity } from './agent-thread.entity.js';
+import { recordConfirmationAnswer } from './tool-call-approvals.js';
 
 export const THREAD_NOT_FOUND_ERROR = 'Thread not found.';
 export const RUN_NOT_FOUND_ERROR = 'Run not found.';
@@ -176,6 +177,21 @@ export class AgentThreadsService {
       if (run.status !== 'interrupted') throw new ConflictException(STALE_INTERRUPT_ERROR);
 
       Object.assign(interrupt, { answered: true, answer: dto.answer, answeredAt: new Date().toISOString() });
+      // The approval is bound to what the worker asked about (stored with the question), never to anything the
+      // client sends, and commits with the answered question or not at all.
+      if (interrupt.confirmation && interrupt.argsHash) {
+        await recordConfirmationAnswer({
+          schoolId: thread.schoolId,
+          threadId: thread.id,
+          runId: run.id,
+          interruptId: interrupt.interruptId,
+          event: interrupt.confirmation.event,
+          callId: interrupt.confirmation.callId,
+          argsHash: interrupt.argsHash,
+          userId: caller.sub,
+          answer: dto.answer,
+        });
+      }
       const pendingInterruptIds = run.pending_interrupts.filter((candidate) => !candidate.answered).map((candidate) => candidate.interruptId);
       const resumed = pendingInterruptIds.length === 0;
       let answers: Record<string, string> = {};

@@ -36,13 +36,13 @@ const runFor = async (persona: { id: string; schoolId: string | null }, status: 
 
 /** Creates a department as the school admin with the given envelope change; returns the result, the refusal logged, and whether it ran. */
 const attemptWrite = async (
-  change: (envelope: ReturnType<typeof dispatchEnvelope>) => unknown,
+  change: (envelope: Awaited<ReturnType<typeof dispatchEnvelope>>) => unknown,
   options: DispatchOptions = {},
 ): Promise<{ result: AgentToolResult; ran: boolean; logged: string[] }> => {
   const name = `Forged ${randomUUID().slice(0, 8)}`;
   const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
   try {
-    const envelope = dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name }, options);
+    const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name }, options);
     const result = await invokeTool(testApp.module, createDepartmentTool, change(envelope));
     const logged = warn.mock.calls.map(([message]) => String((message as { msg?: string })?.msg ?? message)).filter((line) => line.startsWith('security event'));
     return { result, ran: (await departmentsNamed(name)) > 0, logged };
@@ -92,7 +92,7 @@ describe('execute() runs only calls whose dispatch token the server minted for a
   });
 
   it('refuses a token minted for another user when the envelope claims a different identity', async () => {
-    const teacherToken = dispatchEnvelope(schoolA.personas.teacher, createDepartmentTool, {}).meta.dispatchToken;
+    const teacherToken = (await dispatchEnvelope(schoolA.personas.teacher, createDepartmentTool, {})).meta.dispatchToken;
     const { result, ran, logged } = await attemptWrite((envelope) => envelope, {});
     expect(result).toHaveProperty('data');
     expect(ran).toBe(true);
@@ -142,7 +142,7 @@ describe('execute() runs only calls whose dispatch token the server minted for a
   });
 
   it('refuses a read too: nothing is returned without a valid token', async () => {
-    const envelope = dispatchEnvelope(schoolA.personas.schoolAdmin, listStaffTool, {});
+    const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, listStaffTool, {});
     expect(await invokeTool(testApp.module, listStaffTool, { ...envelope, meta: { ...envelope.meta, dispatchToken: 'v1.e30.AAAA' } })).toEqual({
       error: DISPATCH_REFUSED_ERROR,
     });
@@ -162,7 +162,7 @@ describe('contexts minted by the server carry a token execute() accepts', () => 
     expect(await testApp.owner.query(`SELECT status, owner_id FROM agent_runs WHERE id = $1`, [context.run.runId])).toEqual([
       { status: 'running', owner_id: persona.id },
     ]);
-    const base = dispatchEnvelope(persona, listStaffTool, {});
+    const base = await dispatchEnvelope(persona, listStaffTool, {});
     const envelope = { ...base, meta: { ...base.meta, dispatchToken: context.dispatchToken } };
     expect(await invokeTool(testApp.module, listStaffTool, envelope)).toHaveProperty('data');
     await testApp.owner.query(`UPDATE agent_runs SET status = 'finished' WHERE id = $1`, [context.run.runId]);

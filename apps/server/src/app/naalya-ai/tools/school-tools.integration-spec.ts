@@ -30,8 +30,8 @@ beforeAll(async () => {
 });
 afterAll(() => testApp?.close());
 
-const call = (tool: AnyAgentTool, persona: Parameters<typeof dispatchEnvelope>[0], args: Record<string, unknown>, options = {}) =>
-  invokeTool(testApp.module, tool, dispatchEnvelope(persona, tool, args, options));
+const call = async (tool: AnyAgentTool, persona: Parameters<typeof dispatchEnvelope>[0], args: Record<string, unknown>, options = {}) =>
+  invokeTool(testApp.module, tool, await dispatchEnvelope(persona, tool, args, options));
 
 const dataOf = <T>(result: AgentToolResult): T => {
   if ('error' in result) throw new Error(`expected data, got: ${result.error}`);
@@ -95,7 +95,7 @@ describe('relationship rules hold for people who are not the owner', () => {
   it('record_marks writes several marks with one audit row', async () => {
     const { angelasClass, mathematics } = lookups(school);
     const students = await studentsOf(testApp.owner, angelasClass.id, 5);
-    const envelope = dispatchEnvelope(school.personas.subjectTeacher, recordMarksTool, {
+    const envelope = await dispatchEnvelope(school.personas.subjectTeacher, recordMarksTool, {
       classId: angelasClass.id,
       subjectId: mathematics.id,
       marks: students.map((studentId, index) => ({ studentId, score: 60 + index })),
@@ -185,7 +185,7 @@ describe('belts', () => {
     for (const fixture of TOOL_FIXTURES) {
       const spy = vi.spyOn(executor, 'execute');
       const allowed = await fixture.allowed({ demo: testApp.demo, owner: testApp.owner });
-      await invokeTool(testApp.module, fixture.tool, dispatchEnvelope(allowed.persona, fixture.tool, allowed.args, allowed.options));
+      await invokeTool(testApp.module, fixture.tool, await dispatchEnvelope(allowed.persona, fixture.tool, allowed.args, allowed.options));
       postures.set(fixture.tool.name, spy.mock.calls.at(-1)![2] as ToolPosture<unknown>);
       spy.mockRestore();
     }

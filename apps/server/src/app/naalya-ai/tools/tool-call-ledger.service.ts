@@ -1,28 +1,14 @@
-import { createHash } from 'node:crypto';
 import { ConflictException, Injectable } from '@nestjs/common';
 import type { AgentToolResult } from '@naalya/agent-tools';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { currentManager, repo } from '../../core/tenancy/tenant-context.js';
+import { canonicalHash } from './canonical-hash.js';
 import { ToolCallLedgerEntity } from './tool-call-ledger.entity.js';
 
 export const CALL_ID_REUSED_ERROR =
   'This call id was already used for a different request, so it was not run. Do not retry this call.';
 
-/** JSON with sorted keys, so the same request always hashes the same. */
-const canonical = (value: unknown): string => {
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  if (value && typeof value === 'object') {
-    return `{${Object.keys(value)
-      .sort()
-      .filter((key) => (value as Record<string, unknown>)[key] !== undefined)
-      .map((key) => `${JSON.stringify(key)}:${canonical((value as Record<string, unknown>)[key])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(value);
-};
-
-export const requestHash = (request: { event: string; identity: unknown; scope: unknown; args: unknown }): string =>
-  createHash('sha256').update(canonical(request)).digest('hex');
+export const requestHash = (request: { event: string; identity: unknown; scope: unknown; args: unknown }): string => canonicalHash(request);
 
 @Injectable()
 export class ToolCallLedgerService {

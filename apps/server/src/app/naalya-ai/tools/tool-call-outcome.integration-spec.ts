@@ -12,8 +12,8 @@ beforeAll(async () => {
 });
 afterAll(() => testApp?.close());
 
-const ask = (persona: TestApp['demo']['platformAdmin'], callId: string) =>
-  invokeTool(testApp.module, getToolCallOutcomeTool, dispatchEnvelope(persona, getToolCallOutcomeTool, { callId }));
+const ask = async (persona: TestApp['demo']['platformAdmin'], callId: string) =>
+  invokeTool(testApp.module, getToolCallOutcomeTool, await dispatchEnvelope(persona, getToolCallOutcomeTool, { callId }));
 
 describe('get_tool_call_outcome: the caller\'s own calls only', () => {
   it('returns the stored result of a completed call to the user who made it', async () => {

@@ -36,11 +36,11 @@ describe('quotas at the server: one school hitting its limit does not block anot
   it('a user over their limit is refused with a sentence the model can relay, and nothing runs', async () => {
     const [schoolA] = testApp.demo.schools;
     const admin = schoolA.personas.schoolAdmin;
-    const list = () => invokeTool(testApp.module, listDepartmentsTool, dispatchEnvelope(admin, listDepartmentsTool, {}));
+    const list = async () => invokeTool(testApp.module, listDepartmentsTool, await dispatchEnvelope(admin, listDepartmentsTool, {}));
     expect(await list()).toHaveProperty('data');
     expect(await list()).toHaveProperty('data');
     const name = `Over quota ${randomUUID().slice(0, 6)}`;
-    expect(await invokeTool(testApp.module, createDepartmentTool, dispatchEnvelope(admin, createDepartmentTool, { name }))).toEqual({
+    expect(await invokeTool(testApp.module, createDepartmentTool, await dispatchEnvelope(admin, createDepartmentTool, { name }))).toEqual({
       error: USER_QUOTA_ERROR,
     });
     expect(await testApp.owner.query(`SELECT id FROM departments WHERE name = $1`, [name])).toEqual([]);
@@ -48,8 +48,8 @@ describe('quotas at the server: one school hitting its limit does not block anot
 
   it('the school limit then refuses a colleague, while the other school still runs', async () => {
     const [schoolA, schoolB] = testApp.demo.schools;
-    const call = (persona: typeof schoolA.personas.teacher) =>
-      invokeTool(testApp.module, listDepartmentsTool, dispatchEnvelope(persona, listDepartmentsTool, {}));
+    const call = async (persona: typeof schoolA.personas.teacher) =>
+      invokeTool(testApp.module, listDepartmentsTool, await dispatchEnvelope(persona, listDepartmentsTool, {}));
     // School A has used 2 of its 3: one more from a colleague, then the school is full.
     expect(await call(schoolA.personas.teacher)).toHaveProperty('data');
     expect(await call(schoolA.personas.departmentHead)).toEqual({ error: SCHOOL_QUOTA_ERROR });
@@ -59,12 +59,12 @@ describe('quotas at the server: one school hitting its limit does not block anot
 
   it('forged calls do not spend a school allowance: they are refused before counting', async () => {
     const [, schoolB] = testApp.demo.schools;
-    const forged = dispatchEnvelope(schoolB.personas.departmentHead, listDepartmentsTool, {}, { signingKey: 'forger-key-forger-key-forger-key-0000' });
+    const forged = await dispatchEnvelope(schoolB.personas.departmentHead, listDepartmentsTool, {}, { signingKey: 'forger-key-forger-key-forger-key-0000' });
     for (let attempt = 0; attempt < 5; attempt++) {
       expect(await invokeTool(testApp.module, listDepartmentsTool, forged)).toEqual({ error: DISPATCH_REFUSED_ERROR });
     }
     // School B has used 2 of its 3; the forgeries took none of it.
-    expect(await invokeTool(testApp.module, listDepartmentsTool, dispatchEnvelope(schoolB.personas.departmentHead, listDepartmentsTool, {}))).toHaveProperty(
+    expect(await invokeTool(testApp.module, listDepartmentsTool, await dispatchEnvelope(schoolB.personas.departmentHead, listDepartmentsTool, {}))).toHaveProperty(
       'data',
     );
   });

@@ -44,7 +44,7 @@ const data = <T>(result: AgentToolResult): T => {
 
 describe('step 0: the envelope', () => {
   it('refuses a payload without identity sub or type with the spec sentence', async () => {
-    const envelope = dispatchEnvelope(schoolA.personas.schoolAdmin, listStaffTool, {});
+    const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, listStaffTool, {});
     expect(await call(listStaffTool, undefined)).toEqual({ error: MISSING_IDENTITY_ERROR });
     expect(await call(listStaffTool, { ...envelope, identity: { ...envelope.identity, sub: '' } })).toEqual({ error: MISSING_IDENTITY_ERROR });
     const { type: _type, ...withoutType } = envelope.identity;
@@ -52,13 +52,13 @@ describe('step 0: the envelope', () => {
   });
 
   it('refuses extra identity keys', async () => {
-    const envelope = dispatchEnvelope(schoolA.personas.teacher, listStaffTool, {});
+    const envelope = await dispatchEnvelope(schoolA.personas.teacher, listStaffTool, {});
     const forged = { ...envelope, identity: { ...envelope.identity, role: 'school_admin' } };
     expect(await call(listStaffTool, forged)).toEqual({ error: MALFORMED_ENVELOPE_ERROR });
   });
 
   it('refuses a non-string schoolId', async () => {
-    const envelope = dispatchEnvelope(schoolA.personas.schoolAdmin, listStaffTool, {});
+    const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, listStaffTool, {});
     expect(await call(listStaffTool, { ...envelope, identity: { ...envelope.identity, schoolId: { $ne: null } } })).toEqual({
       error: MALFORMED_ENVELOPE_ERROR,
     });
@@ -66,7 +66,7 @@ describe('step 0: the envelope', () => {
 
   it('refuses an envelope without meta, and runs nothing', async () => {
     const name = 'No Meta';
-    const { meta: _meta, ...withoutMeta } = dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name });
+    const { meta: _meta, ...withoutMeta } = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name });
     expect(await call(createDepartmentTool, withoutMeta)).toEqual({ error: MALFORMED_ENVELOPE_ERROR });
     expect(await departmentsNamed(name)).toBe(0);
   });
@@ -76,30 +76,30 @@ describe('identity comes from the envelope, never from args', () => {
   it('refuses identity fields smuggled into args as invalid arguments', async () => {
     const result = await call(
       listStaffTool,
-      dispatchEnvelope(schoolA.personas.teacher, listStaffTool, { schoolId: schoolB.id, userId: schoolB.personas.schoolAdmin.id }),
+      await dispatchEnvelope(schoolA.personas.teacher, listStaffTool, { schoolId: schoolB.id, userId: schoolB.personas.schoolAdmin.id }),
     );
     expect(result).toEqual({ error: expect.stringMatching(/^Invalid tool arguments: .*Unrecognized keys/) });
   });
 
   it('refuses a forged identity that pairs another school user with this school', async () => {
     const forged = { ...schoolB.personas.schoolAdmin, schoolId: schoolA.id, campusId: null };
-    expect(await call(listStaffTool, dispatchEnvelope(forged, listStaffTool, {}))).toEqual({ error: IDENTITY_REFUSED_ERROR });
+    expect(await call(listStaffTool, await dispatchEnvelope(forged, listStaffTool, {}))).toEqual({ error: IDENTITY_REFUSED_ERROR });
   });
 
   it('refuses an identity whose type was forged to platform admin', async () => {
     const forged = { ...schoolA.personas.teacher, type: UserType.PLATFORM_ADMIN };
-    expect(await call(listStaffTool, dispatchEnvelope(forged, listStaffTool, {}))).toEqual({ error: IDENTITY_REFUSED_ERROR });
+    expect(await call(listStaffTool, await dispatchEnvelope(forged, listStaffTool, {}))).toEqual({ error: IDENTITY_REFUSED_ERROR });
   });
 
   it('refuses a deactivated user', async () => {
-    expect(await call(listDepartmentsTool, dispatchEnvelope(schoolA.personas.deactivated, listDepartmentsTool, {}))).toEqual({
+    expect(await call(listDepartmentsTool, await dispatchEnvelope(schoolA.personas.deactivated, listDepartmentsTool, {}))).toEqual({
       error: IDENTITY_REFUSED_ERROR,
     });
   });
 
   it('fails closed with NO_TENANT_SCOPE_ERROR for staff with no school', async () => {
     const schoolless = { ...schoolA.personas.teacher, schoolId: null };
-    expect(await call(listDepartmentsTool, dispatchEnvelope(schoolless, listDepartmentsTool, {}))).toEqual({ error: NO_TENANT_SCOPE_ERROR });
+    expect(await call(listDepartmentsTool, await dispatchEnvelope(schoolless, listDepartmentsTool, {}))).toEqual({ error: NO_TENANT_SCOPE_ERROR });
   });
 });
 
@@ -108,14 +108,14 @@ describe('campus scope', () => {
     const [kisasi, ntinda] = schoolA.campuses;
     const admin = schoolA.personas.schoolAdmin;
     const staff = data<{ campusId: string }[]>(
-      await call(listStaffTool, dispatchEnvelope(admin, listStaffTool, { campusId: ntinda.id }, { campusId: kisasi.id })),
+      await call(listStaffTool, await dispatchEnvelope(admin, listStaffTool, { campusId: ntinda.id }, { campusId: kisasi.id })),
     );
     expect(staff.length).toBeGreaterThan(0);
     expect(new Set(staff.map((member) => member.campusId))).toEqual(new Set([kisasi.id]));
 
     const result = await call(
       createDepartmentTool,
-      dispatchEnvelope(admin, createDepartmentTool, { name: 'Pinned Arts', campusId: ntinda.id }, { campusId: kisasi.id }),
+      await dispatchEnvelope(admin, createDepartmentTool, { name: 'Pinned Arts', campusId: ntinda.id }, { campusId: kisasi.id }),
     );
     expect(result).toMatchObject({ scopeContext: expect.stringContaining('Kisasi campus only') });
     expect(await count(`SELECT count(*) FROM departments WHERE name = 'Pinned Arts' AND campus_id = $1`, [kisasi.id])).toBe(1);
@@ -124,7 +124,7 @@ describe('campus scope', () => {
   it('school mode refuses a campus of another school, and creates nothing', async () => {
     const result = await call(
       createDepartmentTool,
-      dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Foreign Arts', campusId: schoolB.campuses[0].id }),
+      await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Foreign Arts', campusId: schoolB.campuses[0].id }),
     );
     expect(result).toEqual({ error: 'Campus not found.' });
     expect(await departmentsNamed('Foreign Arts')).toBe(0);
@@ -133,13 +133,13 @@ describe('campus scope', () => {
   it("school mode refuses a campus outside the caller's rules", async () => {
     const result = await call(
       listStaffTool,
-      dispatchEnvelope(schoolA.personas.campusAdmin, listStaffTool, { campusId: schoolA.campuses[1].id }),
+      await dispatchEnvelope(schoolA.personas.campusAdmin, listStaffTool, { campusId: schoolA.campuses[1].id }),
     );
     expect(result).toEqual({ error: 'That campus is outside what you may access.' });
   });
 
   it('a campus-limited rule narrows the query, not just the type check', async () => {
-    const result = await call(listStaffTool, dispatchEnvelope(schoolA.personas.campusAdmin, listStaffTool, {}));
+    const result = await call(listStaffTool, await dispatchEnvelope(schoolA.personas.campusAdmin, listStaffTool, {}));
     const staff = data<{ campusId: string }[]>(result);
     expect(new Set(staff.map((member) => member.campusId))).toEqual(new Set([schoolA.campuses[0].id]));
     expect(result).toMatchObject({ scopeContext: 'Your access covers the Kisasi campus only.' });
@@ -148,7 +148,7 @@ describe('campus scope', () => {
 
 describe('idempotency ledger', () => {
   it('a repeated callId returns the stored result with no second effect or audit row', async () => {
-    const envelope = dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Once Only', campusId: schoolA.campuses[0].id });
+    const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Once Only', campusId: schoolA.campuses[0].id });
     const first = await call(createDepartmentTool, envelope);
     const second = await call(createDepartmentTool, envelope);
     expect(JSON.parse(JSON.stringify(second))).toEqual(JSON.parse(JSON.stringify(first)));
@@ -157,7 +157,7 @@ describe('idempotency ledger', () => {
   });
 
   it('a reused callId with other args is refused', async () => {
-    const envelope = dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Reuse One' });
+    const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Reuse One' });
     await call(createDepartmentTool, envelope);
     const reused = { ...envelope, args: { name: 'Reuse Two' } };
     expect(await call(createDepartmentTool, reused)).toEqual({ error: CALL_ID_REUSED_ERROR });
@@ -165,7 +165,7 @@ describe('idempotency ledger', () => {
   });
 
   it('concurrent deliveries of one call have exactly one effect and one audit row', async () => {
-    const envelope = dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Raced', campusId: schoolA.campuses[1].id });
+    const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Raced', campusId: schoolA.campuses[1].id });
     const results = await Promise.all(Array.from({ length: 4 }, () => call(createDepartmentTool, envelope)));
     const ids = new Set(results.map((result) => data<{ id: string }>(result).id));
     expect(ids.size).toBe(1);
@@ -174,13 +174,13 @@ describe('idempotency ledger', () => {
   });
 
   it('a call past its deadline runs nothing', async () => {
-    const envelope = dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Too Late' }, { deadline: Date.now() - 5_000 });
+    const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Too Late' }, { deadline: Date.now() - 5_000 });
     expect(await call(createDepartmentTool, envelope)).toEqual({ error: DEADLINE_PASSED_ERROR });
     expect(await departmentsNamed('Too Late')).toBe(0);
   });
 
   it('a redelivery past its deadline still answers with the stored outcome', async () => {
-    const envelope = dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Ran In Time' }, { timeoutMs: 300 });
+    const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Ran In Time' }, { timeoutMs: 300 });
     const first = await call(createDepartmentTool, envelope);
     await new Promise((resolve) => setTimeout(resolve, 2_500));
     expect((await call(createDepartmentTool, envelope)) as object).toMatchObject({ auditId: (first as { auditId: string }).auditId });
@@ -190,26 +190,26 @@ describe('idempotency ledger', () => {
 describe('errors', () => {
   it('a CASL denial returns the permission sentence and runs nothing', async () => {
     const spy = vi.spyOn(testApp.module.get(DepartmentService), 'create');
-    const result = await call(createDepartmentTool, dispatchEnvelope(schoolA.personas.teacher, createDepartmentTool, { name: 'Denied' }));
+    const result = await call(createDepartmentTool, await dispatchEnvelope(schoolA.personas.teacher, createDepartmentTool, { name: 'Denied' }));
     expect(result).toEqual({ error: 'You do not have permission to create departments.' });
     expect(spy).not.toHaveBeenCalled();
   });
 
   it('invalid args name the problem and run nothing', async () => {
-    const result = await call(deleteDepartmentTool, dispatchEnvelope(schoolA.personas.schoolAdmin, deleteDepartmentTool, { departmentId: 'x' }));
+    const result = await call(deleteDepartmentTool, await dispatchEnvelope(schoolA.personas.schoolAdmin, deleteDepartmentTool, { departmentId: 'x' }));
     expect(result).toEqual({ error: expect.stringMatching(/^Invalid tool arguments: departmentId: /) });
   });
 
   it('masks an unexpected throw, so its detail never reaches the model', async () => {
     vi.spyOn(testApp.module.get(DepartmentService), 'list').mockRejectedValue(new Error('connection to db-internal-7 password=hunter2 failed'));
-    const result = await call(listDepartmentsTool, dispatchEnvelope(schoolA.personas.schoolAdmin, listDepartmentsTool, {}));
+    const result = await call(listDepartmentsTool, await dispatchEnvelope(schoolA.personas.schoolAdmin, listDepartmentsTool, {}));
     expect(result).toEqual({ error: MASKED_TOOL_ERROR });
   });
 
   it('passes an HttpException message through', async () => {
     const result = await call(
       createDepartmentTool,
-      dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Sciences', campusId: schoolA.campuses[0].id }),
+      await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Sciences', campusId: schoolA.campuses[0].id }),
     );
     expect(result).toEqual({ error: 'A department called "Sciences" already exists there.' });
   });
@@ -218,7 +218,7 @@ describe('errors', () => {
 describe('one unit of work per call', () => {
   it('a write whose audit insert fails leaves no effect and no ledger row', async () => {
     vi.spyOn(testApp.module.get(AuditLogService), 'record').mockRejectedValue(new Error('audit table unavailable'));
-    const envelope = dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Unaudited' });
+    const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Unaudited' });
     expect(await call(createDepartmentTool, envelope)).toEqual({ error: MASKED_TOOL_ERROR });
     expect(await departmentsNamed('Unaudited')).toBe(0);
     expect(await count(`SELECT count(*) FROM tool_call_ledger WHERE call_id = $1`, [envelope.meta.callId])).toBe(0);
@@ -235,16 +235,16 @@ describe('one unit of work per call', () => {
     const before = await count(`SELECT count(*) FROM department_members WHERE department_id = $1`, [sciences.id]);
     const result = await call(
       addDepartmentMemberTool,
-      dispatchEnvelope(schoolA.personas.schoolAdmin, addDepartmentMemberTool, { departmentId: sciences.id, staffId: schoolA.personas.campusAdmin.id }),
+      await dispatchEnvelope(schoolA.personas.schoolAdmin, addDepartmentMemberTool, { departmentId: sciences.id, staffId: schoolA.personas.campusAdmin.id }),
     );
     expect(result).toEqual({ error: MASKED_TOOL_ERROR });
     expect(await count(`SELECT count(*) FROM department_members WHERE department_id = $1`, [sciences.id])).toBe(before);
   });
 
   it('no query of a call runs on a second connection', async () => {
-    await call(listStaffTool, dispatchEnvelope(schoolA.personas.campusAdmin, listStaffTool, {}));
-    await call(createDepartmentTool, dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Single Connection' }));
-    await call(deleteDepartmentTool, dispatchEnvelope(schoolA.personas.departmentHead, deleteDepartmentTool, { departmentId: schoolA.departments[0].id }));
+    await call(listStaffTool, await dispatchEnvelope(schoolA.personas.campusAdmin, listStaffTool, {}));
+    await call(createDepartmentTool, await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Single Connection' }));
+    await call(deleteDepartmentTool, await dispatchEnvelope(schoolA.personas.departmentHead, deleteDepartmentTool, { departmentId: schoolA.departments[0].id }));
     expect(testApp.strays()).toEqual([]);
   });
 
@@ -259,20 +259,20 @@ describe('one unit of work per call', () => {
 
 describe('platform admins', () => {
   it('read across schools', async () => {
-    const result = await call(listDepartmentsTool, dispatchEnvelope(testApp.demo.platformAdmin, listDepartmentsTool, {}));
+    const result = await call(listDepartmentsTool, await dispatchEnvelope(testApp.demo.platformAdmin, listDepartmentsTool, {}));
     const ids = data<{ id: string }[]>(result).map((department) => department.id);
     expect(ids).toEqual(expect.arrayContaining([schoolA.departments[1].id, schoolB.departments[1].id]));
     expect(result).toMatchObject({ scopeContext: 'Your access covers every school on the platform.' });
   });
 
   it('cannot write without a target school minted at dispatch', async () => {
-    const result = await call(createDepartmentTool, dispatchEnvelope(testApp.demo.platformAdmin, createDepartmentTool, { name: 'Untargeted' }));
+    const result = await call(createDepartmentTool, await dispatchEnvelope(testApp.demo.platformAdmin, createDepartmentTool, { name: 'Untargeted' }));
     expect(result).toEqual({ error: PLATFORM_WRITE_NEEDS_SCHOOL_ERROR });
     expect(await departmentsNamed('Untargeted')).toBe(0);
   });
 
   it('write in the target school, audited in that school', async () => {
-    const envelope = dispatchEnvelope(
+    const envelope = await dispatchEnvelope(
       testApp.demo.platformAdmin,
       createDepartmentTool,
       { name: 'Targeted', campusId: schoolB.campuses[0].id },
@@ -292,7 +292,7 @@ describe('platform admins', () => {
   it('a staff member naming a target school is refused', async () => {
     const result = await call(
       createDepartmentTool,
-      dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Hijack' }, { targetSchoolId: schoolB.id }),
+      await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Hijack' }, { targetSchoolId: schoolB.id }),
     );
     expect(result).toEqual({ error: 'Only platform administrators choose a target school.' });
     expect(await departmentsNamed('Hijack')).toBe(0);

@@ -17,7 +17,9 @@ import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 import { currentManager, markRollbackOnly } from '../../core/tenancy/tenant-context.js';
 import { envelopeMatchesClaims, verifyDispatchToken, type DispatchClaims } from '../agent-runs/dispatch-token.js';
+import { approvalRefusal } from '../agent-runs/tool-call-approvals.js';
 import { PLATFORM_WRITE_NEEDS_SCHOOL_ERROR, tenantJwtFor } from '../../core/tenancy/tenant-scope.js';
+import { canonicalHash } from './canonical-hash.js';
 import { auditToolWrite } from './tool-audit.js';
 import { ToolCallLedgerService, requestHash } from './tool-call-ledger.service.js';
 import { ToolCallQuota } from './tool-call-quota.js';
@@ -35,6 +37,10 @@ export const DEFAULT_RELATIONSHIP_SCOPE_NOTE =
 /** The one sentence the model sees for every refused dispatch token; the reason goes to the security log only. */
 export const DISPATCH_REFUSED_ERROR =
   'This tool call could not be verified as part of a conversation in progress, so it was not run. Do not retry; tell the user to send their message again.';
+
+/** What the model sees when a tool that needs confirmation arrives without the user's approval of exactly this call. */
+export const CONFIRMATION_REQUIRED_ERROR =
+  "This action needs the user's confirmation of exactly these details, and they have not given it for this call, so nothing was done. Do not retry it on your own; if the user still wants it, call the tool again so they are asked to confirm.";
 
 const securityLog = new Logger('Security');
 
@@ -61,6 +67,8 @@ type CallPlan = {
   scope: AgentCallScope;
   hash: string;
   dispatch: DispatchClaims;
+  /** The sha256 of the canonical parsed arguments, for a tool whose calls need the user's approval. */
+  confirmArgsHash?: string;
 };
 
 /**
@@ -129,6 +137,7 @@ export class ToolExecutor {
         scope,
         hash: requestHash({ event: definition.event, identity, scope, args: args.data }),
         dispatch: token.claims,
+        ...(definition.confirm ? { confirmArgsHash: canonicalHash(args.data) } : {}),
       };
       return await inTenantScope(plan.tenantJwt, () => this.runInFrame(plan, posture, () => fn(args.data, plan.tenantJwt)));
     } catch (error) {
@@ -146,6 +155,20 @@ export class ToolExecutor {
       await this.ledger.claim(plan.callId);
       const stored = await this.ledger.lookup(plan.callId, plan.hash);
       if (stored) return stored as AgentToolResult<T>;
+    }
+    // Bound to the token's thread and caller, so an approval given in another conversation or by someone else never counts.
+    if (plan.confirmArgsHash !== undefined) {
+      const refused = await approvalRefusal({
+        threadId: plan.dispatch.threadId,
+        callId: plan.callId,
+        event: plan.event,
+        argsHash: plan.confirmArgsHash,
+        userId: plan.identityJwt.sub,
+      });
+      if (refused) {
+        logSecurityEvent({ kind: 'tool call', reason: `approval-${refused}`, event: plan.event, callId: plan.callId, sub: plan.identityJwt.sub, runId: plan.dispatch.runId });
+        return { error: CONFIRMATION_REQUIRED_ERROR };
+      }
     }
     if (Date.now() > plan.deadline + DEADLINE_SKEW_MS) return { error: DEADLINE_PASSED_ERROR };
 

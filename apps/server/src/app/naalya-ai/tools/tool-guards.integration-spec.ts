@@ -118,7 +118,7 @@ describe('handler coverage', () => {
       try {
         const fixture = TOOL_FIXTURES.find((candidate) => candidate.tool === tool)!;
         const call = await fixture.allowed(context);
-        const envelope = dispatchEnvelope(call.persona, tool, call.args, call.options);
+        const envelope = await dispatchEnvelope(call.persona, tool, call.args, call.options);
         const { identity: _identity, ...withoutIdentity } = envelope;
         expect(await invokeTool(testApp.module, tool, withoutIdentity)).toEqual({ error: 'Missing tool-call identity.' });
         expect(serviceSpies.filter((spy) => spy.mock.calls.length > 0)).toEqual([]);
@@ -142,7 +142,7 @@ describe('gate parity', () => {
     try {
       const fixture = TOOL_FIXTURES.find((candidate) => candidate.tool === tool)!;
       const call = await fixture.allowed(context);
-      await invokeTool(testApp.module, tool, dispatchEnvelope(call.persona, tool, call.args, call.options));
+      await invokeTool(testApp.module, tool, await dispatchEnvelope(call.persona, tool, call.args, call.options));
       return spy.mock.calls.at(-1)![2] as ToolPosture<unknown>;
     } finally {
       spy.mockRestore();

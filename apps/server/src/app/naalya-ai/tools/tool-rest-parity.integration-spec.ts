@@ -75,7 +75,7 @@ describe.each(TOOL_FIXTURES.map((fixture) => [fixture.tool.name, fixture] as con
       const toolResult = await invokeTool(
         testApp.module,
         fixture.tool,
-        dispatchEnvelope(persona, fixture.tool, toolCall.args, { targetSchoolId }),
+        await dispatchEnvelope(persona, fixture.tool, toolCall.args, { targetSchoolId }),
       );
       const restCall = await fixture.allowed(context);
       const rest = await callRest(testApp, persona, fixture.rest, restCall.args, { targetSchoolId });
@@ -95,7 +95,7 @@ describe.each(TOOL_FIXTURES.map((fixture) => [fixture.tool.name, fixture] as con
     const toolCall = await fixture.allowed(context);
     const restCall = await fixture.allowed(context);
     const before = await snapshotOf(testApp, schoolA.id);
-    const result = await invokeTool(testApp.module, fixture.tool, dispatchEnvelope(outsider, fixture.tool, toolCall.args));
+    const result = await invokeTool(testApp.module, fixture.tool, await dispatchEnvelope(outsider, fixture.tool, toolCall.args));
     const rest = await callRest(testApp, outsider, fixture.rest, restCall.args);
     // Calls that name school A's rows are refused; calls that name none answer with the outsider's own school.
     // Either way nothing of school A appears in the answer and nothing of it changes.

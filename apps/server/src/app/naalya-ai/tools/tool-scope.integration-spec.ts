@@ -33,7 +33,7 @@ describe('the ambient ability store on relationship tools', () => {
     const executor = testApp.module.get(ToolExecutor);
     const teacher = testApp.demo.schools[0].personas.teacher;
     const result = await executor.execute(
-      dispatchEnvelope(teacher, listDepartmentsTool, {}),
+      await dispatchEnvelope(teacher, listDepartmentsTool, {}),
       listDepartmentsTool.schema,
       { auth: 'relationship' },
       serviceWithAdminFallback,
@@ -44,7 +44,7 @@ describe('the ambient ability store on relationship tools', () => {
   it('and still gives a director of studies what their permissions allow', async () => {
     const executor = testApp.module.get(ToolExecutor);
     const result = await executor.execute(
-      dispatchEnvelope(testApp.demo.schools[0].personas.directorOfStudies, listDepartmentsTool, {}),
+      await dispatchEnvelope(testApp.demo.schools[0].personas.directorOfStudies, listDepartmentsTool, {}),
       listDepartmentsTool.schema,
       { auth: 'relationship' },
       serviceWithAdminFallback,
@@ -55,7 +55,7 @@ describe('the ambient ability store on relationship tools', () => {
 
 describe('describeScopeContext tells the truth about the caller\'s reach', () => {
   const scopeOf = async (persona: Parameters<typeof dispatchEnvelope>[0], options = {}) =>
-    invokeTool(testApp.module, listStaffTool, dispatchEnvelope(persona, listStaffTool, {}, options));
+    invokeTool(testApp.module, listStaffTool, await dispatchEnvelope(persona, listStaffTool, {}, options));
 
   it('school-wide for a school administrator', async () => {
     expect(await scopeOf(testApp.demo.schools[0].personas.schoolAdmin)).toMatchObject({ scopeContext: 'Your access covers the whole school.' });

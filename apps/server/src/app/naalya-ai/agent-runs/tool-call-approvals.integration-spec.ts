@@ -1,0 +1,173 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { Logger } from '@nestjs/common';
+import { CONFIRMATION_ANSWERS, canonicalJson, deleteDepartmentTool, type AgentRunEvent, type AgentToolResult } from '@naalya/agent-tools';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { DemoPersona } from '../../core/database/seed/demo-seed.js';
+import { dispatchEnvelope, personaRun, type DispatchOptions } from '../../../testing/dispatch-envelope.js';
+import type { TestApp } from '../../../testing/test-app.js';
+import { invokeTool } from '../../../testing/tool-handlers.js';
+import { CONFIRMATION_REQUIRED_ERROR } from '../tools/tool-executor.js';
+import { AgentRunEventStore } from './agent-run-event-store.service.js';
+import { agentRequest, createAgentTestApp, createTestBroker, type TestBroker } from './fixtures/agent-run-test-kit.js';
+
+let broker: TestBroker;
+let testApp: TestApp;
+let schoolA: TestApp['demo']['schools'][0];
+
+beforeAll(async () => {
+  broker = await createTestBroker();
+  testApp = await createAgentTestApp(broker.names);
+  [schoolA] = testApp.demo.schools;
+});
+afterAll(async () => {
+  await testApp?.close();
+  await broker?.close();
+});
+beforeEach(async () => {
+  await broker.channel.purgeQueue(broker.names.runsQueue);
+});
+
+// Written out rather than imported, so the test would catch the server hashing something other than canonical JSON.
+const sha256OfCanonical = (value: unknown) => createHash('sha256').update(canonicalJson(value)).digest('hex');
+
+const ownerRows = <T = Record<string, unknown>>(sql: string, parameters: unknown[] = []) => testApp.owner.query(sql, parameters) as Promise<T[]>;
+
+const newDepartment = async (): Promise<string> => {
+  const [row] = await ownerRows<{ id: string }>(`INSERT INTO departments (school_id, name) VALUES ($1, $2) RETURNING id`, [
+    schoolA.id,
+    `Doomed ${randomUUID().slice(0, 8)}`,
+  ]);
+  return row.id;
+};
+
+/** What a delete_department call did: its result, whether the department is gone, audit and ledger rows, security log lines. */
+const attemptDelete = async (
+  departmentId: string,
+  options: DispatchOptions = {},
+  persona: DemoPersona = schoolA.personas.schoolAdmin,
+): Promise<{ result: AgentToolResult; deleted: boolean; audits: number; ledger: number; logged: string[] }> => {
+  const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+  try {
+    const envelope = await dispatchEnvelope(persona, deleteDepartmentTool, { departmentId }, options);
+    const result = await invokeTool(testApp.module, deleteDepartmentTool, envelope);
+    const logged = warn.mock.calls.map(([message]) => String((message as { msg?: string })?.msg ?? message)).filter((line) => line.startsWith('security event'));
+    const [{ departments }] = await ownerRows<{ departments: number }>(`SELECT count(*)::int AS departments FROM departments WHERE id = $1`, [departmentId]);
+    const [{ audits }] = await ownerRows<{ audits: number }>(`SELECT count(*)::int AS audits FROM audit_log WHERE resource_id = $1`, [departmentId]);
+    const [{ ledger }] = await ownerRows<{ ledger: number }>(`SELECT count(*)::int AS ledger FROM tool_call_ledger WHERE call_id = $1`, [envelope.meta.callId]);
+    return { result, deleted: departments === 0, audits, ledger, logged };
+  } finally {
+    warn.mockRestore();
+  }
+};
+
+const refusedAndUnchanged = (outcome: Awaited<ReturnType<typeof attemptDelete>>, reason: string) => {
+  expect(outcome.result).toEqual({ error: CONFIRMATION_REQUIRED_ERROR });
+  expect(outcome.deleted).toBe(false);
+  expect(outcome.audits).toBe(0);
+  expect(outcome.ledger).toBe(0);
+  expect(outcome.logged).toEqual([expect.stringContaining(`(approval-${reason})`)]);
+};
+
+describe('execute() runs a tool that needs confirmation only with the user\'s approval of exactly that call', () => {
+  it('a confirmable tool called without an approval is refused, nothing changes, no audit or ledger row, a security event is logged', async () => {
+    refusedAndUnchanged(await attemptDelete(await newDepartment(), { approval: 'none' }), 'none');
+  });
+
+  it('an approval of other arguments (an argument changed after the user approved) is refused and nothing changes', async () => {
+    const approvedOne = await newDepartment();
+    refusedAndUnchanged(await attemptDelete(await newDepartment(), { approval: { args: { departmentId: approvedOne } } }), 'other-arguments');
+    expect(await ownerRows(`SELECT id FROM departments WHERE id = $1`, [approvedOne])).toHaveLength(1);
+  });
+
+  it('an approval given by another user of the same school does not count', async () => {
+    refusedAndUnchanged(await attemptDelete(await newDepartment(), { approval: { by: schoolA.personas.departmentHead } }), 'other-user');
+  });
+
+  it('an approval given in another thread does not count in this one', async () => {
+    // The other thread is a colleague's; the approval there names this user, this call id and these arguments.
+    const elsewhere = personaRun(schoolA.personas.departmentHead.id);
+    refusedAndUnchanged(await attemptDelete(await newDepartment(), { approval: { run: elsewhere } }), 'none');
+  });
+
+  it('an expired approval does not count', async () => {
+    refusedAndUnchanged(await attemptDelete(await newDepartment(), { approval: { ttlSeconds: -1 } }), 'expired');
+  });
+
+  it('a confirmation the user answered no to does not approve the call', async () => {
+    refusedAndUnchanged(await attemptDelete(await newDepartment(), { approval: { answer: CONFIRMATION_ANSWERS.decline } }), 'declined');
+  });
+
+  it('an approved call runs once, with one audit row, and its replay returns the same result without running again', async () => {
+    const departmentId = await newDepartment();
+    const callId = randomUUID();
+    const first = await attemptDelete(departmentId, { callId });
+    expect(first).toMatchObject({ result: { data: expect.anything() }, deleted: true, audits: 1, ledger: 1, logged: [] });
+    const replay = await attemptDelete(departmentId, { callId });
+    expect(replay.result).toEqual(first.result);
+    expect(replay.audits).toBe(1);
+  });
+});
+
+describe('resume records the answer to a confirmation as an approval bound to what the worker asked', () => {
+  const call = (persona: DemoPersona, method: 'GET' | 'POST', path: string, body?: unknown) =>
+    agentRequest(testApp.app, testApp, persona, method, path, body);
+
+  /** A run of the admin's that paused on the worker's confirmation of deleting `departmentId` (as the proxy asks it). */
+  const pausedOnConfirmation = async (departmentId: string) => {
+    const admin = schoolA.personas.schoolAdmin;
+    const threadId = ((await call(admin, 'POST', '/agent/threads', {})).body as { id: string }).id;
+    const { runId } = (await call(admin, 'POST', `/agent/threads/${threadId}/runs`, { message: 'delete that department' })).body as { runId: string };
+    await broker.takeRunRequest();
+    const interruptId = randomUUID();
+    const callId = sha256OfCanonical({ threadId, interruptId });
+    const event: AgentRunEvent = {
+      runId,
+      threadId,
+      type: 'RUN_FINISHED',
+      outcome: 'interrupt',
+      interrupts: [
+        {
+          interruptId,
+          question: deleteDepartmentTool.confirm?.({ departmentId }) ?? '',
+          askedBy: 'rover',
+          toolCallId: `tc-${interruptId}`,
+          argsHash: sha256OfCanonical({ departmentId }),
+          confirmation: { event: deleteDepartmentTool.event, callId },
+        },
+      ],
+    };
+    await testApp.module.get(AgentRunEventStore).persist(runId, randomUUID(), event);
+    return { admin, threadId, runId, interruptId, callId };
+  };
+
+  it('a yes is recorded against the stored call id, event, argument hash, thread and user, and that call then runs', async () => {
+    const departmentId = await newDepartment();
+    const { admin, threadId, runId, interruptId, callId } = await pausedOnConfirmation(departmentId);
+    // The client sends only the answer; nothing it could add names another call or other arguments.
+    expect((await call(admin, 'POST', `/agent/threads/${threadId}/resume`, { interruptId, answer: 'Yes' })).status).toBe(200);
+    expect(
+      await ownerRows(`SELECT thread_id, run_id, call_id, event, args_hash, user_id, approved, expires_at > now() AS live FROM tool_call_approvals WHERE call_id = $1`, [callId]),
+    ).toEqual([
+      {
+        thread_id: threadId,
+        run_id: runId,
+        call_id: callId,
+        event: deleteDepartmentTool.event,
+        args_hash: sha256OfCanonical({ departmentId }),
+        user_id: admin.id,
+        approved: true,
+        live: true,
+      },
+    ]);
+    const outcome = await attemptDelete(departmentId, { run: { runId, threadId }, callId, approval: 'none' }, admin);
+    expect(outcome).toMatchObject({ deleted: true, audits: 1, logged: [] });
+  });
+
+  it('a no is recorded as declined and the call stays refused', async () => {
+    const departmentId = await newDepartment();
+    const { admin, threadId, runId, interruptId, callId } = await pausedOnConfirmation(departmentId);
+    expect((await call(admin, 'POST', `/agent/threads/${threadId}/resume`, { interruptId, answer: 'no' })).status).toBe(200);
+    expect(await ownerRows(`SELECT approved FROM tool_call_approvals WHERE call_id = $1`, [callId])).toEqual([{ approved: false }]);
+    refusedAndUnchanged(await attemptDelete(departmentId, { run: { runId, threadId }, callId, approval: 'none' }, admin), 'declined');
+  });
+});

@@ -1,0 +1,64 @@
+import { isApprovalAnswer } from '@naalya/agent-tools';
+import { currentManager } from '../../core/tenancy/tenant-context.js';
+
+/**
+ * How long an approval stays usable. The worker resumes the run as soon as the answer arrives, so this only bounds
+ * how long a stuck or redelivered resume can still act on a yes the user gave.
+ */
+export const APPROVAL_TTL_SECONDS = 15 * 60;
+
+/** A confirmation answered at resume, as the run stored it when the worker asked (never as the client sends it). */
+export type ConfirmationAnswer = {
+  schoolId: string | null;
+  threadId: string;
+  runId: string;
+  interruptId: string;
+  event: string;
+  callId: string;
+  argsHash: string;
+  userId: string;
+  answer: string;
+};
+
+/** Records the user's answer in the caller's unit of work, so it commits together with the answered question. */
+export const recordConfirmationAnswer = async (answer: ConfirmationAnswer): Promise<void> => {
+  await currentManager().query(
+    `INSERT INTO tool_call_approvals
+       (school_id, thread_id, run_id, interrupt_id, call_id, event, args_hash, user_id, approved, answer, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now() + make_interval(secs => $11))`,
+    [
+      answer.schoolId,
+      answer.threadId,
+      answer.runId,
+      answer.interruptId,
+      answer.callId,
+      answer.event,
+      answer.argsHash,
+      answer.userId,
+      isApprovalAnswer(answer.answer),
+      answer.answer,
+      APPROVAL_TTL_SECONDS,
+    ],
+  );
+};
+
+/** Why a call that needs confirmation has no usable approval; for the security log only. */
+export type ApprovalRefusal = 'none' | 'declined' | 'other-tool' | 'other-arguments' | 'other-user' | 'expired';
+
+/** The call as execute() knows it: the thread from the verified dispatch token, the rest from the envelope it parsed. */
+export type ConfirmableCall = { threadId: string; callId: string; event: string; argsHash: string; userId: string };
+
+/** Undefined when the user approved exactly this call (tool, arguments, thread, themselves) and the approval is live. */
+export const approvalRefusal = async (call: ConfirmableCall): Promise<ApprovalRefusal | undefined> => {
+  const [approval] = (await currentManager().query(`SELECT event, args_hash, user_id, approved, expired FROM tool_call_approval($1, $2)`, [
+    call.threadId,
+    call.callId,
+  ])) as { event: string; args_hash: string; user_id: string; approved: boolean; expired: boolean }[];
+  if (!approval) return 'none';
+  if (!approval.approved) return 'declined';
+  if (approval.event !== call.event) return 'other-tool';
+  if (approval.args_hash !== call.argsHash) return 'other-arguments';
+  if (approval.user_id !== call.userId) return 'other-user';
+  if (approval.expired) return 'expired';
+  return undefined;
+};
