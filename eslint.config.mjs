@@ -39,6 +39,8 @@ export default [
             },
             // Workspace generators may use the shared contract libs, never the apps.
             { sourceTag: 'scope:tooling', onlyDependOnLibsWithTags: ['scope:tooling', 'scope:shared'] },
+            // The reliability battery drives the built apps as processes; in code it may use only the shared libs.
+            { sourceTag: 'scope:reliability', onlyDependOnLibsWithTags: ['scope:reliability', 'scope:shared'] },
           ],
         },
       ],

@@ -62,11 +62,14 @@ export const createStack = async ({ poolSize }) => {
   return { env, database, suffix, owner, toolsQueue: env.AGENT_TOOLS_QUEUE, teardown };
 };
 
-/** Starts the built server (apps/server/dist/main.js) as a child process; resolves when /ready answers. */
-export const startServer = async (stack, { nodeArgs = [], extraEnv = {} } = {}) => {
+/**
+ * Starts the built server (apps/server/dist/main.js, or another entry point such as a deliberately weakened variant
+ * of it) as a child process; resolves when /ready answers.
+ */
+export const startServer = async (stack, { nodeArgs = [], extraEnv = {}, script = `${SERVER_DIST}main.js` } = {}) => {
   const port = 20_000 + Math.floor(Math.random() * 20_000);
   const env = { ...process.env, ...stack.env, HTTP_PORT: String(port), ...extraEnv };
-  const child = spawn(process.execPath, [...nodeArgs, `${SERVER_DIST}main.js`], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeArgs, script], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (chunk) => (output += chunk));
   child.stderr.on('data', (chunk) => (output += chunk));

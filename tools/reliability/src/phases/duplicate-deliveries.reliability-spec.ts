@@ -1,0 +1,76 @@
+import { randomUUID } from 'node:crypto';
+import { createDepartmentTool } from '@naalya/agent-tools';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createReliabilityStack,
+  createToolCaller,
+  departmentsByName,
+  inParallel,
+  runPhase,
+  writePhaseRow,
+  type PhaseRow,
+  type PhaseTarget,
+  type ReliabilityStack,
+  type ToolCaller,
+} from '../support/index.js';
+
+// Duplicate deliveries: the same envelope (same call id) published again and again, some copies while the first is
+// still running, the rest after it answered, as a broker redelivery or a checkpoint replay would. The protection is
+// the idempotency ledger (claimed per call id, written in the write's own transaction): exactly one effect and one
+// audit row per call id, and every copy gets the first answer. Its sabotage is the same server with the ledger
+// replaced by a no-op (weakened-server.mjs, 'no-ledger'): the copies then run again.
+
+const PHASE = 'duplicate deliveries';
+
+export const duplicateDeliveriesPhase = (target: PhaseTarget, size: { calls: number; copies: number }): Promise<PhaseRow> =>
+  runPhase(
+    PHASE,
+    target,
+    async ({ stack, caller, record }) => {
+      const context = await stack.contextFor('admin@greenhill.school');
+      const tag = randomUUID().slice(0, 8);
+      await inParallel(size.calls, 8, async (index) => {
+        const name = `Dup ${tag} ${index}`;
+        const envelope = caller.envelope(createDepartmentTool, { name }, context);
+        const send = () => caller.send(createDepartmentTool, envelope).then((outcome) => record({ ...outcome, effectKey: name }));
+        const concurrent = Math.ceil(size.copies / 2);
+        // The first delivery and its concurrent copies race for the call id...
+        await Promise.all(Array.from({ length: concurrent }, send));
+        // ...and the late copies arrive after it answered.
+        await Promise.all(Array.from({ length: size.copies - concurrent }, send));
+      });
+    },
+    { effects: departmentsByName(target.stack.owner) },
+  );
+
+describe(PHASE, () => {
+  let stack: ReliabilityStack;
+  let caller: ToolCaller;
+
+  beforeAll(async () => {
+    stack = await createReliabilityStack();
+    await stack.startServer();
+    caller = await createToolCaller({ brokerUrl: stack.workerBrokerUrl, toolsQueue: stack.toolsQueue, timeoutMs: 15_000 });
+  });
+
+  afterAll(async () => {
+    await caller?.close();
+    await stack?.teardown();
+  });
+
+  it('1,000 duplicate deliveries (100 calls, each delivered 11 times): one effect, one audit row and the same answer per call', async () => {
+    const row = await duplicateDeliveriesPhase({ stack, caller }, { calls: 100, copies: 11 });
+    writePhaseRow(row);
+    expect(row.calls).toBe(1_100);
+    expect(row.verdict, row.failures.join('\n')).toBe('PASS');
+  });
+
+  it('fails with the idempotency ledger switched off', async () => {
+    await stack.server().stop();
+    await stack.startServer({ weakening: 'no-ledger' });
+    const row = await duplicateDeliveriesPhase({ stack, caller }, { calls: 10, copies: 4 });
+    writePhaseRow(row, { sabotage: 'no idempotency ledger' });
+    expect(row.verdict).toBe('FAIL');
+    expect(row.duplicated + row.ghost + row.unexpected).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,38 @@
+/**
+ * The reliability battery's support: how a phase is written.
+ *
+ * A phase is one file `src/phases/<phase>.reliability-spec.ts` (run by `npm run test:reliability`, one file at a time,
+ * never by `npm test`). It exports nothing the others need and holds:
+ *
+ * 1. The phase itself, a function of its target: `(target: PhaseTarget, size) => Promise<PhaseRow>`, built on
+ *    `runPhase(name, target, async ({ stack, caller, record, check, add }) => { ... }, { effects })`. Inside it:
+ *    - send calls as the worker does with `caller.call(tool, args, context)` (the worker's own proxy and client, its
+ *      broker user, timeout and expiration; contexts from `stack.contextFor(email, body)` are real dispatches) or
+ *      `caller.send(tool, caller.envelope(...))` to send one envelope as is (again, or altered);
+ *    - `record()` every outcome the model would see; give a write a unique `effectKey` (for example the department
+ *      name it creates) and pass an `effects` probe (`departmentsByName(stack.owner)`) so the reconciler can count its
+ *      domain rows; without one, the ledger row stands for the effect;
+ *    - break things through `stack.broker` / `stack.database` (fault proxies: `cutAll`, `outage`, `down`,
+ *      `cutAfterCommit`), `stack.server().stop('SIGKILL')` and `stack.startServer()`, or the owner connection;
+ *    - `check(ok, detail)` what only the phase can judge (timeliness, reconnection), `add({ leaked: n }, detail)`
+ *      what only it can count.
+ *    After the body the reconciler compares the outcomes with the ledger, the audit log and the domain rows (lost,
+ *    duplicated, ghost, recovered, unexpected), checks every error text against the allowlist (unmasked) and returns
+ *    the row with its verdict. A failed protection is a FAIL row, never a thrown error.
+ * 2. Its test on the real target: `createReliabilityStack()`, `stack.startServer()` (and `startWorker()` if the phase
+ *    needs the worker process), `createToolCaller(...)`; run the phase at full size, `writePhaseRow(row)`, expect PASS
+ *    (print `row.failures` in the assertion message).
+ * 3. Its sabotage test: the same phase, small, against a target with the protection it checks switched off (a weakened
+ *    server entry point, caller or database setting; never a switch in production code), `writePhaseRow(row,
+ *    { sabotage: 'what was switched off' })`, expect FAIL. Say in the file why that sabotage is the honest one.
+ *
+ * Keep a phase's wall time in budget (the whole battery: under 8 minutes on 2 cores) and tear the stack down in
+ * `afterAll`.
+ */
+export * from './caller.js';
+export * from './error-text.js';
+export * from './fault-proxy.js';
+export * from './phase-row.js';
+export * from './reconcile.js';
+export * from './run-phase.js';
+export * from './stack.js';

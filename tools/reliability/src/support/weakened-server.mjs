@@ -1,0 +1,95 @@
+// The built server with one protection switched off, for the battery's sabotage tests only: the same modules and
+// bootstrap as apps/server/dist/main.js, assembled with Nest's testing module so a provider or the transport can be
+// replaced from outside. Production code has no switch for any of this. The weakening is named by RELIABILITY_WEAKENING (see stack.ts).
+import 'reflect-metadata';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Logger } from '@nestjs/common';
+import { Transport } from '@nestjs/microservices';
+import { AckAfterReplyTransport, rmqNames } from '@naalya/rmq';
+import { Test } from '@nestjs/testing';
+import pg from 'pg';
+
+const SERVER_DIST = fileURLToPath(new URL('../../../../apps/server/dist/', import.meta.url));
+const fromServer = (path) => import(pathToFileURL(`${SERVER_DIST}${path}`).href);
+
+const { AppModule } = await fromServer('app/app.module.js');
+const { loadServerConfig, nestLogLevels } = await fromServer('app/core/config/server-config.js');
+const { connectToolTransport } = await fromServer('app/core/transport/tool-transport.js');
+const { startAgentRunMessaging } = await fromServer('app/naalya-ai/agent-runs/agent-run-messaging.js');
+const { ToolCallLedgerService } = await fromServer('app/naalya-ai/tools/tool-call-ledger.service.js');
+const { AuditLogService } = await fromServer('app/core/audit/audit-log.service.js');
+const { BrokerStatus } = await fromServer('app/core/health/broker-status.js');
+
+const config = loadServerConfig();
+
+/** Each weakening: providers to replace, and which transport consumes the tool queue (default: the server's own). */
+const WEAKENINGS = {
+  // No idempotency ledger: a redelivered or repeated call id runs again.
+  'no-ledger': {
+    providers: [[ToolCallLedgerService, { claim: async () => undefined, lookup: async () => undefined, record: async () => undefined }]],
+  },
+  // The audit row on its own connection, committed at once: outside the call's unit of work.
+  'audit-outside-transaction': {
+    providers: [
+      [
+        AuditLogService,
+        (() => {
+          const pool = new pg.Pool({ connectionString: config.DATABASE_OWNER_URL, max: 4 });
+          return {
+            record: async (jwt, entry) => {
+              const { rows } = await pool.query(
+                `INSERT INTO audit_log (school_id, actor_id, actor_type, action, resource_type, resource_id, source, call_id)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+                [jwt.schoolId, jwt.sub, jwt.type, entry.action, entry.resourceType, entry.resourceId ?? null, entry.source, entry.callId ?? null],
+              );
+              return rows[0].id;
+            },
+          };
+        })(),
+      ],
+    ],
+  },
+  // Nest's stock RMQ server with its default noAck: every call is acknowledged on delivery (reliability.md, finding 1).
+  'ack-on-delivery': { providers: [], transport: 'stock' },
+  // The project's transport without its publisher check: a message from any broker user is served.
+  'any-publisher': { providers: [], transport: 'any-publisher' },
+};
+
+const weakening = WEAKENINGS[process.env.RELIABILITY_WEAKENING];
+if (!weakening) {
+  console.error(`Unknown weakening "${process.env.RELIABILITY_WEAKENING}"; one of: ${Object.keys(WEAKENINGS).join(', ')}`);
+  process.exit(2);
+}
+
+let builder = Test.createTestingModule({ imports: [AppModule.forRoot(config)] });
+for (const [token, value] of weakening.providers) builder = builder.overrideProvider(token).useValue(value);
+const moduleRef = await builder.compile();
+const app = moduleRef.createNestApplication({ abortOnError: false, logger: nestLogLevels(config.LOG_LEVEL) });
+app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
+if (weakening.transport === 'stock') {
+  app.connectMicroservice({
+    transport: Transport.RMQ,
+    options: { urls: [config.RABBITMQ_URL], queue: config.AGENT_TOOLS_QUEUE, noAssert: true, prefetchCount: config.DATABASE_POOL_SIZE },
+  });
+} else if (weakening.transport === 'any-publisher') {
+  const names = rmqNames(config.AGENT_TOOLS_QUEUE, config.AGENT_RUNS_QUEUE);
+  // connectToolTransport's options, minus requireUserId.
+  const transport = new AckAfterReplyTransport({
+    url: config.RABBITMQ_URL,
+    queue: names.toolsQueue,
+    prefetch: config.DATABASE_POOL_SIZE,
+    deadLetterExchange: names.deadLetterExchange,
+    handlerTimeoutMs: config.TOOL_HANDLER_TIMEOUT_MS,
+    drainTimeoutMs: config.SHUTDOWN_DRAIN_TIMEOUT_MS,
+    logger: new Logger('ToolTransport'),
+  });
+  const brokerStatus = app.get(BrokerStatus);
+  transport.status.subscribe((status) => brokerStatus.report(status === 'connected'));
+  app.connectMicroservice({ strategy: transport });
+} else {
+  connectToolTransport(app, config);
+}
+await app.startAllMicroservices();
+await startAgentRunMessaging(app);
+await app.listen(config.HTTP_PORT, '127.0.0.1');
+new Logger('Server').log(`Weakened server (${process.env.RELIABILITY_WEAKENING}) on ${await app.getUrl()}`);

@@ -1,0 +1,83 @@
+// `npm run test:reliability`: the reliability battery (tools/reliability), then one table of its phases read from the
+// rows they wrote under tmp/reliability/, then "N passed, N failed". Exits non-zero if any test failed.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const ROWS = `${ROOT}tmp/reliability/`;
+const REPORT = `${ROOT}tmp/reliability-report.json`;
+
+// The battery runs the built server and worker as processes.
+for (const dist of ['apps/server/dist/main.js', 'apps/worker/dist/main.js']) {
+  if (!existsSync(`${ROOT}${dist}`)) {
+    console.error(`${dist} is missing: build first (npx nx run-many -t build --projects=server,worker).`);
+    console.log('0 passed, 1 failed');
+    process.exit(1);
+  }
+}
+
+rmSync(ROWS, { recursive: true, force: true });
+mkdirSync(ROWS, { recursive: true });
+const started = Date.now();
+const vitest = spawnSync(
+  process.execPath,
+  [
+    `${ROOT}node_modules/vitest/vitest.mjs`,
+    'run',
+    '--config',
+    'tools/reliability/vitest.reliability.config.mts',
+    '--reporter=default',
+    '--reporter=json',
+    `--outputFile.json=${REPORT}`,
+    ...process.argv.slice(2),
+  ],
+  { cwd: ROOT, stdio: 'inherit' },
+);
+
+const rows = readdirSync(ROWS)
+  .filter((file) => file.endsWith('.json'))
+  .map((file) => JSON.parse(readFileSync(`${ROWS}${file}`, 'utf8')));
+const sabotage = new Map(rows.filter((row) => row.sabotage).map((row) => [row.phase, row]));
+const phases = rows.filter((row) => !row.sabotage);
+
+const COLUMNS = ['calls', 'ok', 'refused', 'unknown', 'lost', 'duplicated', 'ghost', 'recovered', 'unexpected', 'leaked', 'unmasked'];
+const table = [
+  ['phase', ...COLUMNS, 'verdict', 'switched off', 'seconds'],
+  ...phases.map((row) => {
+    const weakened = sabotage.get(row.phase);
+    return [
+      row.phase,
+      ...COLUMNS.map((column) => String(row[column])),
+      row.verdict,
+      weakened ? `${weakened.verdict === 'FAIL' ? 'caught' : 'MISSED'}: ${weakened.sabotage}` : '-',
+      (row.ms / 1000).toFixed(1),
+    ];
+  }),
+];
+const widths = table[0].map((_, column) => Math.max(...table.map((line) => line[column].length)));
+const line = (cells) => cells.map((cell, column) => (column === 0 || column >= cells.length - 2 ? cell.padEnd(widths[column]) : cell.padStart(widths[column]))).join('  ');
+console.log('\nReliability battery');
+console.log(line(table[0]));
+console.log(widths.map((width) => '-'.repeat(width)).join('  '));
+for (const cells of table.slice(1)) console.log(line(cells));
+for (const row of phases.filter((candidate) => candidate.verdict === 'FAIL')) {
+  console.log(`\n${row.phase} failed:\n  ${row.failures.join('\n  ')}`);
+}
+for (const row of [...sabotage.values()].filter((candidate) => !phases.some((phase) => phase.phase === candidate.phase))) {
+  console.log(`\n(sabotage of "${row.phase}" ran without its phase row)`);
+}
+
+let passed = 0;
+let failed = 0;
+if (existsSync(REPORT)) {
+  const report = JSON.parse(readFileSync(REPORT, 'utf8'));
+  // A file that failed before any test ran (a broken import, a failed beforeAll) counts as one failure.
+  const broken = report.testResults.filter((suite) => suite.status === 'failed' && suite.assertionResults.length === 0).length;
+  passed = report.numPassedTests;
+  failed = report.numFailedTests + broken;
+}
+if (vitest.status !== 0 && failed === 0) failed = 1;
+console.log(`\nwall time ${((Date.now() - started) / 1000).toFixed(0)} s`);
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed === 0 ? 0 : 1);
