@@ -51,7 +51,15 @@ export type ReliabilityStack = {
 };
 
 /** The protections weakened-server.mjs can switch off, one per sabotage test. */
-export type Weakening = 'no-ledger' | 'audit-outside-transaction' | 'ack-on-delivery' | 'any-publisher';
+export type Weakening =
+  | 'no-ledger'
+  | 'audit-outside-transaction'
+  | 'ack-on-delivery'
+  | 'any-publisher'
+  | 'rls-bypassed'
+  | 'lenient-schemas'
+  | 'auto-approve'
+  | 'no-quota';
 const WEAKENED_SERVER = fileURLToPath(new URL('./weakened-server.mjs', import.meta.url));
 
 const CHECKPOINT_ROLE = { name: 'naalya_checkpoint_rel', password: 'naalya_checkpoint_rel' };

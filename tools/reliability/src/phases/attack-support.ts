@@ -1,0 +1,165 @@
+import { createHash } from 'node:crypto';
+import { identityFromUserDetails, canonicalJson, isMutatingEvent, type AgentCallScope, type AgentIdentity, type AgentRuntimeContext, type AgentToolResult, type AnyAgentTool } from '@naalya/agent-tools';
+import type pg from 'pg';
+import { fromServerDist, type CallOutcome, type EffectProbe, type ReliabilityStack } from '../support/index.js';
+import { PERSONA_EMAILS, type PersonaKey, type Query, type SchoolWorld } from './seeded-world.js';
+
+/** What the attack phases share: the server's own refusal sentences, its token signer, contexts per persona, probes. */
+
+export const queryOf =
+  (owner: pg.Client): Query =>
+  async <R>(sql: string, parameters: unknown[] = []) =>
+    (await owner.query(sql, parameters)).rows as R[];
+
+/** The refusal sentences, from the built server the battery runs, so a reworded sentence cannot drift from the checks. */
+export type ServerTexts = {
+  dispatchRefused: string;
+  malformedEnvelope: string;
+  missingIdentity: string;
+  deadlinePassed: string;
+  callIdReused: string;
+  confirmationRequired?: string;
+  schoolQuota: string;
+  userQuota: string;
+};
+
+export const loadServerTexts = async (): Promise<ServerTexts> => {
+  const executor = await fromServerDist<Record<string, string | undefined>>('app/naalya-ai/tools/tool-executor.js');
+  const ledger = await fromServerDist<Record<string, string>>('app/naalya-ai/tools/tool-call-ledger.service.js');
+  const quota = await fromServerDist<Record<string, string>>('app/naalya-ai/tools/tool-call-quota.js');
+  const required = (value: string | undefined, name: string) => {
+    if (!value) throw new Error(`The built server exports no ${name}: rebuild it (npx nx run server:build).`);
+    return value;
+  };
+  return {
+    dispatchRefused: required(executor['DISPATCH_REFUSED_ERROR'], 'DISPATCH_REFUSED_ERROR'),
+    malformedEnvelope: required(executor['MALFORMED_ENVELOPE_ERROR'], 'MALFORMED_ENVELOPE_ERROR'),
+    missingIdentity: required(executor['MISSING_IDENTITY_ERROR'], 'MISSING_IDENTITY_ERROR'),
+    deadlinePassed: required(executor['DEADLINE_PASSED_ERROR'], 'DEADLINE_PASSED_ERROR'),
+    callIdReused: required(ledger['CALL_ID_REUSED_ERROR'], 'CALL_ID_REUSED_ERROR'),
+    ...(executor['CONFIRMATION_REQUIRED_ERROR'] ? { confirmationRequired: executor['CONFIRMATION_REQUIRED_ERROR'] } : {}),
+    schoolQuota: required(quota['SCHOOL_QUOTA_ERROR'], 'SCHOOL_QUOTA_ERROR'),
+    userQuota: required(quota['USER_QUOTA_ERROR'], 'USER_QUOTA_ERROR'),
+  };
+};
+
+export type DispatchClaims = { identity: AgentIdentity; scope: AgentCallScope; runId: string; threadId: string; exp: number };
+type DispatchTokenModule = { signDispatchToken: (key: string, claims: DispatchClaims) => string };
+
+/** Signs dispatch claims as the server does (its own function), with its key or a forger's. */
+export const loadSigner = async (stack: ReliabilityStack): Promise<(claims: DispatchClaims, key?: string) => string> => {
+  const { signDispatchToken } = await fromServerDist<DispatchTokenModule>('app/naalya-ai/agent-runs/dispatch-token.js');
+  const serverKey = stack.env['DISPATCH_SIGNING_KEY'];
+  if (!serverKey) throw new Error('The stack has no DISPATCH_SIGNING_KEY.');
+  return (claims, key = serverKey) => signDispatchToken(key, claims);
+};
+
+export const emailOf = (school: SchoolWorld, persona: PersonaKey) => `${PERSONA_EMAILS[persona]}@${school.slug}.school`;
+
+/** Real dispatches (each opens a running run), minted once per persona, school and mode and reused by every call. */
+export const contextCache = (stack: ReliabilityStack) => {
+  const cache = new Map<string, Promise<AgentRuntimeContext>>();
+  return (email: string, body: Record<string, unknown> = {}): Promise<AgentRuntimeContext> => {
+    const key = `${email} ${JSON.stringify(body)}`;
+    let context = cache.get(key);
+    if (!context) {
+      context = stack.contextFor(email, body);
+      cache.set(key, context);
+    }
+    return context;
+  };
+};
+
+export const identityOf = (context: AgentRuntimeContext): AgentIdentity => identityFromUserDetails(context.userDetails);
+
+/** The sha256 of a call's canonical arguments: what an approval and the worker's confirmation bind to. */
+export const argsHash = (args: unknown): string => createHash('sha256').update(canonicalJson(args)).digest('hex');
+
+/**
+ * Effects by marker: the unique text a write of an attack would leave (a department name, a motto, a lesson plan
+ * title). One probe for all of them, so a forged call of any of these tools that ran is found.
+ */
+export const markerEffects =
+  (owner: pg.Client): EffectProbe =>
+  async (markers) => {
+    const { rows } = await owner.query<{ marker: string; count: string }>(
+      `SELECT marker, count(*) FROM (
+         SELECT name AS marker FROM departments WHERE name = ANY($1)
+         UNION ALL SELECT motto FROM school_branding WHERE motto = ANY($1)
+         UNION ALL SELECT title FROM lesson_plans WHERE title = ANY($1)
+       ) found GROUP BY marker`,
+      [markers],
+    );
+    return new Map(rows.map((row) => [row.marker, Number(row.count)]));
+  };
+
+/**
+ * A call's outcome as the reconciler counts it, for calls that did not go through the worker's client (raw
+ * forgeries). A data reply is 'ok' (it ran), no reply at all 'unknown', anything else 'refused'.
+ */
+export const outcomeOf = (input: {
+  tool: AnyAgentTool | undefined;
+  callId: string;
+  result: AgentToolResult | undefined;
+  error?: string;
+  started: number;
+  effectKey?: string;
+}): CallOutcome => {
+  const error = input.error ?? (input.result && 'error' in input.result ? input.result.error : undefined);
+  const kind = input.result && 'data' in input.result ? 'ok' : input.result === undefined && input.error === undefined ? 'unknown' : 'refused';
+  return {
+    callId: input.callId,
+    tool: input.tool?.name ?? 'none',
+    event: input.tool?.event ?? 'none',
+    mutating: input.tool ? isMutatingEvent(input.tool.event) : false,
+    kind,
+    ...(error === undefined ? {} : { error }),
+    result: input.result ?? { error: error ?? 'no reply' },
+    ms: Date.now() - input.started,
+    ...(input.effectKey ? { effectKey: input.effectKey } : {}),
+  };
+};
+
+/** Examples of what went wrong, a few per reason, for the row's failure lines. */
+export const failureSampler = (perReason = 3) => {
+  const seen = new Map<string, string[]>();
+  return {
+    note: (reason: string, example: string) => {
+      const examples = seen.get(reason) ?? [];
+      examples.push(example);
+      seen.set(reason, examples);
+    },
+    lines: () => [...seen].map(([reason, examples]) => `${examples.length} × ${reason}; e.g. ${examples.slice(0, perReason).join(' | ')}`),
+    count: () => [...seen.values()].reduce((sum, examples) => sum + examples.length, 0),
+  };
+};
+
+/**
+ * Records the user's answer to a confirmation as the server's resume records it (same table, same binding: thread,
+ * call id, event, hash of the parsed arguments, user), written here as the owner because these phases attack
+ * execute()'s check, not the conversation that asks. `expiresInSeconds` below zero gives an approval already expired.
+ */
+export const recordApproval = async (
+  owner: pg.Client,
+  approval: { context: AgentRuntimeContext; callId: string; tool: AnyAgentTool; args: unknown; userId?: string; approved?: boolean; expiresInSeconds?: number },
+): Promise<void> => {
+  const parsed = approval.tool.schema.parse(approval.args) as unknown;
+  await owner.query(
+    `INSERT INTO tool_call_approvals (school_id, thread_id, run_id, interrupt_id, call_id, event, args_hash, user_id, approved, answer, expires_at)
+     VALUES ($11, $1, $2, $3, $4, $5, $6, $7, $8, $9, now() + make_interval(secs => $10))`,
+    [
+      approval.context.run.threadId,
+      approval.context.run.runId,
+      `rel-${approval.callId}`,
+      approval.callId,
+      approval.tool.event,
+      argsHash(parsed),
+      approval.userId ?? approval.context.userDetails.id,
+      approval.approved ?? true,
+      approval.approved === false ? 'no' : 'yes',
+      approval.expiresInSeconds ?? 900,
+      // A platform administrator's answers are school-less rows, as the server records them.
+      approval.context.userDetails.schoolId,
+    ],
+  );
+};
