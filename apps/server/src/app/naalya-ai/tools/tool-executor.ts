@@ -117,7 +117,8 @@ export class ToolExecutor {
       if (overQuota) return { error: overQuota };
 
       const args = schema.safeParse(parsedEnvelope.data.args);
-      if (!args.success) return { error: `Invalid tool arguments: ${describeIssues(args.error.issues)}` };
+      // A full stop: the model reads one sentence (zod's own issue messages end without one).
+      if (!args.success) return { error: `Invalid tool arguments: ${describeIssues(args.error.issues)}.` };
 
       const identityJwt = toJwtPayload(identity);
       if (hasNoTenantScope(identityJwt)) return { error: NO_TENANT_SCOPE_ERROR };
