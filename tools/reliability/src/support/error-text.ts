@@ -17,7 +17,8 @@ export const maskingViolation = (text: string): string | null => {
   if (text.length === 0) return 'empty';
   if (text.length > 1_000) return 'too long';
   if (/[\r\n\t]/.test(text)) return 'not one line';
-  if (!/^[A-Z"]/.test(text) || !/[.?!"')]$/.test(text)) return 'not a sentence';
+  // Validation messages end without a full stop ("Invalid tool arguments: name: Too small..."): only the start is fixed.
+  if (!/^[A-Z"]/.test(text)) return 'not a sentence';
   for (const [reason, pattern] of DENIED) if (pattern.test(text)) return reason;
   return null;
 };

@@ -6,9 +6,10 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
  *
  * - `cutAll()`: every open connection drops at once (what the clients see when the broker or database restarts).
  * - `outage(ms)`: cut, then refuse every new connection for `ms` (the service is down), then accept again.
- * - `cutAfterCommit(pattern)` (PostgreSQL only): on the first connection whose current transaction sent a statement
- *   matching `pattern`, forward its COMMIT and drop the connection before the answer comes back: the database commits,
- *   the client cannot know it did (the "unknown commit outcome" of a real network failure).
+ * - `cutAtCommit(pattern, { commits })` (PostgreSQL only): on the first connection whose current transaction sent a
+ *   statement matching `pattern`, drop the connection at its COMMIT. With `commits: true` the COMMIT is forwarded
+ *   first: the database commits and the client cannot know it did (the unknown commit outcome of a real network
+ *   failure). With `commits: false` it never arrives: the transaction rolls back, and the client cannot know that either.
  */
 export type FaultProxy = {
   readonly port: number;
@@ -18,7 +19,8 @@ export type FaultProxy = {
   outage: (ms: number) => Promise<void>;
   /** Begins an outage that lasts until the returned function is called. */
   down: () => () => void;
-  cutAfterCommit: (pattern: RegExp) => Promise<void>;
+  /** Resolves when the trap fired. */
+  cutAtCommit: (pattern: RegExp, options: { commits: boolean }) => Promise<void>;
   /** Connections currently open through the proxy. */
   open: () => number;
   close: () => Promise<void>;
@@ -36,7 +38,7 @@ class PgFrontendReader {
   /** SQL sent since the last BEGIN, so a COMMIT can be matched to what its transaction did. */
   transactionText = '';
 
-  /** Feeds bytes; calls `onCommit` before returning if one of the complete messages was a COMMIT. */
+  /** Feeds bytes; true when one of the complete messages in them was a COMMIT. */
   feed(chunk: Buffer): boolean {
     this.buffer = Buffer.concat([this.buffer, chunk]);
     let sawCommit = false;
@@ -70,7 +72,7 @@ class PgFrontendReader {
 export const startFaultProxy = async (target: { host: string; port: number }, options: { postgres?: boolean } = {}): Promise<FaultProxy> => {
   const pairs = new Set<Pair>();
   let refusing = false;
-  let commitTrap: { pattern: RegExp; fired: () => void } | undefined;
+  let commitTrap: { pattern: RegExp; commits: boolean; fired: () => void } | undefined;
 
   const drop = (pair: Pair) => {
     pair.client.destroy();
@@ -91,8 +93,10 @@ export const startFaultProxy = async (target: { host: string; port: number }, op
       const trap = commitTrap;
       if (committing && trap && trap.pattern.test(pair.frontend?.transactionText ?? '')) {
         commitTrap = undefined;
-        // The COMMIT reaches the database and the connection ends behind it: the backend commits, then reads EOF.
-        upstream.end(chunk);
+        // Forwarded, the COMMIT reaches the database and the connection ends behind it: the backend commits, then reads
+        // EOF. Held back, the backend sees the connection end inside the transaction and rolls it back.
+        if (trap.commits) upstream.end(chunk);
+        else upstream.destroy();
         client.destroy();
         pairs.delete(pair);
         trap.fired();
@@ -144,10 +148,10 @@ export const startFaultProxy = async (target: { host: string; port: number }, op
       await new Promise((resolve) => setTimeout(resolve, ms));
       up();
     },
-    cutAfterCommit: (pattern) => {
-      if (!options.postgres) throw new Error('cutAfterCommit needs a PostgreSQL proxy');
+    cutAtCommit: (pattern, trap) => {
+      if (!options.postgres) throw new Error('cutAtCommit needs a PostgreSQL proxy');
       return new Promise<void>((resolve) => {
-        commitTrap = { pattern, fired: resolve };
+        commitTrap = { pattern, commits: trap.commits, fired: resolve };
       });
     },
     open: () => pairs.size,

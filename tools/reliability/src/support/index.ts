@@ -13,7 +13,7 @@
  *      name it creates) and pass an `effects` probe (`departmentsByName(stack.owner)`) so the reconciler can count its
  *      domain rows; without one, the ledger row stands for the effect;
  *    - break things through `stack.broker` / `stack.database` (fault proxies: `cutAll`, `outage`, `down`,
- *      `cutAfterCommit`), `stack.server().stop('SIGKILL')` and `stack.startServer()`, or the owner connection;
+ *      `cutAtCommit`), `stack.server().stop('SIGKILL')` and `stack.startServer()`, or the owner connection;
  *    - `check(ok, detail)` what only the phase can judge (timeliness, reconnection), `add({ leaked: n }, detail)`
  *      what only it can count.
  *    After the body the reconciler compares the outcomes with the ledger, the audit log and the domain rows (lost,
@@ -30,6 +30,7 @@
  * `afterAll`.
  */
 export * from './caller.js';
+export * from './db-lock.js';
 export * from './error-text.js';
 export * from './fault-proxy.js';
 export * from './phase-row.js';

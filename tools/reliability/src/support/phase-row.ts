@@ -66,6 +66,7 @@ export const verdictOf = (phase: string, counts: PhaseCounts, checkFailures: str
  */
 export const writePhaseRow = (row: PhaseRow, options: { sabotage?: string } = {}): void => {
   mkdirSync(ROWS_DIR, { recursive: true });
-  const file = options.sabotage ? `${row.phase}.sabotage.json` : `${row.phase}.json`;
+  const slug = row.phase.toLowerCase().replace(/[^a-z0-9]+/g, '-');
+  const file = options.sabotage ? `${slug}.sabotage.json` : `${slug}.json`;
   writeFileSync(`${ROWS_DIR}${file}`, `${JSON.stringify({ ...row, ...(options.sabotage ? { sabotage: options.sabotage } : {}) }, null, 2)}\n`);
 };

@@ -1,3 +1,4 @@
+import { canonicalJson } from '@naalya/agent-tools';
 import type pg from 'pg';
 import type { CallOutcome } from './caller.js';
 import { maskingViolation } from './error-text.js';
@@ -87,7 +88,8 @@ export const reconcile = async (input: {
       counts.unexpected += 1;
       note(`unexpected: ${label} has ${effect} effects, ${inLedger} ledger rows, ${audited} audit rows`);
     }
-    const replies = new Set(copies.filter((copy) => copy.kind === 'ok').map((copy) => JSON.stringify(copy.result)));
+    // Canonical: a stored answer comes back from jsonb with its keys in another order.
+    const replies = new Set(copies.filter((copy) => copy.kind === 'ok').map((copy) => canonicalJson(copy.result)));
     if (replies.size > 1) {
       counts.unexpected += 1;
       note(`unexpected: ${label} got ${replies.size} different successful replies`);

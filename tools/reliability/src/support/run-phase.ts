@@ -1,10 +1,13 @@
 import type { CallOutcome, ToolCaller } from './caller.js';
 import { reconcile, type EffectProbe } from './reconcile.js';
 import { addCounts, verdictOf, type PhaseCounts, type PhaseRow } from './phase-row.js';
-import type { ReliabilityStack } from './stack.js';
+import type { ReliabilityStack, Weakening } from './stack.js';
 
-/** What a phase runs against: the stack (processes, proxies, owner connection) and a caller, either of them weakened. */
-export type PhaseTarget = { stack: ReliabilityStack; caller: ToolCaller };
+/**
+ * What a phase runs against: the stack (processes, proxies, owner connection) and a caller, either of them weakened.
+ * A phase that restarts the server starts it with `weakening` again, so a sabotaged target stays sabotaged.
+ */
+export type PhaseTarget = { stack: ReliabilityStack; caller: ToolCaller; weakening?: Weakening };
 
 export type PhaseContext = PhaseTarget & {
   /** Keeps an outcome for the reconciliation and returns it. */

@@ -150,6 +150,8 @@ if (weakening.transport === 'stock') {
   connectToolTransport(app, config);
 }
 await app.startAllMicroservices();
+// The stock server reports nothing to /ready, which waits for the broker: it is connected once it listens.
+if (weakening.transport === 'stock') app.get(BrokerStatus).report(true);
 await startAgentRunMessaging(app);
 await app.listen(config.HTTP_PORT, '127.0.0.1');
 new Logger('Server').log(`Weakened server (${process.env.RELIABILITY_WEAKENING}) on ${await app.getUrl()}`);
