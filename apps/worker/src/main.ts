@@ -41,6 +41,8 @@ const bootstrap = async (): Promise<void> => {
     drainTimeoutMs: Math.min(config.runs.stepTimeoutMs, 30_000),
     logger: new Logger('RunTransport'),
     connectionName: 'naalya-worker-runs',
+    // Runs are events: nothing is ever answered on this queue, and the worker's broker user may not write replies.
+    replies: false,
   });
   // abortOnError: false, so a failed start-up (broker or database unreachable) reaches the catch below and
   // exits 1 with its message, instead of Nest calling process.abort().

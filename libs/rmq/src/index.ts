@@ -4,3 +4,5 @@ export * from './lib/rmq-client-options.js';
 export * from './lib/current-rmq-message.js';
 export * from './lib/rmq-packet.js';
 export * from './lib/ack-after-reply.transport.js';
+export * from './lib/rmq-rpc-client.js';
+export * from './lib/rmq-access.js';

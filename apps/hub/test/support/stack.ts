@@ -46,7 +46,7 @@ const deleteQueues = async (toolsQueue: string, runsQueue: string) => {
   try {
     const channel = await connection.createChannel();
     for (const queue of [toolsQueue, runsQueue, `${runsQueue}.events.ingest`, `${toolsQueue}.dead-letter`]) await channel.deleteQueue(queue);
-    for (const exchange of [`${toolsQueue}.dlx`, `${runsQueue}.events`]) await channel.deleteExchange(exchange);
+    for (const exchange of [`${toolsQueue}.dlx`, `${toolsQueue}.calls`, `${runsQueue}.events`]) await channel.deleteExchange(exchange);
     await channel.close();
   } finally {
     await connection.close();

@@ -38,6 +38,13 @@ export type AckAfterReplyTransportOptions = {
    * publishing connection's user, so a publisher cannot claim another user's id.
    */
   requireUserId?: string;
+  /**
+   * false for a queue of events only (the worker's runs queue): nothing is ever published, not even an error reply to a
+   * message that carries a replyTo. A consumer whose broker user may not write the default exchange would otherwise
+   * have its channel closed (403) by that reply, and the message, requeued, would close it again on every delivery.
+   * Default true.
+   */
+  replies?: boolean;
 };
 
 export type AckAfterReplyEvents = {
@@ -131,8 +138,8 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
   /** Event handler failures reach dispatch() (which dead-letters them), so Nest need not log them a second time. */
   override readonly propagatesEventHandlerErrors = true;
 
-  private readonly options: Required<Omit<AckAfterReplyTransportOptions, 'logger' | 'connectionName' | 'reconnect' | 'requireUserId'>> &
-    Pick<AckAfterReplyTransportOptions, 'connectionName' | 'reconnect' | 'requireUserId'>;
+  private readonly options: Required<Omit<AckAfterReplyTransportOptions, 'logger' | 'connectionName' | 'reconnect' | 'requireUserId' | 'replies'>> &
+    Pick<AckAfterReplyTransportOptions, 'connectionName' | 'reconnect' | 'requireUserId' | 'replies'>;
   private connection: RecoveringChannelModel | null = null;
   private consumer: Consumer | null = null;
   private closing = false;
@@ -425,7 +432,7 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
     const { replyTo, correlationId } = message.properties;
     let { settlement } = outcome;
     let reason = outcome.reason;
-    if (outcome.reply && replyTo) {
+    if (outcome.reply && replyTo && this.options.replies !== false) {
       let content: Buffer;
       try {
         content = Buffer.from(JSON.stringify(outcome.reply));

@@ -2,6 +2,11 @@
 export type RmqNames = {
   /** Tool calls from the worker to the server (RPC, direct reply-to). */
   toolsQueue: string;
+  /**
+   * The only way into the tools queue for the worker: a direct exchange bound to it under the queue's name. The worker
+   * may write here and not to the default exchange, through which replies travel (see brokerPermissions).
+   */
+  toolsExchange: string;
   /** Runs from the server to the worker. */
   runsQueue: string;
   /** Run events from the worker to the server, routed by run id. */
@@ -13,6 +18,7 @@ export type RmqNames = {
 
 export const rmqNames = (toolsQueue = 'agent-tools', runsQueue = 'agent-runs'): RmqNames => ({
   toolsQueue,
+  toolsExchange: `${toolsQueue}.calls`,
   runsQueue,
   runEventsExchange: `${runsQueue}.events`,
   deadLetterExchange: `${toolsQueue}.dlx`,

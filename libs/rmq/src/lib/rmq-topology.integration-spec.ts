@@ -120,6 +120,20 @@ describe('declareTopology', () => {
     await channel.deleteQueue(queue);
   });
 
+  it('declares the tools exchange as a direct exchange that routes only the tools queue name to the tools queue', async () => {
+    expect(await refusal((probe) => probe.assertExchange(names.toolsExchange, 'direct', { durable: true }))).toBeUndefined();
+    await channel.purgeQueue(names.toolsQueue);
+
+    channel.publish(names.toolsExchange, names.toolsQueue, Buffer.from('{}'), { correlationId: 'routed' });
+    channel.publish(names.toolsExchange, names.runsQueue, Buffer.from('{}'), { correlationId: 'not-routed' });
+    await channel.waitForConfirms();
+
+    const routed = await getOne(names.toolsQueue);
+    expect(routed && routed.properties.correlationId).toBe('routed');
+    expect(await channel.get(names.toolsQueue, { noAck: true })).toBe(false);
+    expect(await channel.get(names.runsQueue, { noAck: true })).toBe(false);
+  });
+
   it('declares quorum work queues with a delivery limit when asked, idempotently', async () => {
     await declareTopology(url, quorumNames, { queueType: 'quorum', deliveryLimit: 3 });
     await declareTopology(url, quorumNames, { queueType: 'quorum', deliveryLimit: 3 });
@@ -142,7 +156,7 @@ describe('deleteTopology', () => {
     for (const queue of [doomed.toolsQueue, doomed.runsQueue, doomed.deadLetterQueue]) {
       expect(await refusal((probe) => probe.checkQueue(queue))).toMatchObject({ code: 404 });
     }
-    for (const exchange of [doomed.deadLetterExchange, doomed.runEventsExchange]) {
+    for (const exchange of [doomed.deadLetterExchange, doomed.runEventsExchange, doomed.toolsExchange]) {
       expect(await refusal((probe) => probe.checkExchange(exchange))).toMatchObject({ code: 404 });
     }
   });

@@ -52,6 +52,8 @@ export const declareTopology = (url: string, names: RmqNames, options: RmqTopolo
     await channel.assertQueue(names.deadLetterQueue, { durable: true });
     await channel.bindQueue(names.deadLetterQueue, names.deadLetterExchange, '');
     await channel.assertQueue(names.toolsQueue, workQueueOptions(names, options));
+    await channel.assertExchange(names.toolsExchange, 'direct', { durable: true });
+    await channel.bindQueue(names.toolsQueue, names.toolsExchange, names.toolsQueue);
     await channel.assertQueue(names.runsQueue, workQueueOptions(names, options));
     await channel.assertExchange(names.runEventsExchange, 'topic', { durable: true });
     const ingest = workQueueOptions(names, options);
@@ -68,4 +70,5 @@ export const deleteTopology = (url: string, names: RmqNames): Promise<void> =>
     await channel.deleteQueue(names.deadLetterQueue);
     await channel.deleteExchange(names.deadLetterExchange);
     await channel.deleteExchange(names.runEventsExchange);
+    await channel.deleteExchange(names.toolsExchange);
   });

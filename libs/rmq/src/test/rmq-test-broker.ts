@@ -38,3 +38,32 @@ export const waitUntil = async (check: () => boolean | Promise<boolean>, timeout
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 };
+
+/** The test broker's address with another user and vhost, for tests that set up users of their own. */
+export const rmqTestUrlFor = (user: string, password: string, vhost: string): string => {
+  const url = new URL(rmqTestUrl());
+  url.username = encodeURIComponent(user);
+  url.password = encodeURIComponent(password);
+  url.pathname = `/${encodeURIComponent(vhost)}`;
+  return url.href;
+};
+
+/** rabbitmqctl's view of one user's permissions on a vhost, or undefined when it has none. */
+export const permissionsOf = async (vhost: string, user: string): Promise<{ configure: string; write: string; read: string } | undefined> => {
+  const { stdout } = await run('rabbitmqctl', ['list_permissions', '-q', '-s', '-p', vhost]);
+  const row = stdout
+    .split('\n')
+    .map((line) => line.split('\t'))
+    .find(([name]) => name === user);
+  return row ? { configure: row[1] ?? '', write: row[2] ?? '', read: row[3] ?? '' } : undefined;
+};
+
+export const rabbitmqctl = async (...args: string[]): Promise<void> => {
+  await run('rabbitmqctl', ['-q', ...args]);
+};
+
+/** Removes a test's vhost (with everything in it) and its users; what is already gone is skipped. */
+export const deleteBrokerAccess = async (vhost: string, users: string[]): Promise<void> => {
+  await rabbitmqctl('delete_vhost', vhost).catch(() => undefined);
+  for (const user of users) await rabbitmqctl('delete_user', user).catch(() => undefined);
+};

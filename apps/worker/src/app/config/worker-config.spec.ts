@@ -21,6 +21,7 @@ describe('loadWorkerConfig', () => {
       rabbitmqUrl: RABBITMQ_URL,
       queues: {
         toolsQueue: 'agent-tools',
+        toolsExchange: 'agent-tools.calls',
         runsQueue: 'agent-runs',
         runEventsExchange: 'agent-runs.events',
         deadLetterExchange: 'agent-tools.dlx',

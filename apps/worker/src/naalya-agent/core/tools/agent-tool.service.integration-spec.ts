@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect, type Channel, type ChannelModel, type MessageProperties } from 'amqplib';
 import { Logger } from '@nestjs/common';
+import { rmqNames } from '@naalya/rmq';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AgentToolService } from './agent-tool.service.js';
 import { createDepartmentPayload, listStaffPayload } from './tool-context.fixture.js';
@@ -56,6 +57,7 @@ const timed = async <T>(work: () => Promise<T>) => {
 
 describe('AgentToolService against real RabbitMQ', () => {
   const queue = `agent-tools.test-${randomUUID().slice(0, 8)}`;
+  const exchange = rmqNames(queue).toolsExchange;
   let connection: ChannelModel;
   let channel: Channel;
   let service: AgentToolService;
@@ -64,8 +66,10 @@ describe('AgentToolService against real RabbitMQ', () => {
   beforeAll(async () => {
     connection = await connect(RABBITMQ_URL);
     channel = await connection.createChannel();
-    // The client never declares the queue (noAssert); in production the topology setup does.
+    // The client declares nothing; in production the topology setup does.
     await channel.assertQueue(queue, { durable: false });
+    await channel.assertExchange(exchange, 'direct', { durable: false });
+    await channel.bindQueue(queue, exchange, queue);
     service = new AgentToolService({ rabbitmqUrl: RABBITMQ_URL, toolsQueue: queue, timeoutMs: TIMEOUT_MS });
     await service.onModuleInit();
   });
@@ -82,6 +86,7 @@ describe('AgentToolService against real RabbitMQ', () => {
   afterAll(async () => {
     await service?.onModuleDestroy();
     await channel?.deleteQueue(queue);
+    await channel?.deleteExchange(exchange);
     await connection?.close();
   });
 

@@ -5,9 +5,7 @@ import {
   type AgentToolResult,
 } from '@naalya/agent-tools';
 import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
-import { ClientRMQ, RmqRecord } from '@nestjs/microservices';
-import { rmqClientOptions } from '@naalya/rmq';
-import { TimeoutError, defer, firstValueFrom, timeout } from 'rxjs';
+import { RmqRpcClient, RmqRpcError, rmqNames } from '@naalya/rmq';
 import { brokerUserOf, describeBrokerError as describeError } from '../broker-credentials.js';
 import type { AgentToolCaller } from './agent-tool-caller.js';
 
@@ -48,14 +46,20 @@ const isAgentToolResult = (reply: unknown): reply is AgentToolResult => {
 @Injectable()
 export class AgentToolService implements AgentToolCaller, OnModuleInit, OnModuleDestroy {
   readonly timeoutMs: number;
-  private readonly client: ClientRMQ;
-  private readonly brokerUser: string | undefined;
+  private readonly client: RmqRpcClient;
   private readonly logger = new Logger(AgentToolService.name);
 
   constructor(@Inject(AGENT_TOOL_SERVICE_OPTIONS) private readonly options: AgentToolServiceOptions) {
     this.timeoutMs = options.timeoutMs;
-    this.brokerUser = brokerUserOf(options.rabbitmqUrl);
-    this.client = new ClientRMQ(rmqClientOptions({ url: options.rabbitmqUrl, queue: options.toolsQueue, connectionName: 'naalya-worker' }));
+    // The tools exchange, never the queue through the default exchange: the worker's broker user may write only there.
+    this.client = new RmqRpcClient({
+      url: options.rabbitmqUrl,
+      exchange: rmqNames(options.toolsQueue).toolsExchange,
+      routingKey: options.toolsQueue,
+      userId: brokerUserOf(options.rabbitmqUrl),
+      connectionName: 'naalya-worker',
+      logger: this.logger,
+    });
   }
 
   // Eager: the first tool call must not spend its timeout on connection and channel setup, and a
@@ -64,35 +68,29 @@ export class AgentToolService implements AgentToolCaller, OnModuleInit, OnModule
   // calls made meanwhile get the infrastructure sentence.
   async onModuleInit(): Promise<void> {
     try {
-      await firstValueFrom(defer(() => this.client.connect()).pipe(timeout(this.timeoutMs)));
+      await this.client.connect(this.timeoutMs);
     } catch (error) {
       await this.client.close();
-      throw new Error(
-        `Cannot connect to RabbitMQ for the "${this.options.toolsQueue}" queue: ${error instanceof TimeoutError ? `no connection within ${this.timeoutMs} ms` : describeError(error)}`,
-      );
+      throw new Error(`Cannot connect to RabbitMQ for the "${this.options.toolsQueue}" queue: ${describeError(error)}`);
     }
   }
 
-  // Calls still waiting get "Connection closed" and so the infrastructure sentence.
+  // Calls still waiting fail at once, and so get the infrastructure sentence.
   async onModuleDestroy(): Promise<void> {
     this.logger.log(`Closing the connection to the "${this.options.toolsQueue}" queue`);
     await this.client.close();
   }
 
   async call<E extends AgentToolEvent>(event: E, payload: AgentToolPayload[E]): Promise<AgentToolResult> {
-    // The expiration drops a request nobody consumed in time, so a server that comes back later
-    // cannot perform a call whose caller already gave up (reliability.md, finding 2).
-    const record = new RmqRecord(payload, {
-      expiration: String(this.timeoutMs),
-      ...(this.brokerUser === undefined ? {} : { userId: this.brokerUser }),
-    });
     try {
-      const reply = await firstValueFrom(this.client.send<unknown>(event, record).pipe(timeout(this.timeoutMs)));
+      // The message expires with the timeout, so a server that comes back later cannot perform a call
+      // whose caller already gave up (reliability.md, finding 2).
+      const reply = await this.client.call(event, payload, this.timeoutMs);
       if (isAgentToolResult(reply)) return reply;
       this.logger.warn(`Tool call "${event}" (callId ${payload.meta.callId}) got an unreadable reply`);
       return { error: transportFailureMessage(event, 'unreachable', payload.meta.callId) };
     } catch (error) {
-      const failure: TransportFailure = error instanceof TimeoutError ? 'timeout' : 'unreachable';
+      const failure: TransportFailure = error instanceof RmqRpcError && error.failure === 'timeout' ? 'timeout' : 'unreachable';
       this.logger.warn(`Tool call "${event}" (callId ${payload.meta.callId}) failed in transport (${failure}): ${describeError(error)}`);
       return { error: transportFailureMessage(event, failure, payload.meta.callId) };
     }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Test } from '@nestjs/testing';
+import { rmqNames } from '@naalya/rmq';
 import { connect, type ChannelModel } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadWorkerConfig } from '../../../app/config/worker-config.js';
@@ -14,12 +15,15 @@ const CHECKPOINT_DATABASE_URL = 'postgres://naalya_checkpoint:unused@127.0.0.1:5
 
 describe('AgentToolsModule', () => {
   const queue = `agent-tools.test-${randomUUID().slice(0, 8)}`;
+  const exchange = rmqNames(queue).toolsExchange;
   let connection: ChannelModel;
 
   beforeAll(async () => {
     connection = await connect(RABBITMQ_URL);
     const channel = await connection.createChannel();
     await channel.assertQueue(queue, { durable: false });
+    await channel.assertExchange(exchange, 'direct', { durable: false });
+    await channel.bindQueue(queue, exchange, queue);
     await channel.consume(
       queue,
       (message) => {
@@ -37,6 +41,7 @@ describe('AgentToolsModule', () => {
   afterAll(async () => {
     const channel = await connection.createChannel();
     await channel.deleteQueue(queue);
+    await channel.deleteExchange(exchange);
     await connection.close();
   });
 
