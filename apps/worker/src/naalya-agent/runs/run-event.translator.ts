@@ -2,13 +2,13 @@ import { randomUUID } from 'node:crypto';
 import {
   AGENT_TOOL_ROLES,
   RPC_AGENT_TOOLS,
+  agentInterruptValueSchema,
   type AgentInterrupt,
   type AgentRunEvent,
   type AgentSpeaker,
   type AnyAgentTool,
 } from '@naalya/agent-tools';
 import { AIMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
-import { askUserInterruptSchema } from '../core/tools/local/ask-user.tool.js';
 
 type RunIds = { runId: string; threadId: string };
 
@@ -120,13 +120,13 @@ export class RunEventTranslator {
 
 type PendingInterrupt = { id?: string; value?: unknown };
 
-/** The pending questions of a paused run, attributed to whoever asked. */
+/** The pending questions and confirmations of a paused run, attributed to whoever asked. */
 export const toAgentInterrupts = (interrupts: readonly PendingInterrupt[]): AgentInterrupt[] =>
   interrupts.flatMap((pending): AgentInterrupt[] => {
     if (!pending.id) return [];
-    const parsed = askUserInterruptSchema.safeParse(pending.value);
+    const parsed = agentInterruptValueSchema.safeParse(pending.value);
     if (parsed.success) return [{ interruptId: pending.id, ...parsed.data }];
-    // Not an ask_user question (a future approval middleware, say): still surfaced, so the run never hangs silently.
+    // Not one of ours (a library's own interrupt, say): still surfaced, so the run never hangs silently.
     const question = typeof pending.value === 'string' ? pending.value : JSON.stringify(pending.value ?? null);
     return [{ interruptId: pending.id, question, askedBy: 'rover' as const }];
   });

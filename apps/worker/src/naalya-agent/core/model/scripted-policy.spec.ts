@@ -150,11 +150,15 @@ describe('the scripted model: one test per intent of its policy table', () => {
     expect(chat.caller.calls.map((call) => call.payload.args)).toEqual([{ name: 'Robotics' }]);
   });
 
-  it('"delete the Drama department": looks it up, asks to confirm, deletes it by id after yes', async () => {
+  it('"delete the Drama department": looks it up, the proxy asks to confirm that id, deletes it after yes', async () => {
     const chat = conversation();
     const asked = await chat.say('delete the Drama department');
     expect(chat.pendingOf(asked)).toEqual([
-      expect.objectContaining({ question: `${SCRIPTED_LABEL} Delete the Drama department and its member list? Answer yes to go ahead.`, askedBy: 'rover' }),
+      expect.objectContaining({
+        question: `Delete the department with id ${IDS.drama} and its member list? This cannot be undone.`,
+        askedBy: 'rover',
+        confirmation: expect.objectContaining({ event: 'delete.department' }),
+      }),
     ]);
     expect(chat.caller.calls.map((call) => call.event)).toEqual(['list.departments']);
 
@@ -171,7 +175,7 @@ describe('the scripted model: one test per intent of its policy table', () => {
     expect(chat.pendingOf(which)[0]?.question).toBe(`${SCRIPTED_LABEL} Which department? You can choose from: Sciences, Drama.`);
 
     const confirm = await chat.answer(which, 'Sciences');
-    expect(chat.pendingOf(confirm)[0]?.question).toContain('Delete the Sciences department');
+    expect(chat.pendingOf(confirm)[0]?.question).toContain(`Delete the department with id ${IDS.sciences}`);
     await chat.answer(confirm, 'yes');
 
     expect(chat.caller.callsTo('delete.department').map((call) => call.payload.args)).toEqual([{ departmentId: IDS.sciences }]);
@@ -352,7 +356,10 @@ describe('the scripted model: one test per intent of its policy table', () => {
     expect(asked.find((event) => event.type === 'TOOL_CALL_START' && event.toolCallName === 'task')).toMatchObject({
       args: { subagent_type: 'dos', description: `assign Grace to teach Physics in P5 Blue (staff id ${IDS.grace})` },
     });
-    expect(chat.pendingOf(asked)[0]).toMatchObject({ askedBy: 'dos', question: expect.stringContaining('Make Grace the Physics teacher of P5 Blue') });
+    expect(chat.pendingOf(asked)[0]).toMatchObject({
+      askedBy: 'dos',
+      question: `Make the staff member with id ${IDS.grace} the teacher of the subject with id ${IDS.physics} in the class with id ${IDS.p5Blue}? Whoever teaches that subject there now will no longer teach it.`,
+    });
 
     await chat.answer(asked, 'yes');
 
@@ -391,7 +398,7 @@ describe('the scripted model: one test per intent of its policy table', () => {
   it('"approve lesson plan Fractions": the director of studies finds it, asks to confirm, approves it', async () => {
     const chat = conversation();
     const asked = await chat.say('approve the lesson plan Fractions');
-    expect(chat.pendingOf(asked)[0]).toMatchObject({ askedBy: 'dos', question: expect.stringContaining('Approve the lesson plan "Fractions"?') });
+    expect(chat.pendingOf(asked)[0]).toMatchObject({ askedBy: 'dos', question: expect.stringContaining(`Approve the lesson plan with id ${IDS.fractions}?`) });
 
     expect(chat.caller.calls.map((call) => call.event)).toEqual(['list.pending-lesson-plans']);
     await chat.answer(asked, 'yes');

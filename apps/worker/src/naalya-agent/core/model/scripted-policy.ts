@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AGENT_TOOL_ROLES, RPC_AGENT_TOOLS, isMutatingEvent, type AgentToolRole, type AnyAgentTool } from '@naalya/agent-tools';
 import { AIMessage, type BaseMessage } from '@langchain/core/messages';
+import { CONFIRMATION_DECLINED_ERROR } from '../tools/build-agent-tools.js';
 import type { ScriptedPolicy, ScriptedTool } from './scripted-chat-model.js';
 
 // Every reply says where it comes from, so nobody mistakes the offline model for a real one.
@@ -22,8 +23,6 @@ export type ScriptedIntent = {
   tools: readonly string[];
   /** Names the request mentions, keyed by argument (`name`) or by entity (`department`, resolved to `departmentId`). */
   mentions?: (request: string) => Mentions;
-  /** A yes/no question asked before the call runs. */
-  confirm?: (mentions: Mentions) => string;
   /** Entries for an array argument that names cannot fill, built from a lookup (attendance registers). */
   fillArray?: Record<string, ArrayFiller>;
   /** Entities Rover looks up by name with its own tools before delegating, when the specialist has no tool to (staff). */
@@ -78,7 +77,6 @@ const scoresOf = (text: string | undefined): { name: string; score: number }[] =
     return match ? [{ name: match[1].trim(), score: Number(match[2]) }] : [];
   });
 
-const isYes = (answer: string) => /^\s*(y|yes|yeah|yep|sure|ok|okay|confirm|go ahead|do it)\b/i.test(answer);
 
 /** The requests the scripted model understands, most specific first. Adding a tool elsewhere needs no change here. */
 export const SCRIPTED_INTENTS: readonly ScriptedIntent[] = [
@@ -163,7 +161,6 @@ export const SCRIPTED_INTENTS: readonly ScriptedIntent[] = [
     label: 'approve a lesson plan',
     tools: ['approve_lesson_plan'],
     mentions: (request) => pick(request, /\blesson\s*plan\s+(?:called\s+|titled\s+|named\s+)?(.+?)[.!?]?$/i, 'lessonPlan'),
-    confirm: (mentions) => `Approve the lesson plan "${mentions['lessonPlan'] ?? 'you chose'}"? Answer yes to go ahead.`,
   },
   {
     id: 'list_pending_lesson_plans',
@@ -215,8 +212,6 @@ export const SCRIPTED_INTENTS: readonly ScriptedIntent[] = [
         ...(staffId ? { staffId } : {}),
       };
     },
-    confirm: (mentions) =>
-      `Make ${mentions['staff'] ?? 'them'} the ${mentions['subject'] ?? 'subject'} teacher of ${mentions['class'] ?? 'the class'}, replacing whoever teaches it there now? Answer yes to go ahead.`,
   },
   {
     id: 'who_teaches',
@@ -253,7 +248,6 @@ export const SCRIPTED_INTENTS: readonly ScriptedIntent[] = [
       ...pick(request, /\bdepartment\s+(?:called|named)\s+(.+?)[.!?]?$/i, 'department'),
       ...pick(request, GUID_MENTION, 'department'),
     }),
-    confirm: (mentions) => `Delete the ${mentions['department'] ?? 'chosen'} department and its member list? Answer yes to go ahead.`,
   },
   {
     id: 'add_department_member',
@@ -517,6 +511,7 @@ const summariseResult = (step: Step): string => {
   if (!isRecord(parsed)) return `The tool answered: ${String(step.result ?? '')}`;
   if (typeof parsed['error'] === 'string') {
     const error = parsed['error'];
+    if (error === CONFIRMATION_DECLINED_ERROR) return 'All right, I have not done it. Nothing was changed.';
     if (/outcome is unknown/i.test(error)) {
       return `I could not confirm whether that worked: the outcome is unknown, and the change may still complete. Please check before trying again. The platform said: ${error}`;
     }
@@ -656,13 +651,8 @@ const decide = (turn: Turn, tools: readonly ScriptedTool[]): Action => {
   const filled = fillArguments(turn, tools, tool, intent, mentions);
   if ('action' in filled) return filled.action;
 
-  const definition = definitionOf(tool.name);
-  if (intent.confirm && definition && isMutatingEvent(definition.event)) {
-    const question = intent.confirm(filled.names);
-    const answer = answerTo(turn, question);
-    if (answer === undefined) return ask(question);
-    if (!isYes(answer)) return { say: `All right, I have not done it. Nothing was changed.` };
-  }
+  // A tool that needs confirmation is confirmed by its proxy, which asks the user with the exact arguments: a question
+  // of the model's own would be one more to answer, and proves nothing to the server.
   return { call: tool.name, args: filled.args };
 };
 

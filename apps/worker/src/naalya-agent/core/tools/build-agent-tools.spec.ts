@@ -14,7 +14,7 @@ import {
   type AgentToolResult,
 } from '@naalya/agent-tools';
 import { ToolInputParsingException } from '@langchain/core/tools';
-import { MemorySaver } from '@langchain/langgraph';
+import { Command, MemorySaver } from '@langchain/langgraph';
 import { AIMessage, HumanMessage, ToolMessage, createAgent, fakeModel } from 'langchain';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
@@ -26,6 +26,7 @@ import {
   buildDosTools,
   buildRoleTools,
   buildSubjectTeacherTools,
+  CONFIRMATION_DECLINED_ERROR,
   toRpcProxy,
   toolCallIdempotencyKey,
   withoutEmDash,
@@ -363,5 +364,83 @@ describe('inside a real createAgent run', () => {
     expect(caller.calls).toEqual([]);
     const toolMessage = result.messages.find((message) => message.type === 'tool');
     expect(String(toolMessage?.content)).toMatch(/did not match expected schema/);
+  });
+});
+
+describe('a tool that needs confirmation', () => {
+  const THREAD_ID = 'thread-confirm';
+  const DEPARTMENT_ID = '5f0c1d2e-3a4b-4c5d-8e6f-7a8b9c0d1e2f';
+  const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+  const config = { configurable: { thread_id: THREAD_ID }, context: { ...schoolContext(), run: { runId: 'run-confirm', threadId: THREAD_ID } } };
+
+  type ModelCall = { name: string; args: Record<string, unknown> };
+  const agentWith = (caller: AgentToolCaller, tools = buildAgentTools(caller, 'school'), call: ModelCall = { name: 'delete_department', args: { departmentId: DEPARTMENT_ID } }) =>
+    createAgent({
+      model: fakeModel().respondWithTools([{ ...call, id: 'tc-confirm' }]).respond(new AIMessage('Done.')),
+      tools,
+      contextSchema: agentRuntimeContextSchema,
+      checkpointer: new MemorySaver(),
+    });
+
+  const pendingValues = async (agent: ReturnType<typeof agentWith>) =>
+    (await agent.graph.getState(config)).tasks.flatMap((task) => task.interrupts ?? []).map((pending) => pending.value);
+
+  const toolResult = (messages: { type: string; content: unknown }[]) => JSON.parse(String(messages.find((message) => message.type === 'tool')?.content)) as unknown;
+
+  it('pauses the run with a question saying exactly what will happen, bound to the call id and argument hash, before anything is sent', async () => {
+    const caller = new FakeToolCaller();
+    const agent = agentWith(caller);
+    await agent.invoke({ messages: [new HumanMessage('Delete that department')] }, config);
+
+    expect(caller.calls).toEqual([]);
+    expect(await pendingValues(agent)).toEqual([
+      {
+        question: `Delete the department with id ${DEPARTMENT_ID} and its member list? This cannot be undone.`,
+        askedBy: 'rover',
+        toolCallId: 'tc-confirm',
+        argsHash: sha256(`{"departmentId":"${DEPARTMENT_ID}"}`),
+        confirmation: { event: 'delete.department', callId: sha256(`${THREAD_ID}:tc-confirm`) },
+      },
+    ]);
+  });
+
+  it('after yes it sends exactly the approved arguments, once, with the call id the confirmation named', async () => {
+    const caller = new FakeToolCaller();
+    caller.result = { data: { deleted: true }, scopeContext: 'Your access covers the whole school.' };
+    const agent = agentWith(caller);
+    await agent.invoke({ messages: [new HumanMessage('Delete that department')] }, config);
+    const result = await agent.invoke(new Command({ resume: 'yes' }), config);
+
+    expect(caller.calls).toHaveLength(1);
+    expect(caller.calls[0].event).toBe('delete.department');
+    expect(caller.calls[0].payload.args).toEqual({ departmentId: DEPARTMENT_ID });
+    expect(caller.calls[0].payload.meta.callId).toBe(sha256(`${THREAD_ID}:tc-confirm`));
+    expect(toolResult(result.messages)).toEqual(caller.result);
+  });
+
+  it('after no it sends nothing and tells the model the user did not approve', async () => {
+    const caller = new FakeToolCaller();
+    const agent = agentWith(caller);
+    await agent.invoke({ messages: [new HumanMessage('Delete that department')] }, config);
+    const result = await agent.invoke(new Command({ resume: 'no' }), config);
+
+    expect(caller.calls).toEqual([]);
+    expect(toolResult(result.messages)).toEqual({ error: CONFIRMATION_DECLINED_ERROR });
+  });
+
+  it("a specialist's confirmation is attributed to the specialist", async () => {
+    const caller = new FakeToolCaller();
+    const agent = agentWith(caller, buildRoleTools('dos', caller, 'school'), {
+      name: 'approve_lesson_plan',
+      args: { lessonPlanId: DEPARTMENT_ID },
+    });
+    await agent.invoke({ messages: [new HumanMessage('Approve it')] }, config);
+
+    expect(caller.calls).toEqual([]);
+    expect(await pendingValues(agent)).toEqual([expect.objectContaining({ askedBy: 'dos', confirmation: expect.objectContaining({ event: 'approve.lesson-plan' }) })]);
+  });
+
+  it('a tool without confirm never pauses', () => {
+    expect(RPC_AGENT_TOOLS.filter((definition) => !definition.confirm).map((definition) => definition.name)).toContain('create_department');
   });
 });

@@ -3,17 +3,22 @@ import {
   EM_DASH,
   RPC_AGENT_TOOLS,
   identityFromUserDetails,
+  isApprovalAnswer,
   toolsForMode,
   toolsForRole,
+  type AgentInterruptValue,
   type AgentRunModeName,
+  type AgentSpeaker,
   type AgentToolEvent,
   type AgentToolRequest,
   type AgentToolRole,
   type AnyAgentTool,
 } from '@naalya/agent-tools';
+import { interrupt } from '@langchain/langgraph';
 import { tool, type ToolRuntime } from 'langchain';
 import type { z } from 'zod';
 import type { AgentToolCaller } from './agent-tool-caller.js';
+import { argsHash } from './args-hash.js';
 import { agentMapTool } from './local/agent-map.tool.js';
 import { createAskUserTool } from './local/ask-user.tool.js';
 import { clockTool } from './local/clock.tool.js';
@@ -48,15 +53,42 @@ type ParsedToolArgs = z.output<AnyAgentTool['schema']>;
 
 const contextMissing = () => JSON.stringify({ error: CONTEXT_MISSING_ERROR });
 
+/** What the model gets when the user does not approve a call that needs confirmation. */
+export const CONFIRMATION_DECLINED_ERROR =
+  'The user did not approve this, so it was not done and nothing was sent to the platform. Do not retry it; ask the user what they would like instead.';
+
+// Pauses the run with the confirmation question. On resume LangGraph runs the proxy again from its first line and
+// interrupt() returns the answer, so this must come before anything with an effect.
+const userApproves = (confirmation: AgentInterruptValue): boolean => {
+  const answer: unknown = interrupt(confirmation);
+  return typeof answer === 'string' && isApprovalAnswer(answer);
+};
+
 // The one generic proxy for every RPC tool. Three jobs: identity and call scope from the runtime
 // context (never from the model), one RPC with the definition's event, the envelope back as JSON.
-export const toRpcProxy = (definition: AnyAgentTool, toolCaller: AgentToolCaller) => {
+// A tool that needs confirmation first asks the user (attributed to askedBy) and sends nothing unless approved.
+export const toRpcProxy = (definition: AnyAgentTool, toolCaller: AgentToolCaller, askedBy: AgentSpeaker = 'rover') => {
   const event = registeredEventOf(definition);
   return tool(
     async (args: ParsedToolArgs, runtime: ToolRuntime): Promise<string> => {
       const context = resolveRuntimeContext(runtime);
       // Without a tool call id there is no stable idempotency key, so the call cannot run safely either.
       if (!context || !runtime.toolCallId) return contextMissing();
+      const callId = toolCallIdempotencyKey(context.run.threadId, runtime.toolCallId);
+      // The question says exactly what these arguments will do; the server records an approving answer against
+      // this call id, event and argument hash, and runs the call only with that approval.
+      if (
+        definition.confirm &&
+        !userApproves({
+          question: withoutEmDash(definition.confirm(args)),
+          askedBy,
+          toolCallId: runtime.toolCallId,
+          argsHash: argsHash(args),
+          confirmation: { event, callId },
+        })
+      ) {
+        return JSON.stringify({ error: CONFIRMATION_DECLINED_ERROR });
+      }
 
       // Identity and campus pinning come only from the context; the schema is strict, so args cannot carry them.
       const request: AgentToolRequest<ParsedToolArgs> = {
@@ -64,7 +96,8 @@ export const toRpcProxy = (definition: AnyAgentTool, toolCaller: AgentToolCaller
         scope: callScopeFromContext(context),
         args,
         meta: {
-          callId: toolCallIdempotencyKey(context.run.threadId, runtime.toolCallId),
+          callId,
+          // Taken after any confirmation, which may have waited for the user for a long time.
           deadline: Date.now() + toolCaller.timeoutMs,
           // The server's proof of what it minted for this run; without it the server runs nothing.
           ...(context.dispatchToken ? { dispatchToken: context.dispatchToken } : {}),
@@ -104,7 +137,7 @@ export const buildAgentTools = (toolCaller: AgentToolCaller, mode: AgentRunModeN
 // One specialist's belt: the role's RPC tools plus the shared ones for the mode, and ask_user stamped with
 // the role so the question is attributed to that specialist.
 export const buildRoleTools = (role: AgentToolRole, toolCaller: AgentToolCaller, mode: AgentRunModeName = 'school') => [
-  ...toolsForRole(role, mode).map((definition) => toRpcProxy(definition, toolCaller)),
+  ...toolsForRole(role, mode).map((definition) => toRpcProxy(definition, toolCaller, role)),
   createAskUserTool(role),
 ];
 
