@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AgentCallScope, AgentIdentity, AgentToolRequest, AnyAgentTool } from '@naalya/agent-tools';
 import fc from 'fast-check';
+import { withOwnKey } from './tool-args.js';
 
 /**
  * The forged envelopes of phase 1, as pure generators: what each kind of forgery sends and which refusals it may
@@ -118,9 +119,6 @@ type Packet = { pattern: string; data: unknown; id: string };
 const packetBytes = (packet: Packet | unknown): Buffer => Buffer.from(JSON.stringify(packet));
 const packetOf = (tool: AnyAgentTool, envelope: unknown): Packet => ({ pattern: tool.event, data: envelope, id: randomUUID() });
 
-/** A copy of an object with an own enumerable key, even `__proto__` (an object literal would set the prototype instead). */
-export const withOwnKey = <T extends object>(target: T, key: string, value: unknown): T =>
-  Object.defineProperty({ ...target }, key, { value, enumerable: true, writable: true, configurable: true });
 
 const fresh = () => randomUUID().slice(0, 8);
 
@@ -166,6 +164,11 @@ const flipAt = (text: string, at: number, to: string): string => {
   const index = at % Math.max(text.length, 1);
   const replacement = text[index] === to ? (to === 'A' ? 'B' : 'A') : to;
   return `${text.slice(0, index)}${replacement}${text.slice(index + 1)}`;
+};
+
+const otherThan = (values: readonly string[], current: unknown, seed: number): string => {
+  const others = values.filter((value) => value !== current);
+  return others[seed % others.length] ?? 'no-such-school';
 };
 
 const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'.split('');
@@ -226,9 +229,10 @@ export const forgedMessage = (context: ForgeContext): Record<ForgedKind, fc.Arbi
               runId: () => ({ ...claims, runId: randomUUID() }),
               threadId: () => ({ ...claims, threadId: randomUUID() }),
               sub: () => ({ ...claims, identity: { ...identity, sub: randomUUID() } }),
-              schoolId: () => ({ ...claims, identity: { ...identity, schoolId: context.schoolIds[tamper.seed % context.schoolIds.length] } }),
+              // Always another value than the signed one: an edit that changes nothing leaves a genuine token.
+              schoolId: () => ({ ...claims, identity: { ...identity, schoolId: otherThan(context.schoolIds, identity['schoolId'], tamper.seed) } }),
               type: () => ({ ...claims, identity: { ...identity, type: 'platform_admin' } }),
-              scope: () => ({ ...claims, scope: { mode: 'school', targetSchoolId: context.schoolIds[tamper.seed % context.schoolIds.length] } }),
+              scope: () => ({ ...claims, scope: { mode: 'school', targetSchoolId: otherThan(context.schoolIds, undefined, tamper.seed) } }),
             };
             forgedToken = `${version}.${encode(edits[tamper.claim]!())}.${signature}`;
             detail = `${tamper.how} (${tamper.claim})`;
@@ -370,8 +374,9 @@ export const forgedMessage = (context: ForgeContext): Record<ForgedKind, fc.Arbi
             return message('non-json', `packet cut at ${Math.round(shape.keep * 100)} %`, Buffer.from(json.slice(0, Math.max(1, Math.floor(json.length * shape.keep)))), expectation, extra);
           case 'trailing garbage':
             return message('non-json', `packet with trailing ${JSON.stringify(shape.garbage)}`, Buffer.from(json + shape.garbage), expectation, extra);
+          // Between tokens, not inside a string: decoded leniently, bytes inside a string would just be odd characters.
           case 'invalid UTF-8':
-            return message('non-json', 'invalid UTF-8 inside the packet', Buffer.concat([Buffer.from(json.slice(0, 20)), Buffer.from(shape.bytes), Buffer.from(json.slice(20))]), expectation, extra);
+            return message('non-json', 'invalid UTF-8 between the packet\'s tokens', Buffer.concat([Buffer.from('{'), Buffer.from(shape.bytes), Buffer.from(json.slice(1))]), expectation, extra);
           case 'JSON but not an object':
             return message('non-json', `JSON ${Array.isArray(shape.value) ? 'array' : typeof shape.value}`, Buffer.from(JSON.stringify(shape.value)), expectation);
           case 'object without a valid pattern':

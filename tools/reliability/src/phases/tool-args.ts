@@ -76,3 +76,7 @@ export const withIdAt = (
   };
   return set(args, path) as Record<string, unknown>;
 };
+
+/** A copy of an object with an own enumerable key, even `__proto__` (an object literal would set the prototype instead). */
+export const withOwnKey = <T extends object>(target: T, key: string, value: unknown): T =>
+  Object.defineProperty({ ...target }, key, { value, enumerable: true, writable: true, configurable: true });
