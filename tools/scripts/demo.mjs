@@ -6,10 +6,12 @@
 import { spawn, spawnSync } from 'node:child_process';
 import pg from 'pg';
 import { ApiError, createClient, createRenderer, namesFromMap } from './agent-client.mjs';
-import { readSection } from './with-env.mjs';
+import { readSection, readSetupEnv } from './with-env.mjs';
 
 const serverEnv = { ...process.env, ...readSection('server') };
 const workerEnv = { ...process.env, ...readSection('worker') };
+// The setups also create the worker's checkpoint role and broker user, so they alone get the worker's credentials, as in `npm start`.
+const setupEnv = { ...process.env, ...readSetupEnv() };
 const baseUrl = `http://127.0.0.1:${serverEnv.HTTP_PORT ?? 3000}`;
 const PASSWORD = 'naalya-demo';
 const children = [];
@@ -88,10 +90,9 @@ await runOrExit('build', 'npx', ['nx', 'run-many', '-t', 'build', '--output-styl
 say(`done in ${seconds(since)}`);
 
 step('database and broker');
-// The database setup also creates the worker's checkpoint role, so it gets the worker's CHECKPOINT_DATABASE_URL, as in `npm start`.
-say(await runOrExit('db:setup', process.execPath, ['apps/server/dist/cli/db-setup.js'], { ...serverEnv, CHECKPOINT_DATABASE_URL: workerEnv.CHECKPOINT_DATABASE_URL }));
+say(await runOrExit('db:setup', process.execPath, ['apps/server/dist/cli/db-setup.js'], setupEnv));
 say(await runOrExit('db:seed', process.execPath, ['apps/server/dist/cli/db-seed.js', '--reset'], serverEnv));
-say(await runOrExit('rmq:setup', process.execPath, ['apps/server/dist/cli/rmq-setup.js'], serverEnv));
+say(await runOrExit('rmq:setup', process.execPath, ['apps/server/dist/cli/rmq-setup.js'], setupEnv));
 
 step('start the server and the worker (two processes)');
 if (await fetch(`${baseUrl}/ready`).then(() => true, () => false)) await fail(`something already listens on ${baseUrl}; stop it (npm start?) and run the demo again`);

@@ -2,15 +2,15 @@
 // `npm start`: sets up what is missing (idempotent: roles, migrations, broker topology), then runs the
 // server and the worker as two processes, each with only its own configuration, until Ctrl-C.
 import { spawn, spawnSync } from 'node:child_process';
-import { readSection } from './with-env.mjs';
+import { readSection, readSetupEnv } from './with-env.mjs';
 
 const serverEnv = { ...process.env, ...readSection('server') };
 const workerEnv = { ...process.env, ...readSection('worker') };
+// The setups also create the worker's checkpoint role and broker user, so they alone get the worker's credentials.
+const setupEnv = { ...process.env, ...readSetupEnv() };
 
 for (const script of ['db-setup.js', 'rmq-setup.js']) {
-  // The database setup also creates the worker's checkpoint role, so it alone gets the worker's CHECKPOINT_DATABASE_URL.
-  const env = script === 'db-setup.js' ? { ...serverEnv, CHECKPOINT_DATABASE_URL: workerEnv.CHECKPOINT_DATABASE_URL } : serverEnv;
-  const result = spawnSync(process.execPath, [`apps/server/dist/cli/${script}`], { env, stdio: 'inherit' });
+  const result = spawnSync(process.execPath, [`apps/server/dist/cli/${script}`], { env: setupEnv, stdio: 'inherit' });
   if (result.status !== 0) process.exit(result.status ?? 1);
 }
 const children = [

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Runs a command with one app's configuration: `.env` (or `.env.example` when there is none) holds a
 // section per app, so the worker never receives the server's secrets. Variables already set win.
-// Usage: node tools/scripts/with-env.mjs <server|worker> -- <command> [args...]
+// Usage: node tools/scripts/with-env.mjs <server|worker|setup> -- <command> [args...]
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 
@@ -20,13 +20,22 @@ export const readSection = (app, file = existsSync('.env') ? '.env' : '.env.exam
   return values;
 };
 
+// The setup CLIs run with the server's section, plus the worker's credentials they create: the broker setup makes the
+// worker's broker user (WORKER_RABBITMQ_URL), the database setup its checkpoint role. Neither app receives these.
+export const readSetupEnv = () => {
+  const worker = readSection('worker');
+  return { ...readSection('server'), WORKER_RABBITMQ_URL: worker.RABBITMQ_URL, CHECKPOINT_DATABASE_URL: worker.CHECKPOINT_DATABASE_URL };
+};
+
+const readEnv = (app) => (app === 'setup' ? readSetupEnv() : readSection(app));
+
 if (import.meta.url === `file://${process.argv[1]}`) {
   const [app, separator, command, ...args] = process.argv.slice(2);
-  if (!['server', 'worker'].includes(app) || separator !== '--' || !command) {
-    console.error('Usage: node tools/scripts/with-env.mjs <server|worker> -- <command> [args...]');
+  if (!['server', 'worker', 'setup'].includes(app) || separator !== '--' || !command) {
+    console.error('Usage: node tools/scripts/with-env.mjs <server|worker|setup> -- <command> [args...]');
     process.exit(2);
   }
-  const child = spawn(command, args, { stdio: 'inherit', env: { ...readSection(app), ...process.env } });
+  const child = spawn(command, args, { stdio: 'inherit', env: { ...readEnv(app), ...process.env } });
   for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
   child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 }

@@ -1,13 +1,39 @@
-import { declareTopology, rmqNames } from '@naalya/rmq';
+import { brokerCredentialsOf, declareTopology, rmqNames, setupBroker, type BrokerAdminApi } from '@naalya/rmq';
 import { ConfigError, loadServerConfig } from '../app/core/config/server-config.js';
 
-// The one place queues and exchanges are declared with their arguments; clients connect with noAssert.
+// The one place the broker is set up: the vhost, each app's user with least privilege, and the queues and exchanges
+// with their arguments, declared by the admin (the apps' users may declare nothing; they connect and only check).
+//
+// RABBITMQ_ADMIN_URL (an administrator on the apps' vhost) and WORKER_RABBITMQ_URL (the worker's own URL, whose user
+// and password are created here) come from `npm run rmq:setup`, `npm start` and `npm run demo`. Without the admin URL
+// only the topology is declared, as RABBITMQ_URL's user: for a broker whose users are managed elsewhere, and for tests.
+// RABBITMQ_MANAGEMENT_URL (http://admin:password@host:15672) applies the users through the management API instead of
+// rabbitmqctl, for a broker on another machine (docker-compose.yml).
 try {
   const config = loadServerConfig();
   const names = rmqNames(config.AGENT_TOOLS_QUEUE, config.AGENT_RUNS_QUEUE);
-  await declareTopology(config.RABBITMQ_URL, names);
-  console.log(`Broker ready: queues "${names.toolsQueue}", "${names.runsQueue}", dead letters in "${names.deadLetterQueue}".`);
+  const adminUrl = process.env['RABBITMQ_ADMIN_URL'] || undefined;
+  if (adminUrl === undefined) {
+    await declareTopology(config.RABBITMQ_URL, names);
+    console.log(`Broker ready (topology only, no RABBITMQ_ADMIN_URL): queues "${names.toolsQueue}", "${names.runsQueue}".`);
+  } else {
+    const workerUrl = process.env['WORKER_RABBITMQ_URL'];
+    if (!workerUrl) throw new ConfigError('WORKER_RABBITMQ_URL is missing: the worker\'s RABBITMQ_URL, whose user the setup creates.');
+    const worker = brokerCredentialsOf(workerUrl).user;
+    if (worker !== config.WORKER_BROKER_USER) {
+      throw new ConfigError(`WORKER_BROKER_USER is "${config.WORKER_BROKER_USER}" but the worker's RABBITMQ_URL connects as "${worker}": the server would refuse every tool call.`);
+    }
+    const managementUrl = process.env['RABBITMQ_MANAGEMENT_URL'] || undefined;
+    const via: BrokerAdminApi = managementUrl ? { kind: 'management', url: managementUrl } : { kind: 'rabbitmqctl' };
+    const definitions = await setupBroker({ adminUrl, serverUrl: config.RABBITMQ_URL, workerUrl, names }, via);
+    const users = definitions.users.map((user) => user.name).join('", "');
+    console.log(
+      `Broker ready: vhost "${definitions.vhosts[0]?.name}", users "${users}", queues "${names.toolsQueue}" (through "${names.toolsExchange}"), "${names.runsQueue}", dead letters in "${names.deadLetterQueue}".`,
+    );
+  }
 } catch (error) {
-  console.error(error instanceof ConfigError ? error.message : `Broker setup failed: ${(error as Error).message}`);
+  // Connection errors carry the URL: its password is masked.
+  const message = error instanceof ConfigError ? error.message : `Broker setup failed: ${(error as Error).message}`;
+  console.error(message.replace(/\/\/[^/@\s"]*@/g, '//***@'));
   process.exit(1);
 }
