@@ -5,6 +5,7 @@ import 'reflect-metadata';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Logger } from '@nestjs/common';
 import { Transport } from '@nestjs/microservices';
+import { RPC_AGENT_TOOLS, requiresConfirmation } from '@naalya/agent-tools';
 import { AckAfterReplyTransport, rmqNames } from '@naalya/rmq';
 import { Test } from '@nestjs/testing';
 import pg from 'pg';
@@ -74,7 +75,6 @@ const WEAKENINGS = {
   'lenient-schemas': {
     providers: [],
     setup: async () => {
-      const { RPC_AGENT_TOOLS } = await import('@naalya/agent-tools');
       for (const tool of RPC_AGENT_TOOLS) {
         const lenient = tool.schema.strip();
         tool.schema.safeParse = (value, params) => lenient.safeParse(value, params);
@@ -87,7 +87,6 @@ const WEAKENINGS = {
   'auto-approve': {
     providers: [],
     afterCompile: async (moduleRef) => {
-      const { RPC_AGENT_TOOLS, requiresConfirmation } = await import('@naalya/agent-tools');
       const { canonicalHash } = await fromServer('app/naalya-ai/tools/canonical-hash.js');
       const pool = new pg.Pool({ connectionString: config.DATABASE_OWNER_URL, max: 2 });
       const executor = moduleRef.get(ToolExecutor);
