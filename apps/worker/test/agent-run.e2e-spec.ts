@@ -119,15 +119,37 @@ describe('a conversation through the server, the runs queue, the worker and back
     expect(events[7]).toMatchObject({ outcome: 'success' });
   });
 
-  it('"delete the Languages department": a question, the answer by interrupt id, then the audited delete', async () => {
-    const { id: threadId } = await api<{ id: string }>('/agent/threads', {});
-    const { runId } = await api<{ runId: string }>(`/agent/threads/${threadId}/runs`, { message: 'delete the Languages department' });
+  /** The Greenhill department of this name, if it still exists. */
+  const greenhillDepartment = async (name: string): Promise<string | undefined> =>
+    (
+      await stack.owner.query(
+        `SELECT d.id FROM departments d JOIN schools s ON s.id = d.school_id WHERE s.name = 'Greenhill Academy' AND d.name = $1`,
+        [name],
+      )
+    ).rows[0]?.id;
 
+  /** Asks to delete a department; the run pauses on the proxy's confirmation before anything reaches the server. */
+  const askToDelete = async (name: string) => {
+    const departmentId = await greenhillDepartment(name);
+    const ledgerBefore = await ledgerCount('delete.department');
+    const { id: threadId } = await api<{ id: string }>('/agent/threads', {});
+    const { runId } = await api<{ runId: string }>(`/agent/threads/${threadId}/runs`, { message: `delete the ${name} department` });
     const asked = await readStep(threadId, runId);
     const finish = asked.at(-1)?.event;
     expect(finish).toMatchObject({ type: 'RUN_FINISHED', outcome: 'interrupt' });
     const [question] = finish?.type === 'RUN_FINISHED' ? (finish.interrupts ?? []) : [];
-    expect(question).toMatchObject({ askedBy: 'rover', question: expect.stringContaining('Delete the Languages department') });
+    expect(question).toMatchObject({
+      askedBy: 'rover',
+      question: `Delete the department with id ${departmentId} and its member list? This cannot be undone.`,
+      confirmation: { event: 'delete.department', callId: expect.any(String) },
+    });
+    expect(asked.filter(({ event }) => event.type === 'TOOL_CALL_RESULT' && event.content.includes('delete'))).toEqual([]);
+    expect(await ledgerCount('delete.department')).toBe(ledgerBefore);
+    return { departmentId, threadId, runId, asked, question };
+  };
+
+  it('"delete the Languages department": the run pauses on the confirmation, yes resumes it, the department is deleted once, audited', async () => {
+    const { threadId, runId, asked, question } = await askToDelete('Languages');
 
     const resumed = await api<{ resumed: boolean }>(`/agent/threads/${threadId}/resume`, { interruptId: question?.interruptId, answer: 'yes' });
     expect(resumed.resumed).toBe(true);
@@ -139,8 +161,23 @@ describe('a conversation through the server, the runs queue, the worker and back
     const auditId = deleted?.type === 'CUSTOM' ? deleted.value['auditId'] : undefined;
     const { rows } = await stack.owner.query(`SELECT action, resource_type FROM audit_log WHERE id = $1`, [auditId]);
     expect(rows).toHaveLength(1);
-    const remaining = await stack.owner.query(`SELECT 1 FROM departments WHERE name = 'Languages' AND school_id = (SELECT id FROM schools WHERE name = 'Greenhill Academy')`);
-    expect(remaining.rowCount).toBe(0);
+    expect(await greenhillDepartment('Languages')).toBeUndefined();
+  });
+
+  it('"delete the Sciences department" answered no: nothing reaches the server, the department stays, no ledger or audit row', async () => {
+    const auditsBefore = Number((await stack.owner.query(`SELECT count(*)::int AS n FROM audit_log`)).rows[0]?.n);
+    const { departmentId, threadId, runId, asked, question } = await askToDelete('Sciences');
+    const ledgerBefore = await ledgerCount('delete.department');
+
+    await api(`/agent/threads/${threadId}/resume`, { interruptId: question?.interruptId, answer: 'no' });
+    const events = (await readStep(threadId, runId, asked.at(-1)?.seq)).map(({ event }) => event);
+
+    expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: 'success' });
+    expect(lastText(events)).toContain('Nothing was changed.');
+    expect(customOf(events)).toBeUndefined();
+    expect(await greenhillDepartment('Sciences')).toBe(departmentId);
+    expect(await ledgerCount('delete.department')).toBe(ledgerBefore);
+    expect(Number((await stack.owner.query(`SELECT count(*)::int AS n FROM audit_log`)).rows[0]?.n)).toBe(auditsBefore);
   });
 });
 
@@ -221,12 +258,19 @@ describe('one conversation per persona, through both processes', () => {
   it('Samuel, director of studies who teaches: Sarah asks before approving, then approves once', async () => {
     const samuel = await as('dos@greenhill.school');
     const asked = await samuel.send('approve the lesson plan Linear equations');
-    expect(toolCalls(asked.events)).toEqual(['rover:task', 'dos:list_pending_lesson_plans', 'dos:ask_user']);
-    expect(questionOf(asked.events)).toMatchObject({ askedBy: 'dos', question: expect.stringContaining('Approve the lesson plan "Linear equations"?') });
+    const { rows: plan } = await stack.owner.query(`SELECT id FROM lesson_plans WHERE title = 'Linear equations' AND school_id = (SELECT id FROM schools WHERE name = 'Greenhill Academy')`);
+    expect(toolCalls(asked.events)).toEqual(['rover:task', 'dos:list_pending_lesson_plans', 'dos:approve_lesson_plan']);
+    expect(questionOf(asked.events)).toMatchObject({
+      askedBy: 'dos',
+      question: expect.stringContaining(`Approve the lesson plan with id ${plan[0]?.id}?`),
+      confirmation: { event: 'approve.lesson-plan', callId: expect.any(String) },
+    });
 
     const done = await samuel.answer(asked, 'yes');
 
-    expect(toolCalls(done.events)).toEqual(['dos:approve_lesson_plan']);
+    const approve = asked.events.find((event) => event.type === 'TOOL_CALL_START' && event.toolCallName === 'approve_lesson_plan');
+    const approveResult = done.events.find((event) => event.type === 'TOOL_CALL_RESULT' && approve?.type === 'TOOL_CALL_START' && event.toolCallId === approve.toolCallId);
+    expect(JSON.parse(approveResult?.type === 'TOOL_CALL_RESULT' ? approveResult.content : '{}')).toMatchObject({ data: expect.anything() });
     const approved = customOf(done.events);
     expect(await auditRowsOf(approved?.type === 'CUSTOM' ? approved.value['auditId'] : null)).toEqual([
       { email: 'dos@greenhill.school', action: 'approve', resource_type: 'lesson_plan', source: 'agent' },
@@ -256,8 +300,8 @@ describe('one conversation per persona, through both processes', () => {
     const asked = await lakeside.send(`delete department ${target[0]?.id}`);
     const done = await lakeside.answer(asked, 'yes');
 
-    expect(toolCalls(done.events)).toEqual(['rover:delete_department']);
-    const call = done.events.find((event) => event.type === 'TOOL_CALL_START' && event.toolCallName === 'delete_department');
+    expect(toolCalls(asked.events)).toEqual(['rover:delete_department']);
+    const call = asked.events.find((event) => event.type === 'TOOL_CALL_START' && event.toolCallName === 'delete_department');
     const result = done.events.find((event) => event.type === 'TOOL_CALL_RESULT' && call?.type === 'TOOL_CALL_START' && event.toolCallId === call.toolCallId);
     expect(JSON.parse(result?.type === 'TOOL_CALL_RESULT' ? result.content : '{}')).toEqual({ error: expect.stringMatching(/not found/i) });
     expect(customOf(done.events)).toBeUndefined();

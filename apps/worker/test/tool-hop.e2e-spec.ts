@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import {
+  CONFIRMATION_ANSWERS,
   RPC_AGENT_TOOLS,
+  agentInterruptValueSchema,
+  agentRuntimeContextSchema,
   createDepartmentTool,
   deleteDepartmentTool,
   listDepartmentsTool,
@@ -9,8 +12,10 @@ import {
   type AgentToolResult,
   type AnyAgentTool,
 } from '@naalya/agent-tools';
+import { Command, MemorySaver } from '@langchain/langgraph';
 import { deleteTopology, rmqNames } from '@naalya/rmq';
 import amqplib from 'amqplib';
+import { AIMessage, HumanMessage, ToolMessage, createAgent, fakeModel } from 'langchain';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AgentToolService } from '../src/naalya-agent/core/tools/agent-tool.service.js';
 import { toRpcProxy, toolCallIdempotencyKey } from '../src/naalya-agent/core/tools/build-agent-tools.js';
@@ -59,6 +64,52 @@ const viaProxy = async (
     configurable: { thread_id: 'e2e' },
   } as never);
   return JSON.parse(String(output)) as AgentToolResult;
+};
+
+/**
+ * A tool that needs confirmation, the way a run calls it: the proxy pauses the run with its question, the user's
+ * yes is recorded as the server's resume records it (the resume itself is covered by agent-run.e2e-spec and the
+ * server's approvals suite), and the run resumes. The server runs the call only if the approval it finds has the
+ * call id, event and argument hash the worker computed, so this also proves both sides hash alike.
+ */
+const viaConfirmedProxy = async (
+  tool: AnyAgentTool,
+  args: Record<string, unknown>,
+  context: AgentRuntimeContext,
+  writer: (event: unknown) => void,
+): Promise<AgentToolResult> => {
+  const toolCallId = `call-${randomUUID()}`;
+  const agent = createAgent({
+    model: fakeModel().respondWithTools([{ name: tool.name, args, id: toolCallId }]).respond(new AIMessage('Done.')),
+    tools: [toRpcProxy(tool, caller)],
+    contextSchema: agentRuntimeContextSchema,
+    checkpointer: new MemorySaver(),
+  });
+  const config = { configurable: { thread_id: toolCallId }, context };
+  await agent.invoke({ messages: [new HumanMessage(`Call ${tool.name}`)] }, config);
+  const [pending] = (await agent.graph.getState(config)).tasks.flatMap((task) => task.interrupts ?? []);
+  const asked = agentInterruptValueSchema.parse(pending?.value);
+  if (!asked.confirmation || !asked.argsHash) throw new Error(`${tool.name} did not ask for confirmation`);
+  await stack.owner.query(
+    `INSERT INTO tool_call_approvals (school_id, thread_id, run_id, interrupt_id, call_id, event, args_hash, user_id, approved, answer, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, true, $9, now() + interval '15 minutes')`,
+    [
+      context.userDetails.schoolId,
+      context.run.threadId,
+      context.run.runId,
+      pending?.id ?? toolCallId,
+      asked.confirmation.callId,
+      asked.confirmation.event,
+      asked.argsHash,
+      context.userDetails.id,
+      CONFIRMATION_ANSWERS.approve,
+    ],
+  );
+  const stream = await agent.stream(new Command({ resume: CONFIRMATION_ANSWERS.approve }), { ...config, streamMode: ['custom', 'updates'] });
+  for await (const [mode, chunk] of stream) if (mode === 'custom') writer(chunk);
+  const { messages } = (await agent.graph.getState(config)).values as { messages: unknown[] };
+  const result = messages.find((message): message is ToolMessage => ToolMessage.isInstance(message) && message.tool_call_id === toolCallId);
+  return JSON.parse(String(result?.content)) as AgentToolResult;
 };
 
 const count = async (sql: string, parameters: unknown[] = []) =>
@@ -168,7 +219,10 @@ describe('every tool crosses the hop', () => {
     async (_, tool) => {
       const events: unknown[] = [];
       const { context, args } = await callFor(tool);
-      const result = await viaProxy(tool, args, contexts[context], { writer: (event) => events.push(event) });
+      const writer = (event: unknown) => events.push(event);
+      const result = tool.confirm
+        ? await viaConfirmedProxy(tool, args, contexts[context], writer)
+        : await viaProxy(tool, args, contexts[context], { writer });
       expect(result).toMatchObject({ data: expect.anything(), scopeContext: expect.any(String) });
       if (tool.streamOnSuccess) {
         const { auditId } = result as { auditId: string };
@@ -199,7 +253,8 @@ describe('security across the hop', () => {
   it('a cross-school attempt changes nothing', async () => {
     const before = await stack.owner.query(`SELECT id, name FROM departments WHERE school_id = $1 ORDER BY id`, [ids.schoolA]);
     const audits = await count(`SELECT count(*) FROM audit_log WHERE school_id = $1`, [ids.schoolA]);
-    const result = await viaProxy(deleteDepartmentTool, { departmentId: ids.sciencesA }, contexts['adminB']);
+    // Even with the user's approval of exactly this call: the approval lets the call run, never reach another school.
+    const result = await viaConfirmedProxy(deleteDepartmentTool, { departmentId: ids.sciencesA }, contexts['adminB'], () => undefined);
     expect(result).toEqual({ error: 'Department not found.' });
     expect((await stack.owner.query(`SELECT id, name FROM departments WHERE school_id = $1 ORDER BY id`, [ids.schoolA])).rows).toEqual(before.rows);
     expect(await count(`SELECT count(*) FROM audit_log WHERE school_id = $1`, [ids.schoolA])).toBe(audits);
@@ -243,6 +298,17 @@ describe('security across the hop', () => {
     expect(unsigned).toEqual({ error: expect.stringMatching(/could not be verified/) });
     expect(borrowed).toEqual(unsigned);
     expect(await count(`SELECT count(*) FROM departments WHERE name = $1`, [name])).toBe(0);
+  });
+
+  it('a tool that needs confirmation, sent without the user\'s approval, is refused by the server process and nothing changes', async () => {
+    const result = await caller.call(deleteDepartmentTool.event, {
+      identity: { sub: contexts['adminA'].userDetails.id, type: 'staff', schoolId: ids.schoolA, campusId: null },
+      scope: { mode: 'school' },
+      args: { departmentId: ids.sciencesA },
+      meta: { callId: randomUUID(), deadline: Date.now() + TIMEOUT_MS, dispatchToken: contexts['adminA'].dispatchToken },
+    });
+    expect(result).toEqual({ error: expect.stringMatching(/needs the user's confirmation/) });
+    expect(await count(`SELECT count(*) FROM departments WHERE id = $1`, [ids.sciencesA])).toBe(1);
   });
 
   it('a CASL denial comes back as the server wrote it', async () => {
