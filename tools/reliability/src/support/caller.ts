@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Logger } from '@nestjs/common';
 import { identityFromUserDetails, isMutatingEvent, type AgentCallScope, type AgentRuntimeContext, type AgentToolEvent, type AgentToolRequest, type AgentToolResult, type AnyAgentTool } from '@naalya/agent-tools';
 import { fromServerDist, fromWorkerDist } from './stack.js';
 
@@ -57,6 +58,8 @@ export const createToolCaller = async (options: { brokerUrl: string; toolsQueue:
   const { toRpcProxy, toolCallIdempotencyKey } = await fromWorkerDist<BuildAgentToolsModule>('naalya-agent/core/tools/build-agent-tools.js');
   const { callScopeFromContext } = await fromWorkerDist<ToolContextModule>('naalya-agent/core/tools/tool-context.js');
   const { OUTCOME_UNKNOWN_ERROR } = await fromServerDist<ToolErrorModule>('app/naalya-ai/tools/tool-error.js');
+  // The worker's client logs a warning per failed call: thousands under faults, and the table says it better.
+  Logger.overrideLogger(['error', 'fatal']);
   const service = new AgentToolService({ rabbitmqUrl: options.brokerUrl, toolsQueue: options.toolsQueue, timeoutMs: options.timeoutMs });
   await service.onModuleInit();
 

@@ -35,5 +35,6 @@ export * from './error-text.js';
 export * from './fault-proxy.js';
 export * from './phase-row.js';
 export * from './reconcile.js';
+export * from './resolve-unknowns.js';
 export * from './run-phase.js';
 export * from './stack.js';

@@ -1,0 +1,159 @@
+import { randomUUID } from 'node:crypto';
+import { createDepartmentTool, listDepartmentsTool, type AgentRuntimeContext } from '@naalya/agent-tools';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createReliabilityStack,
+  createToolCaller,
+  departmentsByName,
+  holdTableLock,
+  resolveUnknowns,
+  runPhase,
+  sleep,
+  waitFor,
+  writePhaseRow,
+  type CallOutcome,
+  type PhaseContext,
+  type PhaseRow,
+  type PhaseTarget,
+  type ReliabilityStack,
+  type ToolCaller,
+} from '../support/index.js';
+
+// Database faults under audited writes, each kind several times, the server reaching PostgreSQL through the fault
+// proxy:
+// - cut mid-transaction: the writes wait on a table lock inside their transactions when every connection drops;
+// - unreachable: connections drop and new ones are refused for two seconds while writes arrive;
+// - COMMIT lost: the connection drops before the write's COMMIT reaches the database (it rolls back);
+// - answer to COMMIT lost: the COMMIT reaches the database and commits, the connection drops before its answer, so
+//   the server cannot know: the call must say "unknown", never "failed", and get_tool_call_outcome must resolve it;
+// - backend terminated: pg_terminate_backend on the server's sessions while they wait inside their transactions.
+// The protections: one transaction per call holding the write, its audit row and its ledger row (no partial write,
+// no audit row without its effect), an unknown commit reported as unknown, masked errors, and a pool that recovers:
+// a call after each fault works again within 5 s.
+//
+// Sabotage: the same server with the audit row written on its own connection, outside the call's transaction
+// (weakened-server.mjs, 'audit-outside-transaction'): a lost COMMIT then leaves an audit row for a write that never
+// happened.
+
+const PHASE = 'database faults';
+const RECOVERY_MS = 5_000;
+const LEDGER_WRITE = /INSERT INTO "?tool_call_ledger/i;
+
+export type DatabaseFault = 'cut mid-transaction' | 'unreachable' | 'COMMIT lost' | 'answer to COMMIT lost' | 'backend terminated';
+export const DATABASE_FAULTS: readonly DatabaseFault[] = ['cut mid-transaction', 'unreachable', 'COMMIT lost', 'answer to COMMIT lost', 'backend terminated'];
+
+type Writes = (count: number) => Promise<CallOutcome>[];
+
+const inject: Record<DatabaseFault, (phase: PhaseContext, writes: Writes) => Promise<CallOutcome[]>> = {
+  'cut mid-transaction': async ({ stack }, writes) => {
+    const lock = await holdTableLock(stack, 'departments');
+    const calls = writes(4);
+    await waitFor(async () => (await lock.waiters()) >= 4, 10_000, 'writes waiting inside their transactions');
+    stack.database.cutAll();
+    await lock.release();
+    return Promise.all(calls);
+  },
+  unreachable: async ({ stack }, writes) => {
+    const up = stack.database.down();
+    const calls = writes(4);
+    await sleep(2_000);
+    up();
+    return Promise.all(calls);
+  },
+  'COMMIT lost': async ({ stack }, writes) => {
+    const fired = stack.database.cutAtCommit(LEDGER_WRITE, { commits: false });
+    const outcomes = await Promise.all(writes(1));
+    await fired;
+    return outcomes;
+  },
+  'answer to COMMIT lost': async ({ stack }, writes) => {
+    const fired = stack.database.cutAtCommit(LEDGER_WRITE, { commits: true });
+    const outcomes = await Promise.all(writes(1));
+    await fired;
+    return outcomes;
+  },
+  'backend terminated': async ({ stack }, writes) => {
+    const lock = await holdTableLock(stack, 'departments');
+    const calls = writes(4);
+    await waitFor(async () => (await lock.waiters()) >= 4, 10_000, 'writes waiting inside their transactions');
+    await stack.owner.query(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
+    );
+    await lock.release();
+    return Promise.all(calls);
+  },
+};
+
+export const databaseFaultsPhase = (target: PhaseTarget, size: { rounds: number; faults?: readonly DatabaseFault[] }): Promise<PhaseRow> => {
+  const effects = departmentsByName(target.stack.owner);
+  return runPhase(
+    PHASE,
+    target,
+    async (phase) => {
+      const { stack, caller, record, check } = phase;
+      const context: AgentRuntimeContext = await stack.contextFor('admin@greenhill.school');
+      const tag = randomUUID().slice(0, 8);
+      const all: CallOutcome[] = [];
+      let serial = 0;
+      const writes: Writes = (count) =>
+        Array.from({ length: count }, () => {
+          const name = `Db ${tag} ${serial++}`;
+          return caller.call(createDepartmentTool, { name }, context).then((outcome) => record({ ...outcome, effectKey: name }));
+        });
+      for (let round = 0; round < size.rounds; round++) {
+        for (const fault of size.faults ?? DATABASE_FAULTS) {
+          const outcomes = await inject[fault](phase, writes);
+          all.push(...outcomes);
+          if (fault === 'answer to COMMIT lost') {
+            check(
+              outcomes.every((outcome) => outcome.kind === 'unknown'),
+              `${fault}: a commit the server could not confirm was reported as ${outcomes.map((outcome) => outcome.kind).join(', ')}, not unknown`,
+            );
+          }
+          // The pool finds its way back: a call works again within RECOVERY_MS of the fault's end.
+          const recovery = await waitFor(
+            async () => (await caller.call(listDepartmentsTool, {}, context)).kind === 'ok',
+            RECOVERY_MS,
+            `${fault}: recovery`,
+          ).catch(() => undefined);
+          check(recovery !== undefined, `${fault}: no call worked within ${RECOVERY_MS / 1000} s of the fault's end`);
+        }
+      }
+      const { disagreements } = await resolveUnknowns({ caller, context, outcomes: all, effects });
+      for (const disagreement of disagreements) check(false, disagreement);
+    },
+    { effects },
+  );
+};
+
+describe(PHASE, () => {
+  let stack: ReliabilityStack;
+  let caller: ToolCaller;
+
+  beforeAll(async () => {
+    // A small pool, so a fault reaches every connection the server has.
+    stack = await createReliabilityStack({ poolSize: 4 });
+    await stack.startServer();
+    caller = await createToolCaller({ brokerUrl: stack.workerBrokerUrl, toolsQueue: stack.toolsQueue, timeoutMs: 8_000 });
+  });
+
+  afterAll(async () => {
+    await caller?.close();
+    await stack?.teardown();
+  });
+
+  it('5 kinds of database fault, 4 rounds: no partial write, no audit row without its effect, unknown commits resolved by call id', async () => {
+    const row = await databaseFaultsPhase({ stack, caller }, { rounds: 4 });
+    writePhaseRow(row);
+    expect(row.verdict, row.failures.join('\n')).toBe('PASS');
+  });
+
+  it('fails with the audit row written outside the call transaction', async () => {
+    await stack.server().stop();
+    await stack.startServer({ weakening: 'audit-outside-transaction' });
+    const row = await databaseFaultsPhase({ stack, caller, weakening: 'audit-outside-transaction' }, { rounds: 2, faults: ['COMMIT lost'] });
+    writePhaseRow(row, { sabotage: 'audit outside the transaction' });
+    expect(row.verdict).toBe('FAIL');
+    expect(row.unexpected).toBeGreaterThan(0);
+  });
+});
