@@ -1,0 +1,144 @@
+import { listDepartmentsTool, type AgentRuntimeContext } from '@naalya/agent-tools';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createReliabilityStack,
+  createToolCaller,
+  runPhase,
+  sleep,
+  writePhaseRow,
+  type CallOutcome,
+  type PhaseRow,
+  type PhaseTarget,
+  type ReliabilityStack,
+  type ToolCaller,
+} from '../support/index.js';
+import { contextCache, loadServerTexts } from './attack-support.js';
+
+// Flood isolation: one school floods (many times its per-minute allowance, from two users, at high concurrency) while
+// another school keeps a steady load well inside its own. The server runs with small quotas (configuration, as an
+// operator would set them). The protection: per-school and per-user quotas counted in the server's memory after the
+// dispatch token is verified, refusing over-quota calls before any database work with a sentence the model can act
+// on. The steady school's p99 latency during the flood must stay within 3 times its p99 just before it, measured in
+// the same run; every flood call past the allowance must get a quota sentence, and no more flood calls may run than
+// the school's allowance; the steady school must never be refused.
+//
+// Sabotage: the same server with the quota replaced by one that lets every call through (weakened-server.mjs,
+// 'no-quota'). The flood then runs in full: past the allowance nobody is told to wait.
+
+const PHASE = 'flood isolation';
+
+/** Small limits for this phase only; the steady school stays far inside them. */
+export const FLOOD_QUOTAS = { TOOL_CALLS_PER_MINUTE_PER_SCHOOL: '400', TOOL_CALLS_PER_MINUTE_PER_USER: '250' };
+
+export type FloodSize = {
+  /** How long each window (baseline, then flood) lasts. */
+  windowMs: number;
+  /** Calls per second of each steady user. */
+  steadyRate: number;
+  /** Flood streams, each sending this many calls a second without waiting for answers. */
+  floodLanes: number;
+  floodLaneRate: number;
+};
+
+const p99 = (samples: number[]): number => {
+  const sorted = [...samples].sort((left, right) => left - right);
+  return sorted[Math.max(0, Math.ceil(sorted.length * 0.99) - 1)] ?? Number.NaN;
+};
+
+/** Calls `call` every 1000/rate ms until `until()` (each on its own, not waiting for the previous one); resolves when all answered. */
+const paced = async (rate: number, until: () => boolean, call: () => Promise<unknown>): Promise<void> => {
+  const inFlight: Promise<unknown>[] = [];
+  const period = 1000 / rate;
+  for (let next = Date.now(); !until(); next += period) {
+    inFlight.push(call());
+    await sleep(Math.max(0, next + period - Date.now()));
+  }
+  await Promise.all(inFlight);
+};
+
+export const floodIsolationPhase = (target: PhaseTarget, size: FloodSize): Promise<PhaseRow> =>
+  runPhase(PHASE, target, async ({ stack, caller, record, check }) => {
+    const texts = await loadServerTexts();
+    const contextFor = contextCache(stack);
+    const steadyUsers = [await contextFor('admin@lakeside.school'), await contextFor('teacher@lakeside.school')];
+    const floodUsers = [await contextFor('admin@greenhill.school'), await contextFor('teacher@greenhill.school')];
+    const schoolQuota = Number(stack.env['TOOL_CALLS_PER_MINUTE_PER_SCHOOL'] ?? FLOOD_QUOTAS.TOOL_CALLS_PER_MINUTE_PER_SCHOOL);
+
+    const steady = (context: AgentRuntimeContext, samples: CallOutcome[]) => async () => samples.push(record(await caller.call(listDepartmentsTool, {}, context)));
+    const steadyWindow = async (during?: Promise<unknown>) => {
+      const samples: CallOutcome[] = [];
+      const ends = Date.now() + size.windowMs;
+      await Promise.all([...steadyUsers.map((context) => paced(size.steadyRate, () => Date.now() >= ends, steady(context, samples))), during]);
+      return samples;
+    };
+
+    const baseline = await steadyWindow();
+    const flood: CallOutcome[] = [];
+    let flooding = true;
+    const floodDone = Promise.all(
+      Array.from({ length: size.floodLanes }, (_, lane) =>
+        paced(size.floodLaneRate, () => !flooding, async () => flood.push(record(await caller.call(listDepartmentsTool, {}, floodUsers[lane % floodUsers.length]!)))),
+      ),
+    );
+    // The flood starts first, so the steady window is measured while it is in full swing.
+    await sleep(500);
+    const during = await steadyWindow();
+    flooding = false;
+    await floodDone;
+
+    const [before, underFlood] = [p99(baseline.map((sample) => sample.ms)), p99(during.map((sample) => sample.ms))];
+    check(
+      underFlood <= 3 * before,
+      `the steady school's p99 rose from ${before} ms to ${underFlood} ms under the flood (more than 3 times; ${baseline.length} and ${during.length} samples)`,
+    );
+    const steadyRefused = [...baseline, ...during].filter((sample) => sample.kind !== 'ok');
+    check(steadyRefused.length === 0, `${steadyRefused.length} calls of the steady school were not answered, e.g. ${steadyRefused[0]?.error?.slice(0, 120)}`);
+
+    const quotaSentences = new Set([texts.schoolQuota, texts.userQuota]);
+    const ran = flood.filter((outcome) => outcome.kind === 'ok').length;
+    const told = flood.filter((outcome) => outcome.error !== undefined && quotaSentences.has(outcome.error)).length;
+    const other = flood.filter((outcome) => outcome.kind !== 'ok' && !(outcome.error !== undefined && quotaSentences.has(outcome.error)));
+    check(flood.length >= 5 * schoolQuota, `the flood sent ${flood.length} calls, not well above the school's ${schoolQuota} a minute`);
+    check(ran <= schoolQuota, `${ran} flood calls ran, more than the school's allowance of ${schoolQuota} a minute`);
+    check(told === flood.length - ran, `${flood.length - ran - told} flood calls past the allowance did not get the quota sentence`);
+    check(other.length === 0, `${other.length} flood calls failed otherwise, e.g. ${other[0]?.error?.slice(0, 120)}`);
+    check(
+      flood.some((outcome) => outcome.error === texts.userQuota) && flood.some((outcome) => outcome.error === texts.schoolQuota),
+      'the flood did not meet both the per-user and the per-school limit',
+    );
+    console.info(
+      `${PHASE}: steady p99 ${before} ms before, ${underFlood} ms during (${baseline.length}/${during.length} samples); flood ${flood.length} calls, ${ran} ran, ${told} told to wait`,
+    );
+  });
+
+describe(PHASE, () => {
+  let stack: ReliabilityStack;
+  let caller: ToolCaller;
+  const size: FloodSize = { windowMs: 12_000, steadyRate: 7, floodLanes: 24, floodLaneRate: 12 };
+
+  beforeAll(async () => {
+    stack = await createReliabilityStack({ serverEnv: FLOOD_QUOTAS });
+    await stack.startServer();
+    caller = await createToolCaller({ brokerUrl: stack.workerBrokerUrl, toolsQueue: stack.toolsQueue, timeoutMs: 15_000 });
+  });
+
+  afterAll(async () => {
+    await caller?.close();
+    await stack?.teardown();
+  });
+
+  it('one school floods past its quotas: told to wait with the quota sentence, the other school\'s p99 stays within 3 times its baseline', async () => {
+    const row = await floodIsolationPhase({ stack, caller }, size);
+    writePhaseRow(row);
+    expect(row.verdict, row.failures.join('\n')).toBe('PASS');
+  });
+
+  it('fails with the quotas switched off', async () => {
+    await stack.server().stop();
+    await stack.startServer({ weakening: 'no-quota' });
+    const row = await floodIsolationPhase({ stack, caller }, { ...size, windowMs: 6_000 });
+    writePhaseRow(row, { sabotage: 'no per-school or per-user quota' });
+    expect(row.verdict).toBe('FAIL');
+    expect(row.failures.join('\n')).toMatch(/flood calls ran, more than the school's allowance/);
+  });
+});
