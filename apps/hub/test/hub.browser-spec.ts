@@ -141,7 +141,9 @@ describe('the Hub in a browser, against the built server and worker', () => {
   it('"delete the Languages department": Rover asks, one answer resumes the run, a second is refused, the success links to its audit row', async () => {
     await page.getByRole('link', { name: 'New chat' }).click();
     await send('delete the Languages department');
-    const question = page.getByTestId('question').filter({ hasText: 'Delete the Languages department' });
+    // The worker's own confirmation, naming exactly the department the call will delete.
+    const languages = (await stack.api<{ id: string; name: string }[]>(ADMIN, '/departments')).body.find((department) => department.name === 'Languages')!;
+    const question = page.getByTestId('question').filter({ hasText: `Delete the department with id ${languages.id}` });
     await question.and(page.locator('[data-state="pending"]')).waitFor();
     expect(await question.textContent()).toContain('Rover');
     const interruptId = await question.getAttribute('data-interrupt-id');
@@ -173,11 +175,11 @@ describe('the Hub in a browser, against the built server and worker', () => {
   it('a pending question survives a reload and can still be answered', async () => {
     await page.getByRole('link', { name: 'New chat' }).click();
     await send('delete the Mathematics department');
-    const pending = page.getByTestId('question').filter({ hasText: 'Delete the Mathematics department' });
+    const pending = page.getByTestId('question').filter({ hasText: 'Delete the department with id' });
     await pending.and(page.locator('[data-state="pending"]')).waitFor();
 
     await page.reload();
-    const reloaded = page.getByTestId('question').filter({ hasText: 'Delete the Mathematics department' });
+    const reloaded = page.getByTestId('question').filter({ hasText: 'Delete the department with id' });
     await reloaded.and(page.locator('[data-state="pending"]')).waitFor();
     await page.screenshot({ path: `${SCREENSHOTS}question.png`, fullPage: true });
     await reloaded.getByRole('button', { name: 'Yes' }).click();

@@ -34,7 +34,7 @@ export const QuestionForm = ({
     <form
       onSubmit={submit}
       className="rounded-lg border border-amber-300 bg-amber-50 p-3"
-      aria-label={`Question from ${asker}`}
+      aria-label={item.confirm ? `Confirmation asked by ${asker}` : `Question from ${asker}`}
       data-testid="question"
       data-state={item.state}
       data-interrupt-id={item.id}
@@ -45,9 +45,10 @@ export const QuestionForm = ({
             {asker}
             {role}
           </strong>{' '}
-          asks:
+          {item.confirm ? 'asks you to confirm:' : 'asks:'}
         </legend>
         <p className="font-medium">{item.question}</p>
+        {item.confirm && open ? <p className="text-sm text-slate-700">Nothing is done unless you answer yes; any other answer cancels it.</p> : null}
         {open ? (
           <>
             <label htmlFor={inputId} className="block text-sm">

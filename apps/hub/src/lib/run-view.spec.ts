@@ -116,6 +116,42 @@ describe('threadReducer: run events to the chat view model', () => {
     expect(resumed.items.find((item) => item.kind === 'success')).toMatchObject({ label: 'Department deleted', auditId: 'audit-1' });
   });
 
+  it('a confirmation: the paused write waits for the answer (not outcome unknown), then shows its result after yes', () => {
+    const asked = play([
+      { type: 'RUN_STARTED' },
+      { type: 'TOOL_CALL_START', toolCallId: 'c1', toolCallName: 'delete_department', speaker: 'rover', event: 'delete.department', args: { departmentId: 'd1' } },
+      {
+        type: 'RUN_FINISHED',
+        outcome: 'interrupt',
+        interrupts: [
+          {
+            interruptId: 'i1',
+            question: 'Delete the department with id d1 and its member list? This cannot be undone.',
+            askedBy: 'rover',
+            toolCallId: 'c1',
+            argsHash: 'hash',
+            confirmation: { event: 'delete.department', callId: 'call-1' },
+          },
+        ],
+      },
+    ]);
+    expect(pendingQuestions(asked)).toMatchObject([{ id: 'i1', confirm: true }]);
+    expect(asked.items.find((item) => item.kind === 'tool')).toMatchObject({ status: 'running' });
+    expect(asked.items.find((item) => item.kind === 'tool')).not.toHaveProperty('check');
+
+    const resumed = play(
+      [
+        { type: 'RUN_STARTED' },
+        { type: 'TOOL_CALL_RESULT', toolCallId: 'c1', content: JSON.stringify({ data: { id: 'd1' }, scopeContext: 'Your access covers the whole school.', auditId: 'audit-1' }) },
+        { type: 'RUN_FINISHED', outcome: 'success' },
+      ],
+      apply(asked, { type: 'answer-accepted', interruptId: 'i1', resumed: true }),
+      'run-1',
+      3,
+    );
+    expect(resumed.items.find((item) => item.kind === 'tool')).toMatchObject({ status: 'done', result: { auditId: 'audit-1' } });
+  });
+
   it('a refused answer: a question already answered elsewhere shows as answered, a stale one as expired', () => {
     const asked = play([{ type: 'RUN_FINISHED', outcome: 'interrupt', interrupts: [{ interruptId: 'i1', question: 'Sure?', askedBy: 'dos' }] }]);
     const already = apply(asked, { type: 'answer-refused', interruptId: 'i1', message: 'This question has already been answered.', state: 'answered' });

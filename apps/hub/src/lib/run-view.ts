@@ -25,7 +25,18 @@ export type ChatItem =
       hopMs?: number;
       check?: OutcomeCheck;
     }
-  | { kind: 'question'; id: string; runId: string; question: string; askedBy: AgentSpeaker; state: QuestionState; answer?: string; note?: string }
+  | {
+      kind: 'question';
+      id: string;
+      runId: string;
+      question: string;
+      askedBy: AgentSpeaker;
+      state: QuestionState;
+      answer?: string;
+      note?: string;
+      /** A confirmation of one tool call: only a yes lets it run. */
+      confirm?: true;
+    }
   | { kind: 'success'; id: string; runId: string; name: string; label: string; auditId?: string }
   | { kind: 'error'; id: string; runId: string; message: string };
 
@@ -37,7 +48,7 @@ export type RunSummary = {
   id: string;
   status: RunStatus;
   message: string;
-  interrupts: { interruptId: string; question: string; askedBy: AgentSpeaker; answered: boolean }[];
+  interrupts: { interruptId: string; question: string; askedBy: AgentSpeaker; answered: boolean; confirm?: true }[];
   error: string | null;
   lastSeq: number;
 };
@@ -192,9 +203,16 @@ const applyEvent = (state: ThreadView, runId: string, event: AgentRunEvent): Thr
           question: interrupt.question,
           askedBy: interrupt.askedBy,
           state: 'pending',
+          ...(interrupt.confirmation ? { confirm: true as const } : {}),
         }));
       const status: RunStatus = event.outcome === 'interrupt' ? 'interrupted' : 'finished';
-      return { ...state, runs: upsertRun(state.runs, runId, { status }), items: settleTools([...items, ...questions], runId, 'finished') };
+      // A tool call paused on its confirmation has not run yet: it waits for the answer, like ask_user.
+      const waiting = new Set((event.interrupts ?? []).flatMap((interrupt) => (interrupt.confirmation && interrupt.toolCallId ? [interrupt.toolCallId] : [])));
+      return {
+        ...state,
+        runs: upsertRun(state.runs, runId, { status }),
+        items: settleTools([...items, ...questions], runId, 'finished', waiting),
+      };
     }
     case 'RUN_ERROR':
       return {
@@ -209,10 +227,10 @@ const applyEvent = (state: ThreadView, runId: string, event: AgentRunEvent): Thr
  * A step ended with tool calls that never got a result. ask_user waits for its answer (the question shows it). A
  * write that got no answer may still have happened: outcome unknown. A read that got no answer in a failed step failed.
  */
-const settleTools = (items: ChatItem[], runId: string, how: 'finished' | 'failed'): ChatItem[] =>
+const settleTools = (items: ChatItem[], runId: string, how: 'finished' | 'failed', waiting: ReadonlySet<string> = new Set()): ChatItem[] =>
   mapItems(
     items,
-    (item) => item.kind === 'tool' && item.runId === runId && item.status === 'running' && item.name !== 'ask_user',
+    (item) => item.kind === 'tool' && item.runId === runId && item.status === 'running' && item.name !== 'ask_user' && !waiting.has(item.id),
     (item) => {
       if (item.kind !== 'tool') return item;
       if (isWriteTool(item.name, item.event)) return { ...item, status: 'unknown', check: 'checking' };
@@ -235,7 +253,18 @@ const applySummary = (state: ThreadView, run: RunSummary): ThreadView => {
           (item) => item === known,
           (item) => (item.kind === 'question' && item.state !== 'sending' ? { ...item, state } : item),
         )
-      : [...items, { kind: 'question', id: interrupt.interruptId, runId: run.id, question: interrupt.question, askedBy: interrupt.askedBy, state }];
+      : [
+          ...items,
+          {
+            kind: 'question',
+            id: interrupt.interruptId,
+            runId: run.id,
+            question: interrupt.question,
+            askedBy: interrupt.askedBy,
+            state,
+            ...(interrupt.confirm ? { confirm: true as const } : {}),
+          },
+        ];
   }
   const known = state.runs.find((candidate) => candidate.id === run.id);
   return { ...state, items, runs: upsertRun(state.runs, run.id, { status: run.status, lastSeq: known?.lastSeq ?? 0 }) };

@@ -30,7 +30,8 @@ export type StartRunDto = { message: string; campusId?: string; targetSchoolId?:
 export type ResumeDto = { interruptId: string; answer: string };
 
 export type ThreadSummary = { id: string; title: string | null; createdAt: Date; updatedAt: Date };
-export type InterruptView = Pick<StoredInterrupt, 'interruptId' | 'question' | 'askedBy' | 'answered'>;
+/** What a client sees of a question: `confirm` marks a confirmation of one tool call, which only a yes approves. */
+export type InterruptView = Pick<StoredInterrupt, 'interruptId' | 'question' | 'askedBy' | 'answered'> & { confirm?: true };
 export type RunSummary = {
   id: string;
   status: AgentRunStatus;
@@ -67,7 +68,13 @@ const runSummary = (run: AgentRunEntity): RunSummary => ({
   message: run.message,
   campusId: run.campusId,
   targetSchoolId: run.targetSchoolId,
-  interrupts: run.pendingInterrupts.map(({ interruptId, question, askedBy, answered }) => ({ interruptId, question, askedBy, answered })),
+  interrupts: run.pendingInterrupts.map(({ interruptId, question, askedBy, answered, confirmation }) => ({
+    interruptId,
+    question,
+    askedBy,
+    answered,
+    ...(confirmation ? { confirm: true as const } : {}),
+  })),
   error: run.error,
   lastSeq: run.lastSeq,
   createdAt: run.createdAt,
