@@ -3,6 +3,7 @@ import {
   RPC_AGENT_TOOLS,
   approveLessonPlanTool,
   assignSubjectTeacherTool,
+  canonicalJson,
   createDepartmentTool,
   deleteDepartmentTool,
   requiresConfirmation,
@@ -20,6 +21,7 @@ import {
   type PhaseRow,
   type PhaseTarget,
   type ReliabilityStack,
+  type CallOutcome,
   type ToolCaller,
 } from '../support/index.js';
 import { contextCache, failureSampler, loadServerTexts, queryOf, recordApproval } from './attack-support.js';
@@ -48,7 +50,7 @@ type Misfit = (typeof MISFITS)[number];
 type Target = { tool: AnyAgentTool; args: Record<string, unknown>; effect: () => Promise<boolean> };
 
 /** One row per call that the call, if it ran, would visibly change. */
-const targetFactory = (stack: ReliabilityStack, caller: ToolCaller, school: SchoolWorld, admin: AgentRuntimeContext) => {
+const targetFactory = (stack: ReliabilityStack, caller: ToolCaller, record: (outcome: CallOutcome) => CallOutcome, school: SchoolWorld, admin: AgentRuntimeContext) => {
   const query = queryOf(stack.owner);
   let counter = 0;
   return async (tool: AnyAgentTool): Promise<Target> => {
@@ -56,7 +58,8 @@ const targetFactory = (stack: ReliabilityStack, caller: ToolCaller, school: Scho
     const unique = `${Date.now()}-${index}`;
     if (tool.event === deleteDepartmentTool.event) {
       const name = `Approval target ${unique}`;
-      const created = await caller.send(createDepartmentTool, caller.envelope(createDepartmentTool, { name }, admin));
+      // Recorded without an effect key: its ledger row stands for it, since the matching deletes remove some of these rows.
+      const created = record(await caller.send(createDepartmentTool, caller.envelope(createDepartmentTool, { name }, admin)));
       const id = 'data' in created.result ? (created.result.data as { id: string }).id : undefined;
       if (!id) throw new Error(`Could not create a department to delete: ${JSON.stringify(created.result)}`);
       return {
@@ -78,23 +81,25 @@ const targetFactory = (stack: ReliabilityStack, caller: ToolCaller, school: Scho
       };
     }
     if (tool.event === assignSubjectTeacherTool.event) {
-      // A (class, subject) pair nobody teaches yet, on a campus the director of studies may assign on, so an effect is
-      // one new assignment. Consecutive targets take consecutive pairs: the ones that must run never share one.
-      const pairs = await query<{ classId: string; subjectId: string }>(
-        `SELECT c.id::text AS "classId", s.id::text AS "subjectId" FROM classes c CROSS JOIN subjects s
-         WHERE c.school_id = $1 AND s.school_id = $1
-           AND NOT EXISTS (SELECT 1 FROM teaching_assignments t WHERE t.class_id = c.id AND t.subject_id = s.id)
-           AND NOT EXISTS (SELECT 1 FROM director_of_studies_appointments d WHERE d.user_id = $2 AND d.campus_id IS NOT NULL AND d.campus_id <> c.campus_id)
-         ORDER BY c.name, s.code`,
+      // An existing (class, subject) assignment on a campus the director of studies may assign on, handed to another
+      // teacher: one effect is that pair's teacher changing. Consecutive targets take consecutive pairs, so the ones that
+      // must run never share one.
+      const pairs = await query<{ classId: string; subjectId: string; teacherId: string }>(
+        `SELECT t.class_id::text AS "classId", t.subject_id::text AS "subjectId", t.teacher_id::text AS "teacherId"
+           FROM teaching_assignments t JOIN classes c ON c.id = t.class_id
+          WHERE t.school_id = $1
+            AND NOT EXISTS (SELECT 1 FROM director_of_studies_appointments d WHERE d.user_id = $2 AND d.campus_id IS NOT NULL AND d.campus_id <> c.campus_id)
+          ORDER BY t.id`,
         [school.id, school.personas.directorOfStudies.id],
       );
       const pair = pairs[index % Math.max(pairs.length, 1)];
-      if (!pair) throw new Error('No unassigned (class, subject) pair left to assign');
-      const staffId = school.personas.formTutor.id;
+      if (!pair) throw new Error('No teaching assignment to hand to another teacher');
+      const staffId = pair.teacherId === school.personas.formTutor.id ? school.personas.teacher.id : school.personas.formTutor.id;
       return {
         tool,
-        args: { ...pair, staffId },
-        effect: async () => (await query(`SELECT 1 FROM teaching_assignments WHERE class_id = $1 AND subject_id = $2 AND teacher_id = $3`, [pair.classId, pair.subjectId, staffId])).length === 1,
+        args: { classId: pair.classId, subjectId: pair.subjectId, staffId },
+        effect: async () =>
+          (await query(`SELECT 1 FROM teaching_assignments WHERE class_id = $1 AND subject_id = $2 AND teacher_id = $3`, [pair.classId, pair.subjectId, staffId])).length === 1,
       };
     }
     throw new Error(`No approval target for ${tool.name}: add one to approvals.reliability-spec.ts.`);
@@ -113,7 +118,7 @@ export const approvalsPhase = (target: PhaseTarget, size: { perMisfit: number; m
     const callerOf = (tool: AnyAgentTool) => (tool.event === deleteDepartmentTool.event ? admin : directorOfStudies);
     const otherUserOf = (tool: AnyAgentTool) => (tool.event === deleteDepartmentTool.event ? school.personas.departmentHead.id : school.personas.schoolAdmin.id);
     const tools = RPC_AGENT_TOOLS.filter(requiresConfirmation);
-    const newTarget = targetFactory(stack, caller, school, admin);
+    const newTarget = targetFactory(stack, caller, record, school, admin);
 
     // Misfits: every target prepared (and its approval written) before the digest, so the digest compares only the calls.
     const misfits: { misfit: Misfit; target: Target; envelope: AgentToolRequest }[] = [];
@@ -186,7 +191,9 @@ export const approvalsPhase = (target: PhaseTarget, size: { perMisfit: number; m
       const again = record(await caller.send(target.tool, envelope));
       const label = `${target.tool.name} with its matching approval`;
       if (first.kind !== 'ok') problems.note('refused despite the matching approval', `${label} → ${first.error?.slice(0, 120)}`);
-      if (JSON.stringify(again.result) !== JSON.stringify(first.result)) problems.note('a second delivery answered differently', label);
+      if (canonicalJson(again.result) !== canonicalJson(first.result)) {
+        problems.note('a second delivery answered differently', `${label}: ${JSON.stringify(first.result).slice(0, 80)} then ${JSON.stringify(again.result).slice(0, 80)}`);
+      }
       if (!(await target.effect())) problems.note('the approved change is not there', label);
     });
     for (const line of problems.lines()) check(false, line);

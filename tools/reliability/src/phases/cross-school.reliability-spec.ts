@@ -57,7 +57,6 @@ export const crossSchoolPhase = (target: PhaseTarget, size: CrossSchoolSize): Pr
       await seedLedger(caller, record, [await contextFor('admin@greenhill.school'), await contextFor('admin@lakeside.school')]);
       const world: World = await loadWorld(queryOf(stack.owner));
       const tools = idTakingTools(RPC_AGENT_TOOLS);
-      const forbiddenOfSchool = [await everyIdOfSchool(queryOf(stack.owner), world.schools[1].id), await everyIdOfSchool(queryOf(stack.owner), world.schools[0].id)];
 
       let counter = 0;
       const unique = () => `${size.seed}-${counter++}`;
@@ -80,6 +79,8 @@ export const crossSchoolPhase = (target: PhaseTarget, size: CrossSchoolSize): Pr
       for (const school of [0, 1] as const) {
         const half = attempts.filter((attempt) => attempt.school === school);
         const victim = world.schools[school === 0 ? 1 : 0];
+        // Read per half: the first half's own writes are rows the second half's callers must not see either.
+        const victimIds = await everyIdOfSchool(queryOf(stack.owner), victim.id);
         const before = await domainFingerprint(stack.owner, victim.id);
         await inParallel(half.length, size.concurrency, async (index) => {
           const attempt = half[index]!;
@@ -92,7 +93,7 @@ export const crossSchoolPhase = (target: PhaseTarget, size: CrossSchoolSize): Pr
           const outcome = record({ ...(await caller.send(attempt.tool, envelope)), ...(marker ? { effectKey: marker } : {}) });
           perTool.set(attempt.tool.name, (perTool.get(attempt.tool.name) ?? 0) + 1);
           if (outcome.kind !== 'ok') return;
-          const forbidden = attempt.mode === 'campus' ? everyIdOfCampus(otherCampusOf(world, school, attempt.pinnedCampus ?? 0)) : forbiddenOfSchool[school]!;
+          const forbidden = attempt.mode === 'campus' ? everyIdOfCampus(otherCampusOf(world, school, attempt.pinnedCampus ?? 0)) : victimIds;
           const leaked = leakedIds(outcome.result, forbidden);
           if (leaked.length) {
             add({ leaked: 1 });
