@@ -6,6 +6,7 @@ import {
   isMutatingEvent,
   listClassStudentsTool,
   recordMarksTool,
+  requiresConfirmation,
   toolsForMode,
   toolsForRole,
   type AgentToolResult,
@@ -192,7 +193,7 @@ describe('belts', () => {
     const line = (tool: AnyAgentTool) => {
       const posture = postures.get(tool.name)!;
       const guard = posture.auth === 'casl' ? `gate ${posture.gate.action} ${posture.gate.resource}` : `note "${posture.scopeNote ?? DEFAULT_RELATIONSHIP_SCOPE_NOTE}"`;
-      return `| ${tool.name} | ${tool.event} | ${posture.auth} | ${guard} | ${posture.audit ? 'audited' : 'read'}${isMutatingEvent(tool.event) !== Boolean(posture.audit) ? ' (MISMATCH)' : ''} |`;
+      return `| ${tool.name} | ${tool.event} | ${posture.auth} | ${guard} | ${posture.audit ? 'audited' : 'read'}${isMutatingEvent(tool.event) !== Boolean(posture.audit) ? ' (MISMATCH)' : ''}${requiresConfirmation(tool) ? ', the user confirms each call' : ''} |`;
     };
     const sections = AGENT_RUN_MODES.flatMap((mode) => [
       `## Rover, ${mode} mode`,
