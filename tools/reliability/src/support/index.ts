@@ -30,6 +30,7 @@
  * `afterAll`.
  */
 export * from './caller.js';
+export * from './conversation.js';
 export * from './db-lock.js';
 export * from './error-text.js';
 export * from './fault-proxy.js';

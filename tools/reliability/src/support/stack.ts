@@ -45,6 +45,8 @@ export type ReliabilityStack = {
   /** The built server, or with `weakening` the same server with one protection switched off (weakened-server.mjs). */
   startServer: (options?: { weakening?: Weakening; extraEnv?: Record<string, string> }) => Promise<ServerProcess>;
   startWorker: (extraEnv?: Record<string, string>) => Promise<WorkerProcess>;
+  /** A bearer token of the persona, from the current server's /auth/login. */
+  login: (email: string) => Promise<string>;
   /** A real runtime context: the persona logs in and the server opens a run and mints the dispatch token. */
   contextFor: (email: string, body?: Record<string, unknown>) => Promise<AgentRuntimeContext>;
   teardown: () => Promise<void>;
@@ -159,6 +161,7 @@ export const createReliabilityStack = async (options: { poolSize?: number; serve
     server,
     startServer: startServerProcess,
     startWorker,
+    login: (email) => login(server().baseUrl, email),
     contextFor: async (email, body = {}) => (await mintContext(server().baseUrl, await login(server().baseUrl, email), body)) as AgentRuntimeContext,
     teardown: async () => {
       for (const process of [...workers, ...servers]) await process.stop('SIGKILL');

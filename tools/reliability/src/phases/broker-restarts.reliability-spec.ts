@@ -1,0 +1,151 @@
+import { randomUUID } from 'node:crypto';
+import { createDepartmentTool, listDepartmentsTool, updateSchoolBrandingTool } from '@naalya/agent-tools';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  converse,
+  createReliabilityStack,
+  createToolCaller,
+  departmentsByName,
+  holdTableLock,
+  runPhase,
+  sleep,
+  stepSucceeded,
+  waitFor,
+  writePhaseRow,
+  type CallOutcome,
+  type PhaseRow,
+  type PhaseTarget,
+  type ReliabilityStack,
+  type ToolCaller,
+} from '../support/index.js';
+
+// Broker restarts under load. The broker path of the server, the worker process and the caller goes through the fault
+// proxy; a restart is every connection dropped and new ones refused for a few seconds (the shared broker itself is
+// never restarted: other suites use it). Meanwhile lanes of writes and reads keep calling as the worker does, and at
+// each restart two branding updates are held inside their transactions (a table lock) when the broker goes: the
+// server's transport does not abort a running handler when its channel dies, so the broker redelivers those calls
+// while their first run is still going.
+// The protections, from issue 7 part 4: the server and the worker reconnect by themselves; a call during the outage
+// gets the infrastructure sentence within its timeout (no call hangs, p100 <= timeout + 1 s); a call after it works
+// again within 10 s, and so does a whole conversation step through the server, the runs queue and the worker
+// process; and no write is lost, duplicated or a ghost across the restarts, the redelivered ones included.
+//
+// Sabotage: the server without its idempotency ledger (weakened-server.mjs, 'no-ledger'): a redelivered branding
+// update runs a second time and writes a second audit row for the same call. (Switching off the client's timeout is
+// not caught here, and honestly so: a dropped connection fails the calls waiting on it at once, timeout or not.)
+
+const PHASE = 'broker restarts';
+const BACK_WITHIN_MS = 10_000;
+
+export const brokerRestartsPhase = (target: PhaseTarget, size: { restarts: number; outageMs: number; lanes: number }): Promise<PhaseRow> =>
+  runPhase(
+    PHASE,
+    target,
+    async ({ stack, caller, record, check }) => {
+      const context = await stack.contextFor('admin@greenhill.school');
+      const token = await stack.login('admin@greenhill.school');
+      const tag = randomUUID().slice(0, 8);
+      // The held updates wait as long as the worker does by default, so their redelivery is still within the deadline
+      // and the expiration (with a short timeout the broker would drop them, and the server refuse them, unrun).
+      const patient = await createToolCaller({ brokerUrl: stack.workerBrokerUrl, toolsQueue: stack.toolsQueue, timeoutMs: 15_000 });
+      const seen: (CallOutcome & { endedAt: number })[] = [];
+      let hung = 0;
+      // A call that outlives its promise by 5 s is abandoned and counted as hung.
+      const guarded = async (call: Promise<CallOutcome>) => {
+        const limit = sleep(caller.timeoutMs + 5_000).then(() => undefined);
+        const outcome = await Promise.race([call, limit]);
+        if (!outcome) hung += 1;
+        else seen.push({ ...record(outcome), endedAt: Date.now() });
+        return outcome;
+      };
+
+      let loading = true;
+      let serial = 0;
+      const lane = async () => {
+        while (loading) {
+          const index = serial++;
+          const name = `Broker ${tag} ${index}`;
+          const outcome =
+            index % 2 === 0
+              ? await guarded(caller.call(createDepartmentTool, { name }, context).then((result) => ({ ...result, effectKey: name })))
+              : await guarded(caller.call(listDepartmentsTool, {}, context));
+          // A failing call returns at once while the client is disconnected: do not spin.
+          if (outcome?.kind !== 'ok') await sleep(100);
+          if (!outcome) return;
+        }
+      };
+      const lanes = Array.from({ length: size.lanes }, lane);
+      await sleep(1_000);
+
+      for (let restart = 1; restart <= size.restarts; restart++) {
+        const lock = await holdTableLock(stack, 'school_branding');
+        const held = [0, 1].map((index) =>
+          guarded(patient.call(updateSchoolBrandingTool, { motto: `Held ${tag} ${restart}-${index}` }, context)),
+        );
+        await waitFor(async () => (await lock.waiters()) >= 2, 10_000, 'branding updates waiting inside their transactions');
+        const down = Date.now();
+        await stack.broker.outage(size.outageMs);
+        const up = Date.now();
+        const callBack = await waitFor(
+          async () => (await guarded(caller.call(listDepartmentsTool, {}, context)))?.kind === 'ok',
+          BACK_WITHIN_MS,
+        ).catch(() => undefined);
+        check(callBack !== undefined, `restart ${restart}: no call worked within ${BACK_WITHIN_MS / 1000} s of the broker coming back`);
+        let conversed = false;
+        while (!conversed && Date.now() - up < BACK_WITHIN_MS) {
+          conversed = await converse(stack.server().baseUrl, token, 'list departments', BACK_WITHIN_MS - (Date.now() - up)).then(stepSucceeded, () => false);
+          if (!conversed) await sleep(200);
+        }
+        check(conversed, `restart ${restart}: no conversation step through the worker finished within ${BACK_WITHIN_MS / 1000} s of the broker coming back`);
+        // The redelivered updates have reached the server again by now; the first runs finish once the lock goes, then
+        // the redelivered ones.
+        await lock.release();
+        await Promise.all(held);
+        await waitFor(async () => Number((await stack.owner.query(`SELECT count(*) FROM pg_locks WHERE NOT granted`)).rows[0].count) === 0);
+        await sleep(300);
+        const during = seen.filter((outcome) => outcome.endedAt - outcome.ms >= down && outcome.endedAt <= up);
+        const answered = during.filter((outcome) => outcome.kind !== 'unknown');
+        check(answered.length === 0, `restart ${restart}: ${answered.length} calls made and ended during the outage did not get the infrastructure sentence`);
+        await sleep(1_000);
+      }
+      loading = false;
+      await Promise.all(lanes);
+      await patient.close();
+      check(hung === 0, `${hung} calls hung (no answer within the timeout + 5 s)`);
+      const late = seen.filter((outcome) => outcome.ms > caller.timeoutMs + 1_000);
+      check(late.length === 0, `${late.length} calls took longer than the timeout + 1 s (slowest ${Math.max(0, ...late.map((outcome) => outcome.ms))} ms)`);
+    },
+    { effects: departmentsByName(target.stack.owner) },
+  );
+
+describe(PHASE, () => {
+  let stack: ReliabilityStack;
+  let caller: ToolCaller;
+
+  beforeAll(async () => {
+    stack = await createReliabilityStack();
+    await stack.startServer();
+    await stack.startWorker();
+    caller = await createToolCaller({ brokerUrl: stack.workerBrokerUrl, toolsQueue: stack.toolsQueue, timeoutMs: 3_000 });
+  });
+
+  afterAll(async () => {
+    await caller?.close();
+    await stack?.teardown();
+  });
+
+  it('3 broker restarts under load: the infrastructure sentence in time during each, calls and a conversation work again within 10 s', async () => {
+    const row = await brokerRestartsPhase({ stack, caller }, { restarts: 3, outageMs: 3_000, lanes: 6 });
+    writePhaseRow(row);
+    expect(row.verdict, row.failures.join('\n')).toBe('PASS');
+  });
+
+  it('fails with the idempotency ledger switched off', async () => {
+    await stack.server().stop();
+    await stack.startServer({ weakening: 'no-ledger' });
+    const row = await brokerRestartsPhase({ stack, caller, weakening: 'no-ledger' }, { restarts: 1, outageMs: 2_000, lanes: 2 });
+    writePhaseRow(row, { sabotage: 'no idempotency ledger' });
+    expect(row.verdict).toBe('FAIL');
+    expect(row.duplicated).toBeGreaterThan(0);
+  });
+});
