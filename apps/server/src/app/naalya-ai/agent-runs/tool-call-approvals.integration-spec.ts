@@ -108,6 +108,16 @@ describe('execute() runs a tool that needs confirmation only with the user\'s ap
   });
 });
 
+describe('a platform admin, whose approval has no school, writing in the school chosen at dispatch', () => {
+  it("their own approval counts although the write runs pinned to the target school; without it the call is refused", async () => {
+    const admin = testApp.demo.platformAdmin;
+    const refused = await attemptDelete(await newDepartment(), { targetSchoolId: schoolA.id, approval: 'none' }, admin);
+    refusedAndUnchanged(refused, 'none');
+    const approved = await attemptDelete(await newDepartment(), { targetSchoolId: schoolA.id }, admin);
+    expect(approved).toMatchObject({ result: { data: expect.anything() }, deleted: true, audits: 1, ledger: 1, logged: [] });
+  });
+});
+
 describe('resume records the answer to a confirmation as an approval bound to what the worker asked', () => {
   const call = (persona: DemoPersona, method: 'GET' | 'POST', path: string, body?: unknown) =>
     agentRequest(testApp.app, testApp, persona, method, path, body);
