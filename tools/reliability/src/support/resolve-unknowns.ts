@@ -1,6 +1,7 @@
 import { getToolCallOutcomeTool, type AgentRuntimeContext } from '@naalya/agent-tools';
 import type { CallOutcome, ToolCaller } from './caller.js';
 import type { EffectProbe } from './reconcile.js';
+import { sleep } from './run-phase.js';
 
 /**
  * Asks get_tool_call_outcome, as the model is told to, about every write whose outcome the caller reported unknown,
@@ -17,7 +18,12 @@ export const resolveUnknowns = async (input: {
   const effects = unknown.length ? await input.effects(unknown.map((outcome) => outcome.effectKey as string)) : new Map<string, number>();
   const disagreements: string[] = [];
   for (const outcome of unknown) {
-    const answer = await input.caller.call(getToolCallOutcomeTool, { callId: outcome.callId }, input.context);
+    // A lookup that itself gets the infrastructure sentence is asked again, as the model would a little later.
+    let answer = await input.caller.call(getToolCallOutcomeTool, { callId: outcome.callId }, input.context);
+    for (const started = Date.now(); answer.kind === 'unknown' && Date.now() - started < 10_000; ) {
+      await sleep(250);
+      answer = await input.caller.call(getToolCallOutcomeTool, { callId: outcome.callId }, input.context);
+    }
     const happened = (effects.get(outcome.effectKey as string) ?? 0) > 0;
     const completed = answer.kind === 'ok';
     if (answer.kind === 'unknown' || completed !== happened) {

@@ -1,0 +1,116 @@
+import { randomUUID } from 'node:crypto';
+import { createDepartmentTool } from '@naalya/agent-tools';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createReliabilityStack,
+  createToolCaller,
+  departmentsByName,
+  inParallel,
+  resolveUnknowns,
+  runPhase,
+  sleep,
+  writePhaseRow,
+  type PhaseRow,
+  type PhaseTarget,
+  type ReliabilityStack,
+  type ToolCaller,
+} from '../support/index.js';
+
+// Audited writes under faults: thousands of department creations at concurrency 32 while faults land every few hundred
+// milliseconds, in turn: every database connection cut, a COMMIT lost before the database, the answer to a COMMIT
+// lost after it, one of the server's busy sessions terminated. (Broker faults have their own phase: here a cut
+// connection only makes the calls of the next seconds fail before they leave the caller.) Reconciliation is the
+// point: each call's department, audit row and ledger row exist together or not at all, at most once; every write
+// reported done happened, every one refused did not, and every unknown one is resolved by get_tool_call_outcome in
+// agreement with the database.
+//
+// Sabotage: the audit row written outside the call's transaction (weakened-server.mjs, 'audit-outside-transaction'):
+// the faults then leave audit rows for writes that rolled back.
+
+const PHASE = 'audited writes under faults';
+const LEDGER_WRITE = /INSERT INTO "?tool_call_ledger/i;
+
+type Fault = (stack: ReliabilityStack) => Promise<void>;
+
+const appRole = (stack: ReliabilityStack) => decodeURIComponent(new URL(stack.env['DATABASE_URL']).username);
+
+const FAULTS: readonly [string, Fault][] = [
+  ['database connections cut', async (stack) => void stack.database.cutAll()],
+  ['COMMIT lost', async (stack) => void stack.database.cutAtCommit(LEDGER_WRITE, { commits: false })],
+  ['answer to COMMIT lost', async (stack) => void stack.database.cutAtCommit(LEDGER_WRITE, { commits: true })],
+  [
+    'session terminated',
+    async (stack) =>
+      void (await stack.owner.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+          WHERE datname = current_database() AND usename = $1 AND state <> 'idle' LIMIT 1`,
+        [appRole(stack)],
+      )),
+  ],
+];
+
+export const auditedWritesPhase = (target: PhaseTarget, size: { writes: number; concurrency: number; faultEveryMs: number }): Promise<PhaseRow> => {
+  const effects = departmentsByName(target.stack.owner);
+  return runPhase(
+    PHASE,
+    target,
+    async ({ stack, caller, record, check }) => {
+      const context = await stack.contextFor('admin@greenhill.school');
+      const tag = randomUUID().slice(0, 8);
+      let writing = true;
+      let injected = 0;
+      const injector = (async () => {
+        while (writing) {
+          await sleep(size.faultEveryMs);
+          if (!writing) break;
+          const [, fault] = FAULTS[injected++ % FAULTS.length];
+          await fault(stack);
+        }
+      })();
+      const outcomes = await inParallel(size.writes, size.concurrency, async (index) => {
+        const name = `Audited ${tag} ${index}`;
+        return record({ ...(await caller.call(createDepartmentTool, { name }, context)), effectKey: name });
+      });
+      writing = false;
+      await injector;
+      check(injected >= FAULTS.length, `only ${injected} faults were injected during the writes`);
+      // A trap that never fired (no write committed after it was set) must not cut a later phase's connection.
+      stack.database.cutAll();
+      const { disagreements } = await resolveUnknowns({ caller, context, outcomes, effects });
+      for (const disagreement of disagreements) check(false, disagreement);
+    },
+    { effects },
+  );
+};
+
+describe(PHASE, () => {
+  let stack: ReliabilityStack;
+  let caller: ToolCaller;
+
+  beforeAll(async () => {
+    stack = await createReliabilityStack();
+    await stack.startServer();
+    caller = await createToolCaller({ brokerUrl: stack.workerBrokerUrl, toolsQueue: stack.toolsQueue, timeoutMs: 5_000 });
+  });
+
+  afterAll(async () => {
+    await caller?.close();
+    await stack?.teardown();
+  });
+
+  it('2,000 audited writes at concurrency 32 with faults every 300 ms: effects, audit rows and ledger agree exactly', async () => {
+    const row = await auditedWritesPhase({ stack, caller }, { writes: 2_000, concurrency: 32, faultEveryMs: 300 });
+    writePhaseRow(row);
+    expect(row.calls).toBe(2_000);
+    expect(row.verdict, row.failures.join('\n')).toBe('PASS');
+  });
+
+  it('fails with the audit row written outside the call transaction', async () => {
+    await stack.server().stop();
+    await stack.startServer({ weakening: 'audit-outside-transaction' });
+    const row = await auditedWritesPhase({ stack, caller, weakening: 'audit-outside-transaction' }, { writes: 300, concurrency: 32, faultEveryMs: 100 });
+    writePhaseRow(row, { sabotage: 'audit outside the transaction' });
+    expect(row.verdict).toBe('FAIL');
+    expect(row.unexpected).toBeGreaterThan(0);
+  });
+});
