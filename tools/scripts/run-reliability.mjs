@@ -18,6 +18,7 @@ for (const dist of ['apps/server/dist/main.js', 'apps/worker/dist/main.js']) {
 }
 
 rmSync(ROWS, { recursive: true, force: true });
+rmSync(REPORT, { force: true });
 mkdirSync(ROWS, { recursive: true });
 const started = Date.now();
 const vitest = spawnSync(
