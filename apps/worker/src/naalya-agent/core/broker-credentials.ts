@@ -1,6 +1,9 @@
+import { brokerCredentialsOf } from '@naalya/rmq';
+
 // RabbitMQ validates user_id against the connection's user, so the server can trust it to tell the worker's
-// publishes from anyone else's. It is taken from the URL so the two cannot disagree.
-export const brokerUserOf = (rabbitmqUrl: string): string | undefined => decodeURIComponent(new URL(rabbitmqUrl).username) || undefined;
+// publishes from anyone else's. It is taken from the URL, read as amqplib reads it (guest when it names no user), so
+// the two cannot disagree.
+export const brokerUserOf = (rabbitmqUrl: string): string => brokerCredentialsOf(rabbitmqUrl).user;
 
 // For the log only, never for the model. Connection errors carry the broker URL, so credentials are masked.
 export const describeBrokerError = (error: unknown): string => {

@@ -23,7 +23,7 @@ type Connection = { model: ChannelModel; channel: ConfirmChannel };
 @Injectable()
 export class RunEventPublisher implements RunEventSink, OnModuleInit, OnModuleDestroy {
   private connection: Promise<Connection> | null = null;
-  private readonly brokerUser: string | undefined;
+  private readonly brokerUser: string;
   private readonly logger = new Logger(RunEventPublisher.name);
   private closing = false;
 
@@ -59,7 +59,7 @@ export class RunEventPublisher implements RunEventSink, OnModuleInit, OnModuleDe
           type: event.type,
           timestamp: Math.floor(Date.now() / 1000),
           // Validated by RabbitMQ against the connection's user, so the server can tell the worker's events from forgeries.
-          ...(this.brokerUser === undefined ? {} : { userId: this.brokerUser }),
+          userId: this.brokerUser,
         },
         (error: unknown) => (error ? reject(error instanceof Error ? error : new Error('The broker refused the event.')) : resolve()),
       );
