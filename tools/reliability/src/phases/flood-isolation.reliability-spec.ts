@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { listDepartmentsTool, type AgentRuntimeContext } from '@naalya/agent-tools';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -12,7 +13,8 @@ import {
   type ReliabilityStack,
   type ToolCaller,
 } from '../support/index.js';
-import { contextCache, loadServerTexts } from './attack-support.js';
+import { contextCache, loadServerTexts, outcomeOf } from './attack-support.js';
+import { openRawPublisher, readReply } from './raw-publisher.js';
 
 // Flood isolation: one school floods (many times its per-minute allowance, from two users, at high concurrency) while
 // another school keeps a steady load well inside its own. The server runs with small quotas (configuration, as an
@@ -35,7 +37,11 @@ export type FloodSize = {
   windowMs: number;
   /** Calls per second of each steady user. */
   steadyRate: number;
-  /** Flood streams, each sending this many calls a second without waiting for answers. */
+  /**
+   * Flood lanes (calls in flight at once), each sending its next call once the last is answered, at most `floodLaneRate`
+   * a second: far above any per-minute allowance, yet not so fast that this process, which also times the steady
+   * school's calls, becomes what is measured.
+   */
   floodLanes: number;
   floodLaneRate: number;
 };
@@ -64,7 +70,21 @@ export const floodIsolationPhase = (target: PhaseTarget, size: FloodSize): Promi
     const floodUsers = [await contextFor('admin@greenhill.school'), await contextFor('teacher@greenhill.school')];
     const schoolQuota = Number(stack.env['TOOL_CALLS_PER_MINUTE_PER_SCHOOL'] ?? FLOOD_QUOTAS.TOOL_CALLS_PER_MINUTE_PER_SCHOOL);
 
-    const steady = (context: AgentRuntimeContext, samples: CallOutcome[]) => async () => samples.push(record(await caller.call(listDepartmentsTool, {}, context)));
+    // The steady school through the worker's own client; the flood as the same bytes on the wire (packet, user_id,
+    // direct reply-to) from a lighter publisher: the flood must load the server, not this process, whose event loop
+    // also times the steady school's calls.
+    const steady = (context: AgentRuntimeContext, samples: CallOutcome[]) => async () =>
+      samples.push(record(await caller.send(listDepartmentsTool, caller.envelope(listDepartmentsTool, {}, context))));
+    const publisher = await openRawPublisher(stack.workerBrokerUrl, stack.toolsQueue);
+    const workerUser = new URL(stack.workerBrokerUrl).username;
+    const floodCall = async (context: AgentRuntimeContext) => {
+      const envelope = caller.envelope(listDepartmentsTool, {}, context);
+      const started = Date.now();
+      const body = Buffer.from(JSON.stringify({ pattern: listDepartmentsTool.event, data: envelope, id: randomUUID() }));
+      const { outcome } = await publisher.publish(body, { userId: workerUser, timeoutMs: 15_000 });
+      const reply = readReply(outcome);
+      return record(outcomeOf({ tool: listDepartmentsTool, callId: envelope.meta.callId, result: reply.result, ...(reply.result ? {} : reply.text ? { error: reply.text } : {}), started }));
+    };
     const steadyWindow = async (during?: Promise<unknown>) => {
       const samples: CallOutcome[] = [];
       const ends = Date.now() + size.windowMs;
@@ -76,15 +96,23 @@ export const floodIsolationPhase = (target: PhaseTarget, size: FloodSize): Promi
     const flood: CallOutcome[] = [];
     let flooding = true;
     const floodDone = Promise.all(
-      Array.from({ length: size.floodLanes }, (_, lane) =>
-        paced(size.floodLaneRate, () => !flooding, async () => flood.push(record(await caller.call(listDepartmentsTool, {}, floodUsers[lane % floodUsers.length]!)))),
-      ),
+      Array.from({ length: size.floodLanes }, async (_, lane) => {
+        while (flooding) {
+          const started = Date.now();
+          // Three lanes in four are one user's: they spend the per-user allowance while the school's lasts.
+          flood.push(await floodCall(floodUsers[lane % 4 === 3 ? 1 : 0]!));
+          await sleep(Math.max(0, 1000 / size.floodLaneRate - (Date.now() - started)));
+        }
+      }),
     );
-    // The flood starts first, so the steady window is measured while it is in full swing.
-    await sleep(500);
+    // The steady window opens once the flooding school has spent its minute's allowance (it floods on regardless): what
+    // the quota promises is that calls past the allowance cost the other schools nothing, and the allowance itself is
+    // load any school may bring. Without a quota (the sabotage) that moment never comes; the window opens after 5 s.
+    for (const opens = Date.now() + 5_000; Date.now() < opens && !flood.some((outcome) => outcome.error === texts.schoolQuota); ) await sleep(100);
     const during = await steadyWindow();
     flooding = false;
     await floodDone;
+    await publisher.close();
 
     const [before, underFlood] = [p99(baseline.map((sample) => sample.ms)), p99(during.map((sample) => sample.ms))];
     check(
@@ -114,7 +142,7 @@ export const floodIsolationPhase = (target: PhaseTarget, size: FloodSize): Promi
 describe(PHASE, () => {
   let stack: ReliabilityStack;
   let caller: ToolCaller;
-  const size: FloodSize = { windowMs: 12_000, steadyRate: 7, floodLanes: 24, floodLaneRate: 12 };
+  const size: FloodSize = { windowMs: 12_000, steadyRate: 7, floodLanes: 16, floodLaneRate: 10 };
 
   beforeAll(async () => {
     stack = await createReliabilityStack({ serverEnv: FLOOD_QUOTAS });

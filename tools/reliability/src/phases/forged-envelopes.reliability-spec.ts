@@ -1,4 +1,4 @@
-import { RPC_AGENT_TOOLS, createDepartmentTool, listDepartmentsTool, listStaffTool, updateSchoolBrandingTool, type AgentRuntimeContext, type AgentToolRequest, type AgentToolResult, type AnyAgentTool } from '@naalya/agent-tools';
+import { RPC_AGENT_TOOLS, createDepartmentTool, listDepartmentsTool, listStaffTool, updateSchoolBrandingTool, type AgentRuntimeContext, type AgentToolRequest, type AnyAgentTool } from '@naalya/agent-tools';
 import { PUBLISHER_REFUSED_ERROR, rmqNames } from '@naalya/rmq';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,7 +17,7 @@ import {
 import { contextCache, failureSampler, identityOf, loadServerTexts, loadSigner, markerEffects, outcomeOf, queryOf } from './attack-support.js';
 import { domainFingerprint, fingerprintChanges } from './domain-fingerprint.js';
 import { FORGED_KINDS, forgedMessage, matchesRefusal, type BaseCall, type ForgeContext, type ForgedMessage } from './forged-envelopes.kinds.js';
-import { createBrokerIntruder, drainDeadLetters, openRawPublisher, type RawOutcome } from './raw-publisher.js';
+import { createBrokerIntruder, drainDeadLetters, openRawPublisher, readReply, type RawOutcome } from './raw-publisher.js';
 
 // Forged envelopes: thirteen kinds of message that did not come from the worker's dispatch as sent (forged-envelopes.kinds.ts:
 // another publisher, missing, tampered, expired or foreign token, identity swapped, a write's envelope replayed to
@@ -38,18 +38,6 @@ const PHASE = 'forged envelopes';
 export type ForgedSize = { variants: number; seed: number; concurrency: number };
 
 type Sent = { message: ForgedMessage; correlationId: string; outcome: RawOutcome; started: number };
-
-/** The reply text and whether the server ran the call, from what came back on the reply-to. */
-const readReply = (outcome: RawOutcome): { text?: string; ran: boolean; result?: AgentToolResult } => {
-  if (outcome.settled !== 'answered') return { ran: false };
-  const reply = outcome.reply as { response?: AgentToolResult; err?: { message?: unknown } | string } | undefined;
-  if (reply?.response && typeof reply.response === 'object') {
-    const result = reply.response;
-    return 'data' in result ? { ran: true, result } : { text: result.error, ran: false, result };
-  }
-  const err = reply?.err;
-  return { ran: false, text: typeof err === 'string' ? err : typeof err?.message === 'string' ? err.message : JSON.stringify(reply) };
-};
 
 export const forgedEnvelopesPhase = (target: PhaseTarget, size: ForgedSize): Promise<PhaseRow> =>
   runPhase(

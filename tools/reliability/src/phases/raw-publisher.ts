@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import type { AgentToolResult } from '@naalya/agent-tools';
 import { DIRECT_REPLY_TO, rmqNames } from '@naalya/rmq';
 import amqplib, { type Channel, type ChannelModel } from 'amqplib';
 
@@ -18,6 +19,18 @@ export type RawOutcome =
 export type RawPublisher = {
   publish: (body: Buffer, options: { userId?: string; timeoutMs: number }) => Promise<{ correlationId: string; outcome: RawOutcome }>;
   close: () => Promise<void>;
+};
+
+/** The reply text and whether the server ran the call, from what came back on the reply-to. */
+export const readReply = (outcome: RawOutcome): { text?: string; ran: boolean; result?: AgentToolResult } => {
+  if (outcome.settled !== 'answered') return { ran: false };
+  const reply = outcome.reply as { response?: AgentToolResult; err?: { message?: unknown } | string } | undefined;
+  if (reply?.response && typeof reply.response === 'object') {
+    const result = reply.response;
+    return 'data' in result ? { ran: true, result } : { text: result.error, ran: false, result };
+  }
+  const err = reply?.err;
+  return { ran: false, text: typeof err === 'string' ? err : typeof err?.message === 'string' ? err.message : JSON.stringify(reply) };
 };
 
 /** Where the worker publishes tool calls: the dedicated tools exchange when the topology has one, else the queue. */
