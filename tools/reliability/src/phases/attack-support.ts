@@ -6,10 +6,22 @@ import { PERSONA_EMAILS, type PersonaKey, type Query, type SchoolWorld } from '.
 
 /** What the attack phases share: the server's own refusal sentences, its token signer, contexts per persona, probes. */
 
+const queues = new WeakMap<pg.Client, Promise<unknown>>();
+
+/**
+ * The owner's queries one after another: phases check effects from many concurrent calls, and a pg client given a
+ * query while another runs only queues it by a path pg has deprecated.
+ */
+const serially = <T>(owner: pg.Client, work: () => Promise<T>): Promise<T> => {
+  const next = (queues.get(owner) ?? Promise.resolve()).then(work, work);
+  queues.set(owner, next.catch(() => undefined));
+  return next;
+};
+
 export const queryOf =
   (owner: pg.Client): Query =>
   async <R>(sql: string, parameters: unknown[] = []) =>
-    (await owner.query(sql, parameters)).rows as R[];
+    (await serially(owner, () => owner.query(sql, parameters))).rows as R[];
 
 /** The refusal sentences, from the built server the battery runs, so a reworded sentence cannot drift from the checks. */
 export type ServerTexts = {
@@ -144,7 +156,7 @@ export const recordApproval = async (
   approval: { context: AgentRuntimeContext; callId: string; tool: AnyAgentTool; args: unknown; userId?: string; approved?: boolean; expiresInSeconds?: number },
 ): Promise<void> => {
   const parsed = approval.tool.schema.parse(approval.args) as unknown;
-  await owner.query(
+  await queryOf(owner)(
     `INSERT INTO tool_call_approvals (school_id, thread_id, run_id, interrupt_id, call_id, event, args_hash, user_id, approved, answer, expires_at)
      VALUES ($11, $1, $2, $3, $4, $5, $6, $7, $8, $9, now() + make_interval(secs => $10))`,
     [
