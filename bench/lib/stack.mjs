@@ -26,9 +26,14 @@ const runCli = (script, env, args = []) => {
   if (result.status !== 0) throw new Error(`${script} failed: ${result.stderr || result.stdout}`);
 };
 
-export const createStack = async ({ poolSize }) => {
+/**
+ * `template`: a database this one is copied from (CREATE DATABASE ... TEMPLATE) instead of being set up and seeded by
+ * the CLIs, for suites that need many fresh copies of the same seeded database. `prefix` names the database.
+ * @param {{ poolSize: number, template?: string, prefix?: string }} options
+ */
+export const createStack = async ({ poolSize, template, prefix = 'naalya_bench' }) => {
   const suffix = `${process.pid}_${randomBytes(3).toString('hex')}`;
-  const database = `naalya_bench_${suffix}`;
+  const database = `${prefix}_${suffix}`;
   const env = {
     DATABASE_URL: databaseUrl(database, APP_ROLE),
     DATABASE_OWNER_URL: databaseUrl(database),
@@ -47,8 +52,14 @@ export const createStack = async ({ poolSize }) => {
     SHUTDOWN_DRAIN_TIMEOUT_MS: '3000',
     LOG_LEVEL: 'error',
   };
-  runCli('db-setup.js', env);
-  runCli('db-seed.js', env, ['--reset']);
+  if (template) {
+    const maintenance = new pg.Client({ connectionString: databaseUrl('postgres') });
+    await maintenance.connect();
+    await maintenance.query(`CREATE DATABASE "${database}" TEMPLATE "${template}"`).finally(() => maintenance.end());
+  } else {
+    runCli('db-setup.js', env);
+    runCli('db-seed.js', env, ['--reset']);
+  }
   runCli('rmq-setup.js', env);
   const owner = new pg.Client({ connectionString: env.DATABASE_OWNER_URL });
   await owner.connect();

@@ -12,6 +12,7 @@ export default defineConfig({
     watch: false,
     environment: 'node',
     include: ['src/**/*.reliability-spec.ts'],
+    globalSetup: ['src/support/global-setup.ts'],
     testTimeout: 180_000,
     hookTimeout: 120_000,
     pool: 'forks',

@@ -53,22 +53,14 @@ export type ToolCaller = {
  * A caller that publishes as the worker does: the worker's AgentToolService and toRpcProxy from the built worker, on
  * the worker's broker user, with its timeout and expiration. Every outcome is classified as the model would read it.
  */
-export const createToolCaller = async (options: {
-  brokerUrl: string;
-  toolsQueue: string;
-  timeoutMs: number;
-}): Promise<ToolCaller> => {
+export const createToolCaller = async (options: { brokerUrl: string; toolsQueue: string; timeoutMs: number }): Promise<ToolCaller> => {
   const { AgentToolService, transportFailureMessage } = await fromWorkerDist<AgentToolServiceModule>('naalya-agent/core/tools/agent-tool.service.js');
   const { toRpcProxy, toolCallIdempotencyKey } = await fromWorkerDist<BuildAgentToolsModule>('naalya-agent/core/tools/build-agent-tools.js');
   const { callScopeFromContext } = await fromWorkerDist<ToolContextModule>('naalya-agent/core/tools/tool-context.js');
   const { OUTCOME_UNKNOWN_ERROR } = await fromServerDist<ToolErrorModule>('app/naalya-ai/tools/tool-error.js');
   // The worker's client logs a warning per failed call: thousands under faults, and the table says it better.
   Logger.overrideLogger(['error', 'fatal']);
-  const service = new AgentToolService({
-    rabbitmqUrl: options.brokerUrl,
-    toolsQueue: options.toolsQueue,
-    timeoutMs: options.timeoutMs,
-  });
+  const service = new AgentToolService({ rabbitmqUrl: options.brokerUrl, toolsQueue: options.toolsQueue, timeoutMs: options.timeoutMs });
   await service.onModuleInit();
 
   // "Unknown" is anything that tells the model the platform could not say: the worker's transport sentences and the

@@ -3,6 +3,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { AgentRuntimeContext } from '@naalya/agent-tools';
 import { deleteTopology, rmqNames } from '@naalya/rmq';
 import pg from 'pg';
+import { inject } from 'vitest';
 // bench/ is not an Nx project but a folder of scripts: its stack (the server's own setup CLIs, the server as a process)
 // is shared with it by file rather than copied here.
 // eslint-disable-next-line @nx/enforce-module-boundaries
@@ -78,18 +79,13 @@ const withUser = (url: string, user: { name: string; password: string }) => {
  * processes of the built dist pointed at the fault proxies. Teardown drops the database and deletes the queues.
  */
 export const createReliabilityStack = async (options: { poolSize?: number; serverEnv?: Record<string, string> } = {}): Promise<ReliabilityStack> => {
-  const base = await createStack({ poolSize: options.poolSize ?? 8 });
+  const base = await createStack({ poolSize: options.poolSize ?? 8, template: inject('templateDatabase'), prefix: 'naalya_rel' });
   const ownerUrl = new URL(OWNER_URL);
   const brokerUrl = new URL(base.env.RABBITMQ_URL);
   const broker = await startFaultProxy({ host: brokerUrl.hostname, port: Number(brokerUrl.port || 5672) });
   const database = await startFaultProxy({ host: ownerUrl.hostname, port: Number(ownerUrl.port || 5432) }, { postgres: true });
   const checkpointUrl = withUser(base.env.DATABASE_OWNER_URL, CHECKPOINT_ROLE);
-  // The setup again with the worker's checkpoint role, as `npm start` runs it.
-  const setup = spawnSync(process.execPath, [`${SERVER_DIST}cli/db-setup.js`], {
-    env: { ...process.env, ...base.env, CHECKPOINT_DATABASE_URL: checkpointUrl },
-    encoding: 'utf8',
-  });
-  if (setup.status !== 0) throw new Error(`db-setup failed: ${setup.stderr || setup.stdout}`);
+  let checkpointReady = false;
 
   const env: Record<string, string> = {
     ...base.env,
@@ -117,6 +113,15 @@ export const createReliabilityStack = async (options: { poolSize?: number; serve
   };
 
   const startWorker = async (extraEnv: Record<string, string> = {}) => {
+    if (!checkpointReady) {
+      // The setup again with the worker's checkpoint role, as `npm start` runs it; only phases with a worker need it.
+      const setup = spawnSync(process.execPath, [`${SERVER_DIST}cli/db-setup.js`], {
+        env: { ...process.env, ...base.env, CHECKPOINT_DATABASE_URL: checkpointUrl },
+        encoding: 'utf8',
+      });
+      if (setup.status !== 0) throw new Error(`db-setup failed: ${setup.stderr || setup.stdout}`);
+      checkpointReady = true;
+    }
     let output = '';
     const child = spawn(process.execPath, [`${WORKER_DIST}main.js`], {
       env: {
