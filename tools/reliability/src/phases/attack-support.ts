@@ -1,7 +1,18 @@
-import { createHash } from 'node:crypto';
-import { identityFromUserDetails, canonicalJson, isMutatingEvent, type AgentCallScope, type AgentIdentity, type AgentRuntimeContext, type AgentToolResult, type AnyAgentTool } from '@naalya/agent-tools';
+import { createHash, randomUUID } from 'node:crypto';
+import {
+  identityFromUserDetails,
+  canonicalJson,
+  isMutatingEvent,
+  type AgentCallScope,
+  type AgentIdentity,
+  type AgentRuntimeContext,
+  type AgentToolRequest,
+  type AgentToolResult,
+  type AnyAgentTool,
+} from '@naalya/agent-tools';
 import type pg from 'pg';
 import { fromServerDist, type CallOutcome, type EffectProbe, type ReliabilityStack } from '../support/index.js';
+import { openRawPublisher, readReply } from './raw-publisher.js';
 import { PERSONA_EMAILS, type PersonaKey, type Query, type SchoolWorld } from './seeded-world.js';
 
 /** What the attack phases share: the server's own refusal sentences, its token signer, contexts per persona, probes. */
@@ -174,4 +185,23 @@ export const recordApproval = async (
       approval.context.userDetails.schoolId,
     ],
   );
+};
+
+/**
+ * Sends envelopes as the worker's client puts them on the wire (Nest's packet, the worker's validated user_id, direct
+ * reply-to) from a publisher far lighter than Nest's client, for phases whose volume would otherwise make this process,
+ * not the server, what is measured. Semantic errors come back untouched either way; no reply is 'unknown'.
+ */
+export const openWireSender = async (stack: ReliabilityStack) => {
+  const publisher = await openRawPublisher(stack.workerBrokerUrl, stack.toolsQueue);
+  const userId = new URL(stack.workerBrokerUrl).username;
+  return {
+    send: async (tool: AnyAgentTool, envelope: AgentToolRequest, timeoutMs = 15_000): Promise<CallOutcome> => {
+      const started = Date.now();
+      const body = Buffer.from(JSON.stringify({ pattern: tool.event, data: envelope, id: randomUUID() }));
+      const reply = readReply((await publisher.publish(body, { userId, timeoutMs })).outcome);
+      return outcomeOf({ tool, callId: envelope.meta.callId, result: reply.result, ...(reply.result || reply.text === undefined ? {} : { error: reply.text }), started });
+    },
+    close: () => publisher.close(),
+  };
 };

@@ -14,7 +14,7 @@ import {
   type CallOutcome,
   type ToolCaller,
 } from '../support/index.js';
-import { contextCache, emailOf, failureSampler, loadServerTexts, markerEffects, queryOf, recordApproval } from './attack-support.js';
+import { contextCache, emailOf, failureSampler, loadServerTexts, markerEffects, openWireSender, queryOf, recordApproval } from './attack-support.js';
 import { crossSchoolAttempt, idKeysWithoutPool, idTakingTools, otherCampusOf, type Attempt } from './cross-school.arbitraries.js';
 import { domainFingerprint, fingerprintChanges } from './domain-fingerprint.js';
 import { everyIdOfCampus, everyIdOfSchool, leakedIds, loadWorld, type World } from './seeded-world.js';
@@ -76,6 +76,8 @@ export const crossSchoolPhase = (target: PhaseTarget, size: CrossSchoolSize): Pr
 
       const problems = failureSampler();
       const perTool = new Map<string, number>();
+      // Ten thousand calls through Nest's client would make this process the bottleneck; the wire is the same.
+      const wire = await openWireSender(stack);
       for (const school of [0, 1] as const) {
         const half = attempts.filter((attempt) => attempt.school === school);
         const victim = world.schools[school === 0 ? 1 : 0];
@@ -90,7 +92,7 @@ export const crossSchoolPhase = (target: PhaseTarget, size: CrossSchoolSize): Pr
             await recordApproval(stack.owner, { context, callId: envelope.meta.callId, tool: attempt.tool, args: attempt.args });
           }
           const marker = typeof attempt.args['name'] === 'string' ? attempt.args['name'] : typeof attempt.args['title'] === 'string' ? attempt.args['title'] : undefined;
-          const outcome = record({ ...(await caller.send(attempt.tool, envelope)), ...(marker ? { effectKey: marker } : {}) });
+          const outcome = record({ ...(await wire.send(attempt.tool, envelope)), ...(marker ? { effectKey: marker } : {}) });
           perTool.set(attempt.tool.name, (perTool.get(attempt.tool.name) ?? 0) + 1);
           if (outcome.kind !== 'ok') return;
           const forbidden = attempt.mode === 'campus' ? everyIdOfCampus(otherCampusOf(world, school, attempt.pinnedCampus ?? 0)) : victimIds;
@@ -106,6 +108,7 @@ export const crossSchoolPhase = (target: PhaseTarget, size: CrossSchoolSize): Pr
         const changes = fingerprintChanges(before, await domainFingerprint(stack.owner, victim.id));
         if (changes.length) add({ unexpected: changes.length }, `${victim.slug}'s rows changed while only the other school's callers reached for them: ${changes.join(', ')}`);
       }
+      await wire.close();
       for (const line of problems.lines()) check(false, line);
 
       check(attempts.length >= size.attempts, `only ${attempts.length} of ${size.attempts} attempts were generated`);

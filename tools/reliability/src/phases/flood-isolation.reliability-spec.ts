@@ -1,5 +1,4 @@
-import { randomUUID } from 'node:crypto';
-import { listDepartmentsTool, type AgentRuntimeContext } from '@naalya/agent-tools';
+import { listDepartmentsTool, type AgentRuntimeContext, type AgentToolRequest } from '@naalya/agent-tools';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createReliabilityStack,
@@ -13,8 +12,7 @@ import {
   type ReliabilityStack,
   type ToolCaller,
 } from '../support/index.js';
-import { contextCache, loadServerTexts, outcomeOf } from './attack-support.js';
-import { openRawPublisher, readReply } from './raw-publisher.js';
+import { contextCache, loadServerTexts, openWireSender } from './attack-support.js';
 
 // Flood isolation: one school floods (many times its per-minute allowance, from two users, at high concurrency) while
 // another school keeps a steady load well inside its own. The server runs with small quotas (configuration, as an
@@ -75,16 +73,8 @@ export const floodIsolationPhase = (target: PhaseTarget, size: FloodSize): Promi
     // also times the steady school's calls.
     const steady = (context: AgentRuntimeContext, samples: CallOutcome[]) => async () =>
       samples.push(record(await caller.send(listDepartmentsTool, caller.envelope(listDepartmentsTool, {}, context))));
-    const publisher = await openRawPublisher(stack.workerBrokerUrl, stack.toolsQueue);
-    const workerUser = new URL(stack.workerBrokerUrl).username;
-    const floodCall = async (context: AgentRuntimeContext) => {
-      const envelope = caller.envelope(listDepartmentsTool, {}, context);
-      const started = Date.now();
-      const body = Buffer.from(JSON.stringify({ pattern: listDepartmentsTool.event, data: envelope, id: randomUUID() }));
-      const { outcome } = await publisher.publish(body, { userId: workerUser, timeoutMs: 15_000 });
-      const reply = readReply(outcome);
-      return record(outcomeOf({ tool: listDepartmentsTool, callId: envelope.meta.callId, result: reply.result, ...(reply.result ? {} : reply.text ? { error: reply.text } : {}), started }));
-    };
+    const wire = await openWireSender(stack);
+    const floodCall = async (context: AgentRuntimeContext) => record(await wire.send(listDepartmentsTool, caller.envelope(listDepartmentsTool, {}, context) as AgentToolRequest));
     const steadyWindow = async (during?: Promise<unknown>) => {
       const samples: CallOutcome[] = [];
       const ends = Date.now() + size.windowMs;
@@ -112,7 +102,7 @@ export const floodIsolationPhase = (target: PhaseTarget, size: FloodSize): Promi
     const during = await steadyWindow();
     flooding = false;
     await floodDone;
-    await publisher.close();
+    await wire.close();
 
     const [before, underFlood] = [p99(baseline.map((sample) => sample.ms)), p99(during.map((sample) => sample.ms))];
     check(

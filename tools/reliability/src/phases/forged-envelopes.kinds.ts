@@ -5,7 +5,7 @@ import { withOwnKey } from './tool-args.js';
 
 /**
  * The forged envelopes of phase 1, as pure generators: what each kind of forgery sends and which refusals it may
- * get. Nothing here talks to a broker; forged-envelopes.phase.ts publishes what these build.
+ * get. Nothing here talks to a broker; forged-envelopes.reliability-spec.ts publishes what these build.
  */
 
 /** How the message left the forger: as the worker's broker user, as another broker user, or claiming the worker's id. */
@@ -96,7 +96,7 @@ export type BaseCall = { identity: AgentIdentity; scope: AgentCallScope; tool: A
 
 /** What the phase gives the generators: genuine envelopes as the server would mint them, and the facts around them. */
 export type ForgeContext = {
-  /** Calls to start from; each use gets fresh markers through `fresh`. */
+  /** Calls to start from, each given a new marker (the text its success would write) every time it is used. */
   baseCalls: readonly ((marker: string) => BaseCall)[];
   /** A genuine envelope for the call, signed for the caller's run in flight; options weaken one thing. */
   genuine: (
