@@ -27,8 +27,10 @@ import { toolsWithoutTemplate } from './tool-calls.js';
 // approval of exactly those arguments first, so what refuses them is tenant isolation, not the missing approval.
 // The protection: the tenant frame and row-level security under every id the server resolves (a foreign id reads as
 // not found), campus pinning, and composite keys onto (school_id, id). Every attempt must be refused or answer with
-// nothing of the other school or campus (no id of theirs anywhere in the reply), and the other school's rows must be
-// exactly as they were (a digest of every tenant row of that school before and after each half of the run).
+// nothing of the other school or campus (no id of theirs anywhere in the reply); no write naming another school's row
+// may run at all (it could only have ignored that id); and the other school's rows must be exactly as they were (a
+// digest of every tenant row of that school before and after each half of the run). In a chat pinned to a campus a
+// write may run: the pinned campus wins over the model's, and the reply shows it landed there.
 //
 // Sabotage: the same server connected to PostgreSQL as the owner, a superuser row-level security does not apply to
 // (weakened-server.mjs, 'rls-bypassed'; the startup check that refuses such a role is skipped there). The services
@@ -95,6 +97,10 @@ export const crossSchoolPhase = (target: PhaseTarget, size: CrossSchoolSize): Pr
           const outcome = record({ ...(await wire.send(attempt.tool, envelope)), ...(marker ? { effectKey: marker } : {}) });
           perTool.set(attempt.tool.name, (perTool.get(attempt.tool.name) ?? 0) + 1);
           if (outcome.kind !== 'ok') return;
+          // A write can only succeed with another school's id in it by ignoring that id: refuse-or-nothing does not cover it.
+          if (outcome.mutating && attempt.mode !== 'campus') {
+            problems.note('a write naming another school\'s row ran', `${attempt.tool.name} as ${attempt.persona} (${attempt.mode}) with foreign ${attempt.swapped.join(', ')}`);
+          }
           const forbidden = attempt.mode === 'campus' ? everyIdOfCampus(otherCampusOf(world, school, attempt.pinnedCampus ?? 0)) : victimIds;
           const leaked = leakedIds(outcome.result, forbidden);
           if (leaked.length) {
