@@ -15,6 +15,7 @@ import { injectionsFor } from './arg-injection.payloads.js';
 import { contextCache, emailOf, failureSampler, markerEffects, queryOf } from './attack-support.js';
 import { domainFingerprint, fingerprintChanges } from './domain-fingerprint.js';
 import { loadWorld } from './seeded-world.js';
+import { withOwnKey } from './tool-args.js';
 import { templateFor, toolsWithoutTemplate } from './tool-calls.js';
 
 // Identity and campus injection through arguments, for every tool of RPC_AGENT_TOOLS: the rightful caller's own valid
@@ -31,6 +32,9 @@ import { templateFor, toolsWithoutTemplate } from './tool-calls.js';
 // the phase refuses to accept: an argument the contract does not publish must never be quietly ignored.
 
 const PHASE = 'arg injection';
+
+/** The arguments whose text a write leaves in its row, found again by markerEffects. */
+const MARKER_KEYS = ['name', 'title', 'motto'] as const;
 
 export const argInjectionPhase = (target: PhaseTarget, size: { concurrency: number; perTool?: number }): Promise<PhaseRow> =>
   runPhase(
@@ -51,7 +55,15 @@ export const argInjectionPhase = (target: PhaseTarget, size: { concurrency: numb
           platformAdminId: world.platformAdmin.id,
           sameSchoolOtherUserId: own.personas.registrar.id,
           otherSchoolCampusId: other.campuses[0]?.id ?? other.id,
-        }).map((injection) => ({ ...injection, email: emailOf(own, template.persona) }));
+        }).map((injection) => ({
+          ...injection,
+          // Each injection its own marker, so a write that wrongly ran is counted as its own effect, not a duplicate.
+          args: MARKER_KEYS.reduce(
+            (args, key) => (typeof args[key] === 'string' ? withOwnKey(args, key, `${args[key]} ${counter++}`) : args),
+            injection.args,
+          ),
+          email: emailOf(own, template.persona),
+        }));
         return size.perTool ? all.slice(0, size.perTool) : all;
       });
       for (const injection of injections) await contextFor(injection.email);
@@ -62,7 +74,7 @@ export const argInjectionPhase = (target: PhaseTarget, size: { concurrency: numb
         const injection = injections[index]!;
         const context = await contextFor(injection.email);
         const envelope = caller.envelope(injection.tool, injection.args, context) as AgentToolRequest;
-        const marker = ['name', 'title', 'motto'].map((key) => injection.args[key]).find((value): value is string => typeof value === 'string');
+        const marker = MARKER_KEYS.map((key) => injection.args[key]).find((value): value is string => typeof value === 'string');
         const outcome = record({ ...(await caller.send(injection.tool, envelope)), ...(marker ? { effectKey: marker } : {}) });
         const label = `${injection.tool.name} with ${injection.key} in ${injection.where}`;
         if (outcome.kind === 'ok') problems.note('an injected key was accepted and the call ran', label);
