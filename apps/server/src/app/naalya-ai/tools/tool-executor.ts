@@ -59,13 +59,13 @@ const describeIssues = (issues: readonly { path: PropertyKey[]; message: string 
 
 type CallPlan = {
   event: string;
-  mutating: boolean;
   callId: string;
   deadline: number;
   identityJwt: JwtPayload;
   tenantJwt: JwtPayload;
   scope: AgentCallScope;
-  hash: string;
+  /** Writes only: the hash of the request the idempotency ledger keys the call's outcome to (reads have no ledger). */
+  ledgerHash?: string;
   dispatch: DispatchClaims;
   /** The sha256 of the canonical parsed arguments, for a tool whose calls need the user's approval. */
   confirmArgsHash?: string;
@@ -130,13 +130,12 @@ export class ToolExecutor {
 
       const plan: CallPlan = {
         event: definition.event,
-        mutating,
         callId: meta.callId,
         deadline: meta.deadline,
         identityJwt,
         tenantJwt: tenantJwtFor(identityJwt, targetSchoolId),
         scope,
-        hash: requestHash({ event: definition.event, identity, scope, args: args.data }),
+        ...(mutating ? { ledgerHash: requestHash({ event: definition.event, identity, scope, args: args.data }) } : {}),
         dispatch: token.claims,
         ...(definition.confirm ? { confirmArgsHash: canonicalHash(args.data) } : {}),
       };
@@ -151,10 +150,10 @@ export class ToolExecutor {
       logSecurityEvent({ kind: 'tool call', reason: 'run-not-in-flight', event: plan.event, callId: plan.callId, sub: plan.identityJwt.sub, runId: plan.dispatch.runId });
       return { error: DISPATCH_REFUSED_ERROR };
     }
-    if (plan.mutating) {
+    if (plan.ledgerHash !== undefined) {
       // A redelivered or replayed call returns what it returned the first time, even past its deadline.
       await this.ledger.claim(plan.callId);
-      const stored = await this.ledger.lookup(plan.callId, plan.hash);
+      const stored = await this.ledger.lookup(plan.callId, plan.ledgerHash);
       if (stored) return stored as AgentToolResult<T>;
     }
     // Bound to the token's thread and caller, so an approval given in another conversation or by someone else never counts.
@@ -199,7 +198,7 @@ export class ToolExecutor {
       );
       if (auditId) result.auditId = auditId;
     }
-    if (plan.mutating) await this.ledger.record(plan.callId, plan.event, plan.hash, plan.tenantJwt, result);
+    if (plan.ledgerHash !== undefined) await this.ledger.record(plan.callId, plan.event, plan.ledgerHash, plan.tenantJwt, result);
     // Past the transport's time limit the caller already got an error: commit nothing it no longer expects.
     if (currentRmqMessage()?.signal.aborted) throw new Error('The tool call ran past its time limit; rolled back.');
     return result;
