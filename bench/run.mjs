@@ -40,7 +40,8 @@ const PREFETCH = POOL_SIZE;
 const TIMEOUT_MS = 15_000;
 const RESULTS = `${ROOT}bench/results/`;
 const BENCH = `${ROOT}bench/`;
-const VARIANT_ORDER = ['a', 'b', 'bt', 'c', 'd', 'er', 'ew'];
+// --variants=a,b runs only those (e.g. to profile one of them); ratios and targets need both of their variants.
+const VARIANT_ORDER = option('variants', 'a,b,bt,c,d,er,ew').split(',');
 
 Logger.overrideLogger(['error', 'warn']);
 const log = (line) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}`);

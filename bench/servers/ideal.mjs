@@ -25,12 +25,18 @@ const SQL = {
            WHERE ur.user_id = u.id) AS permissions
     FROM users u
    WHERE u.id = $1`,
-  departments: `SELECT "department"."id" AS id, "department"."name" AS name, "department"."campus_id" AS "campusId", "campus"."name" AS "campusName" FROM "departments" "department" LEFT JOIN "campuses" "campus" ON "campus"."id" = "department"."campus_id" ORDER BY "department"."name" ASC`,
-  members: (count) =>
-    `SELECT "member"."department_id" AS "departmentId", "member"."user_id" AS "staffId", "user"."full_name" AS "fullName", "member"."is_head" AS "isHead" FROM "department_members" "member" INNER JOIN "users" "user" ON "user"."id" = "member"."user_id" WHERE "member"."department_id" IN (${Array.from({ length: count }, (_, i) => `$${i + 1}`).join(', ')}) ORDER BY "user"."full_name" ASC`,
+  departments: `SELECT department.id, department.name, department.campus_id AS "campusId", campus.name AS "campusName"
+         FROM departments department LEFT JOIN campuses campus ON campus.id = department.campus_id
+        WHERE $1::uuid[] IS NULL OR department.campus_id = ANY($1::uuid[])
+        ORDER BY department.name`,
+  members: `SELECT member.department_id AS "departmentId", member.user_id AS "staffId", staff.full_name AS "fullName", member.is_head AS "isHead"
+         FROM department_members member JOIN users staff ON staff.id = member.user_id
+        WHERE member.department_id = ANY($1::uuid[])
+        ORDER BY staff.full_name`,
   insertDepartment: `INSERT INTO "departments"("id", "school_id", "campus_id", "name", "created_at") VALUES (DEFAULT, $1, $2, $3, DEFAULT) RETURNING "id", "created_at"`,
-  insertAudit: `INSERT INTO "audit_log"("id", "school_id", "actor_id", "actor_type", "action", "resource_type", "resource_id", "source", "call_id", "created_at") VALUES (DEFAULT, $1, $2, $3, $4, $5, $6, $7, $8, DEFAULT) RETURNING "id", "created_at"`,
-  insertLedger: `INSERT INTO "tool_call_ledger"("call_id", "school_id", "event", "request_hash", "actor_id", "result", "created_at") VALUES ($1, $2, $3, $4, $5, $6, DEFAULT) RETURNING "created_at"`,
+  insertAudit: `INSERT INTO audit_log (school_id, actor_id, actor_type, action, resource_type, resource_id, source, call_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+  insertLedger: `INSERT INTO tool_call_ledger (call_id, school_id, event, request_hash, actor_id, result) VALUES ($1, $2, $3, $4, $5, $6)`,
 };
 // The SQL dialect the project reads (pg-sql-template spaces are normalised by run.mjs before comparing).
 export const IDEAL_SQL = SQL;
@@ -101,9 +107,9 @@ const listDepartments = (envelope) => {
     const permissions = await currentPermissions(client, identity);
     if (!permissions) return { error: 'identity refused' };
     if (!allows(permissions, 'list', 'Department')) return { error: 'denied' };
-    const { rows: departments } = await client.query(SQL.departments);
+    const { rows: departments } = await client.query(SQL.departments, [null]);
     if (departments.length === 0) return { data: [], scopeContext: 'Your access covers the whole school.' };
-    const { rows: members } = await client.query(SQL.members(departments.length), departments.map((d) => d.id));
+    const { rows: members } = await client.query(SQL.members, [departments.map((d) => d.id)]);
     const data = departments.map((d) => ({
       ...d,
       members: members.filter((m) => m.departmentId === d.id).map(({ staffId, fullName, isHead }) => ({ staffId, fullName, isHead })),

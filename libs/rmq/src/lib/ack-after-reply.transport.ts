@@ -1,5 +1,6 @@
 import { Logger, type LoggerService } from '@nestjs/common';
 import { RmqContext, Server, type CustomTransportStrategy, type MessageHandler, type MsPattern } from '@nestjs/microservices';
+import { isObservable, type Observable } from 'rxjs';
 import { connect, type Channel, type ChannelModel, type ConsumeMessage, type RecoveringChannelModel } from 'amqplib';
 import { runInRmqMessageFrame, type RmqMessageFrame } from './current-rmq-message.js';
 import { parseRmqPacket, rmqError, type RmqReplyPacket } from './rmq-packet.js';
@@ -68,7 +69,7 @@ type Outcome = {
   reason?: string;
 };
 
-type InFlightMessage = { settled: Promise<void>; abandon: () => void };
+type InFlightMessage = { abandon: () => void };
 
 type Consumer = { model: ChannelModel; channel: Channel; consumerTag: string };
 
@@ -144,6 +145,8 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
   private consumer: Consumer | null = null;
   private closing = false;
   private readonly inFlight = new Set<InFlightMessage>();
+  /** Set by drain() while it waits: called when the last in-flight message is settled. */
+  private onIdle: (() => void) | undefined;
   private readonly pendingListeners: Array<[string, (...args: unknown[]) => void]> = [];
   private readonly handlerChannels = new WeakMap<Channel, Channel>();
 
@@ -290,15 +293,15 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
   private async drain(): Promise<void> {
     if (this.inFlight.size === 0) return;
     let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<boolean>((resolve) => {
+    const gaveUp = await new Promise<boolean>((resolve) => {
+      this.onIdle = () => resolve(false);
       timer = setTimeout(() => resolve(true), this.options.drainTimeoutMs);
     });
-    const drained = Promise.all([...this.inFlight].map(({ settled }) => settled)).then(() => false);
-    const gaveUp = await Promise.race([drained, timedOut]);
+    this.onIdle = undefined;
     clearTimeout(timer);
     if (!gaveUp) return;
     this.logger.warn(`${this.inFlight.size} message(s) still running after ${this.options.drainTimeoutMs} ms; closing requeues them.`);
-    for (const message of this.inFlight) message.abandon();
+    for (const message of [...this.inFlight]) message.abandon();
   }
 
   /** Handles one delivery and settles it exactly once; never throws. */
@@ -315,24 +318,23 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
 
   /** Registers the delivery as in flight until it is settled, or abandoned by a close() that outlived its drain. */
   private track(channel: Channel, message: ConsumeMessage): Delivery {
-    const abortController = new AbortController();
+    // Made on first use: most handlers never read the signal, and an AbortController per message was a measurable
+    // share of the transport's CPU per call (bench/, variant (b)).
+    let abortController: AbortController | undefined;
+    const controller = (): AbortController => (abortController ??= new AbortController());
     const cleanups: Array<() => void> = [];
     let settled = false;
-    let markSettled!: () => void;
     const finish = (): boolean => {
       if (settled) return false;
       settled = true;
       for (const cleanup of cleanups) cleanup();
       this.inFlight.delete(entry);
-      markSettled();
+      if (this.inFlight.size === 0) this.onIdle?.();
       return true;
     };
     const entry: InFlightMessage = {
-      settled: new Promise<void>((resolve) => {
-        markSettled = resolve;
-      }),
       abandon: () => {
-        abortController.abort(new Error('The transport closed before the handler finished.'));
+        controller().abort(new Error('The transport closed before the handler finished.'));
         finish();
       },
     };
@@ -340,8 +342,10 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
     return {
       message,
       channel,
-      signal: abortController.signal,
-      abort: (reason) => abortController.abort(reason),
+      get signal() {
+        return controller().signal;
+      },
+      abort: (reason) => controller().abort(reason),
       onFinish: (cleanup) => {
         if (settled) cleanup();
         else cleanups.push(cleanup);
@@ -399,28 +403,45 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
     }, this.options.handlerTimeoutMs);
     delivery.onFinish(() => clearTimeout(timer));
 
-    const frame: RmqMessageFrame = { pattern, properties: message.properties, fields: message.fields, signal: delivery.signal };
+    const frame: RmqMessageFrame = {
+      pattern,
+      properties: message.properties,
+      fields: message.fields,
+      get signal() {
+        return delivery.signal;
+      },
+    };
     const context = new RmqContext([message, this.handlerChannel(delivery.channel), pattern]);
-    let response: unknown;
-    try {
-      const subscription = runInRmqMessageFrame(frame, () =>
-        // Subscribing inside the frame too: a handler returning a cold Observable does its work on subscription.
-        this.transformToObservable(handler(packet.data, context)).subscribe({
-          next: (value) => {
-            response = value;
-          },
-          error: (error: unknown) =>
-            delivery.settle({
-              settlement: 'dead-letter',
-              // Nest's exception filter has already turned a thrown error into { status, message }; a raw Error only
-              // gets here from a handler registered outside Nest, and serialises to {} anyway.
-              reply: isEvent ? undefined : { id, err: error instanceof Error ? rmqError(MASKED_ERROR) : error, isDisposed: true },
-              reason: `The handler of ${shorten(pattern)} failed: ${shorten(describe(error))}`,
-            }),
-          complete: () => delivery.settle({ settlement: 'ack', reply: isEvent ? undefined : { id, response, isDisposed: true } }),
-        }),
-      );
+    const fail = (error: unknown): void =>
+      delivery.settle({
+        settlement: 'dead-letter',
+        // Nest's exception filter has already turned a thrown error into { status, message }; a raw Error only
+        // gets here from a handler registered outside Nest, and serialises to {} anyway.
+        reply: isEvent ? undefined : { id, err: error instanceof Error ? rmqError(MASKED_ERROR) : error, isDisposed: true },
+        reason: `The handler of ${shorten(pattern)} failed: ${shorten(describe(error))}`,
+      });
+    const succeed = (response: unknown): void => delivery.settle({ settlement: 'ack', reply: isEvent ? undefined : { id, response, isDisposed: true } });
+    // As Nest's transformToObservable, the reply is the last value of an Observable result, but a Promise (what Nest's
+    // handler proxy returns) is awaited directly: the RxJS pipeline built per message cost CPU on every call.
+    const subscribe = (observable: Observable<unknown>): void => {
+      let response: unknown;
+      const subscription = observable.subscribe({
+        next: (value) => {
+          response = value;
+        },
+        error: fail,
+        complete: () => succeed(response),
+      });
       delivery.onFinish(() => subscription.unsubscribe());
+    };
+    try {
+      runInRmqMessageFrame(frame, () => {
+        // Subscribing inside the frame too: a handler returning a cold Observable does its work on subscription.
+        const result = handler(packet.data, context);
+        if (isObservable(result)) subscribe(result);
+        else if (result instanceof Promise) result.then((value) => (isObservable(value) ? subscribe(value) : succeed(value)), fail);
+        else succeed(result);
+      });
     } catch (error) {
       this.logger.error(`The handler of ${shorten(pattern)} threw synchronously: ${describe(error)}`);
       refuse(MASKED_ERROR);
