@@ -22,8 +22,14 @@ type AuditRow = {
 export type GuardContext = FixtureContext & { module: TestingModule; owner: DataSource };
 export type Invoke = (module: TestingModule, tool: AnyAgentTool, payload: unknown) => Promise<AgentToolResult>;
 
-const auditRowsAfter = async (owner: DataSource, since: Date): Promise<AuditRow[]> =>
-  owner.query(`SELECT * FROM audit_log WHERE created_at > $1 ORDER BY created_at`, [since]);
+/** The audit rows that exist now: what a call wrote is what is there afterwards and not here. */
+const auditMark = async (owner: DataSource): Promise<string[]> =>
+  ((await owner.query(`SELECT id FROM audit_log`)) as { id: string }[]).map((row) => row.id);
+
+// By row identity, not by created_at: a timestamp window compares the database's transaction start with this process's
+// clock, and a step of the machine's clock between the two made an earlier call's row look like the next call's.
+const auditRowsSince = async (owner: DataSource, mark: string[]): Promise<AuditRow[]> =>
+  owner.query(`SELECT * FROM audit_log WHERE NOT (id = ANY($1::uuid[])) ORDER BY created_at`, [mark]);
 
 /**
  * The audit-fixture guard: for every tool, its fixture proves through execute() on real PostgreSQL that
@@ -49,9 +55,9 @@ export const auditFixtureViolations = async (
     try {
       const call = await fixture.allowed(context);
       const envelope = await dispatchEnvelope(call.persona, tool, call.args, call.options);
-      const since = new Date(Date.now() - 1);
+      const mark = await auditMark(context.owner);
       const result = await invoke(context.module, tool, envelope);
-      const rows = await auditRowsAfter(context.owner, since);
+      const rows = await auditRowsSince(context.owner, mark);
       const posture = spy.mock.calls.at(-1)?.[2] as ToolPosture<unknown> | undefined;
       if (!posture) violations.push(`${tool.name}: the handler did not go through execute()`);
       if ('error' in result) {
@@ -86,17 +92,19 @@ export const auditFixtureViolations = async (
       }
 
       const denied = await fixture.denied(context);
-      const deniedSince = new Date(Date.now() - 1);
-      const deniedResult = await invoke(context.module, tool, await dispatchEnvelope(denied.persona, tool, denied.args, denied.options));
+      const deniedEnvelope = await dispatchEnvelope(denied.persona, tool, denied.args, denied.options);
+      const deniedMark = await auditMark(context.owner);
+      const deniedResult = await invoke(context.module, tool, deniedEnvelope);
       if (!('error' in deniedResult)) violations.push(`${tool.name}: the denied call was allowed`);
-      const deniedRows = await auditRowsAfter(context.owner, deniedSince);
+      const deniedRows = await auditRowsSince(context.owner, deniedMark);
       if (deniedRows.length) violations.push(`${tool.name}: a denied call wrote ${deniedRows.length} audit rows`);
 
-      const failedSince = new Date(Date.now() - 1);
       const retry = await fixture.allowed(context);
-      const failed = await invoke(context.module, tool, await dispatchEnvelope(retry.persona, tool, { ...retry.args, unexpected: 1 }, retry.options));
+      const failedEnvelope = await dispatchEnvelope(retry.persona, tool, { ...retry.args, unexpected: 1 }, retry.options);
+      const failedMark = await auditMark(context.owner);
+      const failed = await invoke(context.module, tool, failedEnvelope);
       if (!('error' in failed)) violations.push(`${tool.name}: a call with invalid arguments succeeded`);
-      const failedRows = await auditRowsAfter(context.owner, failedSince);
+      const failedRows = await auditRowsSince(context.owner, failedMark);
       if (failedRows.length) violations.push(`${tool.name}: a failed call wrote ${failedRows.length} audit rows`);
     } finally {
       spy.mockRestore();
