@@ -181,6 +181,18 @@ describe('ingest: run events from the exchange', () => {
     expect(await storedEvents(other.runId)).toEqual([]);
   }, 15_000);
 
+  it("dead-letters a run event published without the worker's user_id (a forged publisher), storing nothing, and stores the same event signed", async () => {
+    const ids = await newRun();
+    const deadLettersBefore = (await broker.channel.checkQueue(broker.names.deadLetterQueue)).messageCount;
+    await broker.publishEvent(runEvents(ids).started(), { unsigned: true });
+    await waitUntil(async () => (await broker.channel.checkQueue(broker.names.deadLetterQueue)).messageCount > deadLettersBefore, 8_000);
+    expect((await broker.channel.checkQueue(broker.names.deadLetterQueue)).messageCount).toBe(deadLettersBefore + 1);
+    expect(await storedEvents(ids.runId)).toEqual([]);
+
+    await broker.publishEvent(runEvents(ids).started());
+    expect((await waitForStored(ids.runId, 1, 8_000)).map((row) => row.seq)).toEqual([1]);
+  }, 20_000);
+
   it('RUN_FINISHED with an interrupt marks the run interrupted with its questions; RUN_ERROR marks it failed', async () => {
     const ids = await newRun();
     await broker.publishEvent(runEvents(ids).started());

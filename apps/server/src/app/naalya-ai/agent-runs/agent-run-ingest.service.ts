@@ -28,8 +28,9 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * events have, and RabbitMQ keeps it only towards one consumer; the other instances stand by and take over, with
  * the unacknowledged messages in their places, if it goes. Within the active consumer, runs proceed in parallel and
  * each run's events one after another. A message is acked only after its row commits; a redelivery (crash before
- * the ack) finds its message id already stored and is acked without a second row. Malformed messages, and
- * messages for a run that does not exist or whose thread differs, are dead-lettered.
+ * the ack) finds its message id already stored and is acked without a second row. Malformed messages, messages from
+ * any publisher but the worker's broker user, and messages for a run that does not exist or whose thread differs, are
+ * dead-lettered.
  */
 @Injectable()
 export class AgentRunIngest implements BeforeApplicationShutdown {
@@ -146,6 +147,13 @@ export class AgentRunIngest implements BeforeApplicationShutdown {
 
   private parse(message: ConsumeMessage): { runId: string; messageId: string; event: AgentRunEvent } | { reason: string } {
     const { content, fields, properties } = message;
+    // Only the worker's broker user: RabbitMQ validates user_id against the publishing connection, so anyone else who
+    // can write the exchange (an operator's account, a misconfigured service) cannot put words in a user's stream.
+    if (properties.userId !== this.config.WORKER_BROKER_USER) {
+      const claimed = properties.userId === undefined ? 'no user_id' : `user_id ${JSON.stringify(String(properties.userId).slice(0, 100))}`;
+      this.logger.warn(`security event: run event refused (publisher not allowed): ${claimed}, only ${this.config.WORKER_BROKER_USER} may publish run events`);
+      return { reason: `publisher not allowed (${claimed})` };
+    }
     if (content.length > DEFAULT_MAX_MESSAGE_BYTES) return { reason: `a body of ${content.length} bytes` };
     let body: unknown;
     try {
