@@ -317,7 +317,9 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
   if (MODE === 'full' && !flag('no-scale-out')) scaleOutResult = await scaleOut({ stack, server, ctx, newToolService });
 
   mkdirSync(RESULTS, { recursive: true });
-  const base = `${RESULTS}${SMOKE ? 'smoke' : 'latest'}`;
+  // latest.* is the full run only: a run with other rounds, phases, variants or pool writes custom.* instead.
+  const custom = ['rounds', 'phase-ms', 'concurrency', 'variants', 'pool'].some((name) => option(name) !== undefined);
+  const base = `${RESULTS}${SMOKE ? 'smoke' : custom ? 'custom' : 'latest'}`;
   const json = { meta, variants: VARIANTS, statements, statementLists, phases, rows, ratios: ratioRows, targets: targetRows, scaleOut: scaleOutResult };
   writeFileSync(`${base}.json`, `${JSON.stringify(json, null, 2)}\n`);
   writeFileSync(`${base}.md`, `# Tool-call hop benchmark\n\n${table}\n${scaleOutResult ? `\n${scaleOutMarkdown(scaleOutResult)}\n` : ''}\nStatements of one call:\n\n${Object.entries(statementLists).map(([v, list]) => `- (${v}): ${list.length}\n${list.map((sql) => `  - \`${sql.slice(0, 160)}${sql.length > 160 ? '…' : ''}\``).join('\n')}`).join('\n')}\n`);
