@@ -11,17 +11,18 @@ import {
   type AgentToolRequest,
   type AnyAgentTool,
 } from '@naalya/agent-tools';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  createReliabilityStack,
-  createToolCaller,
+  expectCaught,
+  expectPassed,
   inParallel,
+  restartWeakened,
   runPhase,
-  writePhaseRow,
+  usePhaseTarget,
+  type CallOutcome,
   type PhaseRow,
   type PhaseTarget,
   type ReliabilityStack,
-  type CallOutcome,
   type ToolCaller,
 } from '../support/index.js';
 import { contextCache, failureSampler, loadServerTexts, queryOf, recordApproval } from './attack-support.js';
@@ -201,36 +202,21 @@ export const approvalsPhase = (target: PhaseTarget, size: { perMisfit: number; m
   });
 
 describe(PHASE, () => {
-  let stack: ReliabilityStack;
-  let caller: ToolCaller;
-
-  beforeAll(async () => {
-    stack = await createReliabilityStack();
-    await stack.startServer();
-    caller = await createToolCaller({ brokerUrl: stack.workerBrokerUrl, toolsQueue: stack.toolsQueue, timeoutMs: 15_000 });
-  });
-
-  afterAll(async () => {
-    await caller?.close();
-    await stack?.teardown();
-  });
+  const target = usePhaseTarget({ timeoutMs: 15_000 });
 
   it('the confirmable tools are the three the issue names, each with a target here', () => {
     expect(RPC_AGENT_TOOLS.filter(requiresConfirmation).map((tool) => tool.name).sort()).toEqual(['approve_lesson_plan', 'assign_subject_teacher', 'delete_department']);
   });
 
   it(`${MISFITS.length} kinds of missing or misfit approval × 10 per confirmable tool refused with nothing changed; matching approvals one effect each`, async () => {
-    const row = await approvalsPhase({ stack, caller }, { perMisfit: 10, matching: 10, concurrency: 8 });
-    writePhaseRow(row);
-    expect(row.verdict, row.failures.join('\n')).toBe('PASS');
+    const row = await approvalsPhase(target, { perMisfit: 10, matching: 10, concurrency: 8 });
+    expectPassed(row);
   });
 
   it('fails with the server approving confirmable calls itself', async () => {
-    await stack.server().stop();
-    await stack.startServer({ weakening: 'auto-approve' });
-    const row = await approvalsPhase({ stack, caller }, { perMisfit: 1, matching: 1, concurrency: 4 });
-    writePhaseRow(row, { sabotage: 'confirmation not required (auto-approve)' });
-    expect(row.verdict).toBe('FAIL');
+    await restartWeakened(target.stack, 'auto-approve');
+    const row = await approvalsPhase(target, { perMisfit: 1, matching: 1, concurrency: 4 });
+    expectCaught(row, 'confirmation not required (auto-approve)');
     expect(row.failures.join('\n')).toMatch(/ran without a fitting approval/);
   });
 });

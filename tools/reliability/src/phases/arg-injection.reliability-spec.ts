@@ -1,15 +1,14 @@
 import { RPC_AGENT_TOOLS, type AgentToolRequest } from '@naalya/agent-tools';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  createReliabilityStack,
-  createToolCaller,
+  expectCaught,
+  expectPassed,
   inParallel,
+  restartWeakened,
   runPhase,
-  writePhaseRow,
+  usePhaseTarget,
   type PhaseRow,
   type PhaseTarget,
-  type ReliabilityStack,
-  type ToolCaller,
 } from '../support/index.js';
 import { injectionsFor } from './arg-injection.payloads.js';
 import { contextCache, emailOf, failureSampler, markerEffects, queryOf } from './attack-support.js';
@@ -95,37 +94,22 @@ export const argInjectionPhase = (target: PhaseTarget, size: { concurrency: numb
   );
 
 describe(PHASE, () => {
-  let stack: ReliabilityStack;
-  let caller: ToolCaller;
-
-  beforeAll(async () => {
-    stack = await createReliabilityStack();
-    await stack.startServer();
-    caller = await createToolCaller({ brokerUrl: stack.workerBrokerUrl, toolsQueue: stack.toolsQueue, timeoutMs: 15_000 });
-  });
-
-  afterAll(async () => {
-    await caller?.close();
-    await stack?.teardown();
-  });
+  const target = usePhaseTarget({ timeoutMs: 15_000 });
 
   it('every tool has a call to inject into', () => {
     expect(toolsWithoutTemplate(RPC_AGENT_TOOLS)).toEqual([]);
   });
 
   it('at least 40 injections into every tool: each refused by its strict schema naming the key, nothing runs', async () => {
-    const row = await argInjectionPhase({ stack, caller }, { concurrency: 16 });
-    writePhaseRow(row);
+    const row = await argInjectionPhase(target, { concurrency: 16 });
+    expectPassed(row);
     expect(row.calls).toBeGreaterThanOrEqual(40 * RPC_AGENT_TOOLS.length);
-    expect(row.verdict, row.failures.join('\n')).toBe('PASS');
   });
 
   it('fails with lenient tool schemas (unknown keys stripped instead of refused)', async () => {
-    await stack.server().stop();
-    await stack.startServer({ weakening: 'lenient-schemas' });
-    const row = await argInjectionPhase({ stack, caller }, { concurrency: 8, perTool: 3 });
-    writePhaseRow(row, { sabotage: 'tool schemas strip unknown keys' });
-    expect(row.verdict).toBe('FAIL');
+    await restartWeakened(target.stack, 'lenient-schemas');
+    const row = await argInjectionPhase(target, { concurrency: 8, perTool: 3 });
+    expectCaught(row, 'tool schemas strip unknown keys');
     expect(row.failures.join('\n')).toMatch(/accepted and the call ran/);
   });
 });

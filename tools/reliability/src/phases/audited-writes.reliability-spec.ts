@@ -1,19 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { createDepartmentTool } from '@naalya/agent-tools';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  createReliabilityStack,
-  createToolCaller,
   departmentsByName,
+  expectCaught,
+  expectPassed,
   inParallel,
   resolveUnknowns,
+  restartWeakened,
   runPhase,
   sleep,
-  writePhaseRow,
+  usePhaseTarget,
   type PhaseRow,
   type PhaseTarget,
   type ReliabilityStack,
-  type ToolCaller,
 } from '../support/index.js';
 
 // Audited writes under faults: thousands of department creations at concurrency 32 while faults land every few hundred
@@ -84,33 +84,18 @@ export const auditedWritesPhase = (target: PhaseTarget, size: { writes: number; 
 };
 
 describe(PHASE, () => {
-  let stack: ReliabilityStack;
-  let caller: ToolCaller;
-
-  beforeAll(async () => {
-    stack = await createReliabilityStack();
-    await stack.startServer();
-    caller = await createToolCaller({ brokerUrl: stack.workerBrokerUrl, toolsQueue: stack.toolsQueue, timeoutMs: 5_000 });
-  });
-
-  afterAll(async () => {
-    await caller?.close();
-    await stack?.teardown();
-  });
+  const target = usePhaseTarget({ timeoutMs: 5_000 });
 
   it('2,000 audited writes at concurrency 32 with faults every 300 ms: effects, audit rows and ledger agree exactly', async () => {
-    const row = await auditedWritesPhase({ stack, caller }, { writes: 2_000, concurrency: 32, faultEveryMs: 300 });
-    writePhaseRow(row);
+    const row = await auditedWritesPhase(target, { writes: 2_000, concurrency: 32, faultEveryMs: 300 });
+    expectPassed(row);
     expect(row.calls).toBe(2_000);
-    expect(row.verdict, row.failures.join('\n')).toBe('PASS');
   });
 
   it('fails with the audit row written outside the call transaction', async () => {
-    await stack.server().stop();
-    await stack.startServer({ weakening: 'audit-outside-transaction' });
-    const row = await auditedWritesPhase({ stack, caller, weakening: 'audit-outside-transaction' }, { writes: 300, concurrency: 32, faultEveryMs: 100 });
-    writePhaseRow(row, { sabotage: 'audit outside the transaction' });
-    expect(row.verdict).toBe('FAIL');
+    await restartWeakened(target.stack, 'audit-outside-transaction');
+    const row = await auditedWritesPhase({ ...target, weakening: 'audit-outside-transaction' }, { writes: 300, concurrency: 32, faultEveryMs: 100 });
+    expectCaught(row, 'audit outside the transaction');
     expect(row.unexpected).toBeGreaterThan(0);
   });
 });

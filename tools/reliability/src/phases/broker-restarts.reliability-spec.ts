@@ -1,22 +1,22 @@
 import { randomUUID } from 'node:crypto';
 import { createDepartmentTool, listDepartmentsTool, updateSchoolBrandingTool } from '@naalya/agent-tools';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   converse,
-  createReliabilityStack,
   createToolCaller,
   departmentsByName,
+  expectCaught,
+  expectPassed,
   holdTableLock,
+  restartWeakened,
   runPhase,
   sleep,
   stepSucceeded,
+  usePhaseTarget,
   waitFor,
-  writePhaseRow,
   type CallOutcome,
   type PhaseRow,
   type PhaseTarget,
-  type ReliabilityStack,
-  type ToolCaller,
 } from '../support/index.js';
 
 // Broker restarts under load. The broker path of the server, the worker process and the caller goes through the fault
@@ -119,33 +119,17 @@ export const brokerRestartsPhase = (target: PhaseTarget, size: { restarts: numbe
   );
 
 describe(PHASE, () => {
-  let stack: ReliabilityStack;
-  let caller: ToolCaller;
-
-  beforeAll(async () => {
-    stack = await createReliabilityStack();
-    await stack.startServer();
-    await stack.startWorker();
-    caller = await createToolCaller({ brokerUrl: stack.workerBrokerUrl, toolsQueue: stack.toolsQueue, timeoutMs: 3_000 });
-  });
-
-  afterAll(async () => {
-    await caller?.close();
-    await stack?.teardown();
-  });
+  const target = usePhaseTarget({ timeoutMs: 3_000, worker: true });
 
   it('3 broker restarts under load: the infrastructure sentence in time during each, calls and a conversation work again within 10 s', async () => {
-    const row = await brokerRestartsPhase({ stack, caller }, { restarts: 3, outageMs: 3_000, lanes: 6 });
-    writePhaseRow(row);
-    expect(row.verdict, row.failures.join('\n')).toBe('PASS');
+    const row = await brokerRestartsPhase(target, { restarts: 3, outageMs: 3_000, lanes: 6 });
+    expectPassed(row);
   });
 
   it('fails with the idempotency ledger switched off', async () => {
-    await stack.server().stop();
-    await stack.startServer({ weakening: 'no-ledger' });
-    const row = await brokerRestartsPhase({ stack, caller, weakening: 'no-ledger' }, { restarts: 1, outageMs: 2_000, lanes: 2 });
-    writePhaseRow(row, { sabotage: 'no idempotency ledger' });
-    expect(row.verdict).toBe('FAIL');
+    await restartWeakened(target.stack, 'no-ledger');
+    const row = await brokerRestartsPhase({ ...target, weakening: 'no-ledger' }, { restarts: 1, outageMs: 2_000, lanes: 2 });
+    expectCaught(row, 'no idempotency ledger');
     expect(row.duplicated).toBeGreaterThan(0);
   });
 });

@@ -1,17 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { RPC_AGENT_TOOLS, createDepartmentTool, requiresConfirmation, type AgentRuntimeContext, type AgentToolRequest } from '@naalya/agent-tools';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  createReliabilityStack,
-  createToolCaller,
+  expectCaught,
+  expectPassed,
   inParallel,
+  restartWeakened,
   runPhase,
-  writePhaseRow,
+  usePhaseTarget,
+  type CallOutcome,
   type PhaseRow,
   type PhaseTarget,
-  type ReliabilityStack,
-  type CallOutcome,
   type ToolCaller,
 } from '../support/index.js';
 import { contextCache, emailOf, failureSampler, loadServerTexts, markerEffects, openWireSender, queryOf, recordApproval } from './attack-support.js';
@@ -126,19 +126,7 @@ export const crossSchoolPhase = (target: PhaseTarget, size: CrossSchoolSize): Pr
   );
 
 describe(PHASE, () => {
-  let stack: ReliabilityStack;
-  let caller: ToolCaller;
-
-  beforeAll(async () => {
-    stack = await createReliabilityStack();
-    await stack.startServer();
-    caller = await createToolCaller({ brokerUrl: stack.workerBrokerUrl, toolsQueue: stack.toolsQueue, timeoutMs: 15_000 });
-  });
-
-  afterAll(async () => {
-    await caller?.close();
-    await stack?.teardown();
-  });
+  const target = usePhaseTarget({ timeoutMs: 15_000 });
 
   it('every id-taking tool is attacked: it has a call template and every id argument has a pool of rows', () => {
     const tools = idTakingTools(RPC_AGENT_TOOLS);
@@ -148,18 +136,15 @@ describe(PHASE, () => {
   });
 
   it('10,000 generated cross-school and cross-campus attempts: refused or nothing of the other school, its rows unchanged', async () => {
-    const row = await crossSchoolPhase({ stack, caller }, { attempts: 10_000, seed: 7_101, concurrency: 32 });
-    writePhaseRow(row);
+    const row = await crossSchoolPhase(target, { attempts: 10_000, seed: 7_101, concurrency: 32 });
+    expectPassed(row);
     expect(row.calls).toBeGreaterThanOrEqual(10_000);
-    expect(row.verdict, row.failures.join('\n')).toBe('PASS');
   });
 
   it('fails with row-level security bypassed (the server connected as the database owner)', async () => {
-    await stack.server().stop();
-    await stack.startServer({ weakening: 'rls-bypassed' });
-    const row = await crossSchoolPhase({ stack, caller }, { attempts: 300, seed: 7_102, concurrency: 16 });
-    writePhaseRow(row, { sabotage: 'row-level security bypassed' });
-    expect(row.verdict).toBe('FAIL');
+    await restartWeakened(target.stack, 'rls-bypassed');
+    const row = await crossSchoolPhase(target, { attempts: 300, seed: 7_102, concurrency: 16 });
+    expectCaught(row, 'row-level security bypassed');
     expect(row.leaked + row.unexpected).toBeGreaterThan(0);
   });
 });

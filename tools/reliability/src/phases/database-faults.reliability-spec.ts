@@ -1,22 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import { createDepartmentTool, listDepartmentsTool, type AgentRuntimeContext } from '@naalya/agent-tools';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  createReliabilityStack,
-  createToolCaller,
   departmentsByName,
+  expectCaught,
+  expectPassed,
   holdTableLock,
   resolveUnknowns,
+  restartWeakened,
   runPhase,
   sleep,
+  usePhaseTarget,
   waitFor,
-  writePhaseRow,
   type CallOutcome,
   type PhaseContext,
   type PhaseRow,
   type PhaseTarget,
-  type ReliabilityStack,
-  type ToolCaller,
 } from '../support/index.js';
 
 // Database faults under audited writes, each kind several times, the server reaching PostgreSQL through the fault
@@ -127,33 +126,18 @@ export const databaseFaultsPhase = (target: PhaseTarget, size: { rounds: number;
 };
 
 describe(PHASE, () => {
-  let stack: ReliabilityStack;
-  let caller: ToolCaller;
-
-  beforeAll(async () => {
-    // A small pool, so a fault reaches every connection the server has.
-    stack = await createReliabilityStack({ poolSize: 4 });
-    await stack.startServer();
-    caller = await createToolCaller({ brokerUrl: stack.workerBrokerUrl, toolsQueue: stack.toolsQueue, timeoutMs: 8_000 });
-  });
-
-  afterAll(async () => {
-    await caller?.close();
-    await stack?.teardown();
-  });
+  // A small pool, so a fault reaches every connection the server has.
+  const target = usePhaseTarget({ timeoutMs: 8_000, stack: { poolSize: 4 } });
 
   it('5 kinds of database fault, 4 rounds: no partial write, no audit row without its effect, unknown commits resolved by call id', async () => {
-    const row = await databaseFaultsPhase({ stack, caller }, { rounds: 4 });
-    writePhaseRow(row);
-    expect(row.verdict, row.failures.join('\n')).toBe('PASS');
+    const row = await databaseFaultsPhase(target, { rounds: 4 });
+    expectPassed(row);
   });
 
   it('fails with the audit row written outside the call transaction', async () => {
-    await stack.server().stop();
-    await stack.startServer({ weakening: 'audit-outside-transaction' });
-    const row = await databaseFaultsPhase({ stack, caller, weakening: 'audit-outside-transaction' }, { rounds: 2, faults: ['COMMIT lost'] });
-    writePhaseRow(row, { sabotage: 'audit outside the transaction' });
-    expect(row.verdict).toBe('FAIL');
+    await restartWeakened(target.stack, 'audit-outside-transaction');
+    const row = await databaseFaultsPhase({ ...target, weakening: 'audit-outside-transaction' }, { rounds: 2, faults: ['COMMIT lost'] });
+    expectCaught(row, 'audit outside the transaction');
     expect(row.unexpected).toBeGreaterThan(0);
   });
 });

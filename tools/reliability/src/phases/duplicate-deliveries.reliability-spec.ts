@@ -1,17 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { createDepartmentTool } from '@naalya/agent-tools';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  createReliabilityStack,
-  createToolCaller,
   departmentsByName,
+  expectCaught,
+  expectPassed,
   inParallel,
+  restartWeakened,
   runPhase,
-  writePhaseRow,
+  usePhaseTarget,
   type PhaseRow,
   type PhaseTarget,
-  type ReliabilityStack,
-  type ToolCaller,
 } from '../support/index.js';
 
 // Duplicate deliveries: the same envelope (same call id) published again and again, some copies while the first is
@@ -44,33 +43,18 @@ export const duplicateDeliveriesPhase = (target: PhaseTarget, size: { calls: num
   );
 
 describe(PHASE, () => {
-  let stack: ReliabilityStack;
-  let caller: ToolCaller;
-
-  beforeAll(async () => {
-    stack = await createReliabilityStack();
-    await stack.startServer();
-    caller = await createToolCaller({ brokerUrl: stack.workerBrokerUrl, toolsQueue: stack.toolsQueue, timeoutMs: 15_000 });
-  });
-
-  afterAll(async () => {
-    await caller?.close();
-    await stack?.teardown();
-  });
+  const target = usePhaseTarget({ timeoutMs: 15_000 });
 
   it('1,000 duplicate deliveries (100 calls, each delivered 11 times): one effect, one audit row and the same answer per call', async () => {
-    const row = await duplicateDeliveriesPhase({ stack, caller }, { calls: 100, copies: 11 });
-    writePhaseRow(row);
+    const row = await duplicateDeliveriesPhase(target, { calls: 100, copies: 11 });
+    expectPassed(row);
     expect(row.calls).toBe(1_100);
-    expect(row.verdict, row.failures.join('\n')).toBe('PASS');
   });
 
   it('fails with the idempotency ledger switched off', async () => {
-    await stack.server().stop();
-    await stack.startServer({ weakening: 'no-ledger' });
-    const row = await duplicateDeliveriesPhase({ stack, caller }, { calls: 10, copies: 4 });
-    writePhaseRow(row, { sabotage: 'no idempotency ledger' });
-    expect(row.verdict).toBe('FAIL');
+    await restartWeakened(target.stack, 'no-ledger');
+    const row = await duplicateDeliveriesPhase(target, { calls: 10, copies: 4 });
+    expectCaught(row, 'no idempotency ledger');
     // Not `unexpected`: without a ledger every write lacks its ledger row, which says nothing about duplicates.
     expect(row.duplicated + row.ghost).toBeGreaterThan(0);
   });

@@ -1,16 +1,15 @@
 import { listDepartmentsTool, type AgentRuntimeContext, type AgentToolRequest } from '@naalya/agent-tools';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  createReliabilityStack,
-  createToolCaller,
+  expectCaught,
+  expectPassed,
+  restartWeakened,
   runPhase,
   sleep,
-  writePhaseRow,
+  usePhaseTarget,
   type CallOutcome,
   type PhaseRow,
   type PhaseTarget,
-  type ReliabilityStack,
-  type ToolCaller,
 } from '../support/index.js';
 import { contextCache, loadServerTexts, openWireSender } from './attack-support.js';
 
@@ -130,33 +129,18 @@ export const floodIsolationPhase = (target: PhaseTarget, size: FloodSize): Promi
   });
 
 describe(PHASE, () => {
-  let stack: ReliabilityStack;
-  let caller: ToolCaller;
   const size: FloodSize = { windowMs: 12_000, steadyRate: 7, floodLanes: 16, floodLaneRate: 10 };
-
-  beforeAll(async () => {
-    stack = await createReliabilityStack({ serverEnv: FLOOD_QUOTAS });
-    await stack.startServer();
-    caller = await createToolCaller({ brokerUrl: stack.workerBrokerUrl, toolsQueue: stack.toolsQueue, timeoutMs: 15_000 });
-  });
-
-  afterAll(async () => {
-    await caller?.close();
-    await stack?.teardown();
-  });
+  const target = usePhaseTarget({ timeoutMs: 15_000, stack: { serverEnv: FLOOD_QUOTAS } });
 
   it('one school floods past its quotas: told to wait with the quota sentence, the other school\'s p99 stays within 3 times its baseline', async () => {
-    const row = await floodIsolationPhase({ stack, caller }, size);
-    writePhaseRow(row);
-    expect(row.verdict, row.failures.join('\n')).toBe('PASS');
+    const row = await floodIsolationPhase(target, size);
+    expectPassed(row);
   });
 
   it('fails with the quotas switched off', async () => {
-    await stack.server().stop();
-    await stack.startServer({ weakening: 'no-quota' });
-    const row = await floodIsolationPhase({ stack, caller }, { ...size, windowMs: 6_000 });
-    writePhaseRow(row, { sabotage: 'no per-school or per-user quota' });
-    expect(row.verdict).toBe('FAIL');
+    await restartWeakened(target.stack, 'no-quota');
+    const row = await floodIsolationPhase(target, { ...size, windowMs: 6_000 });
+    expectCaught(row, 'no per-school or per-user quota');
     expect(row.failures.join('\n')).toMatch(/flood calls ran, more than the school's allowance/);
   });
 });

@@ -1,18 +1,17 @@
 import { RPC_AGENT_TOOLS, createDepartmentTool, listDepartmentsTool, listStaffTool, updateSchoolBrandingTool, type AgentRuntimeContext, type AgentToolRequest, type AnyAgentTool } from '@naalya/agent-tools';
 import { PUBLISHER_REFUSED_ERROR, rmqNames } from '@naalya/rmq';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
-  createReliabilityStack,
-  createToolCaller,
+  expectCaught,
+  expectPassed,
   inParallel,
+  restartWeakened,
   runPhase,
   sleep,
-  writePhaseRow,
+  usePhaseTarget,
   type PhaseRow,
   type PhaseTarget,
-  type ReliabilityStack,
-  type ToolCaller,
 } from '../support/index.js';
 import { contextCache, failureSampler, identityOf, loadServerTexts, loadSigner, markerEffects, outcomeOf, queryOf } from './attack-support.js';
 import { domainFingerprint, fingerprintChanges } from './domain-fingerprint.js';
@@ -203,33 +202,18 @@ export const forgedEnvelopesPhase = (target: PhaseTarget, size: ForgedSize): Pro
   );
 
 describe(PHASE, () => {
-  let stack: ReliabilityStack;
-  let caller: ToolCaller;
-
-  beforeAll(async () => {
-    stack = await createReliabilityStack();
-    await stack.startServer();
-    caller = await createToolCaller({ brokerUrl: stack.workerBrokerUrl, toolsQueue: stack.toolsQueue, timeoutMs: 15_000 });
-  });
-
-  afterAll(async () => {
-    await caller?.close();
-    await stack?.teardown();
-  });
+  const target = usePhaseTarget({ timeoutMs: 15_000 });
 
   it(`${FORGED_KINDS.length} kinds × 100 variants: every forgery refused as its kind expects, dead-lettered where it must be, nothing runs`, async () => {
-    const row = await forgedEnvelopesPhase({ stack, caller }, { variants: 100, seed: 7_001, concurrency: 16 });
-    writePhaseRow(row);
+    const row = await forgedEnvelopesPhase(target, { variants: 100, seed: 7_001, concurrency: 16 });
+    expectPassed(row);
     expect(row.calls).toBeGreaterThanOrEqual(FORGED_KINDS.length * 100);
-    expect(row.verdict, row.failures.join('\n')).toBe('PASS');
   });
 
   it('fails with the transport admitting any publisher (requireUserId off)', async () => {
-    await stack.server().stop();
-    await stack.startServer({ weakening: 'any-publisher' });
-    const row = await forgedEnvelopesPhase({ stack, caller }, { variants: 6, seed: 7_002, concurrency: 8 });
-    writePhaseRow(row, { sabotage: 'the tool transport admits any broker user' });
-    expect(row.verdict).toBe('FAIL');
+    await restartWeakened(target.stack, 'any-publisher');
+    const row = await forgedEnvelopesPhase(target, { variants: 6, seed: 7_002, concurrency: 8 });
+    expectCaught(row, 'the tool transport admits any broker user');
     expect(row.failures.join('\n')).toMatch(/other-publisher/);
   });
 });

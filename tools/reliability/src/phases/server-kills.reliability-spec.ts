@@ -1,19 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { createDepartmentTool } from '@naalya/agent-tools';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, it } from 'vitest';
 import {
-  createReliabilityStack,
   createToolCaller,
   departmentsByName,
+  expectCaught,
+  expectPassed,
   holdTableLock,
   runPhase,
   sleep,
+  usePhaseTarget,
   waitFor,
-  writePhaseRow,
   type PhaseRow,
   type PhaseTarget,
-  type ReliabilityStack,
-  type ToolCaller,
 } from '../support/index.js';
 
 // Server SIGKILLs mid-call: a batch of writes is in flight when the server process is killed, then a new one starts.
@@ -58,35 +57,21 @@ export const serverKillsPhase = (target: PhaseTarget, size: { kills: number; bat
   );
 
 describe(PHASE, () => {
-  let stack: ReliabilityStack;
-  let caller: ToolCaller;
-
-  beforeAll(async () => {
-    stack = await createReliabilityStack();
-    await stack.startServer();
-    // Longer than a restart: a redelivered call is answered to the caller that is still waiting for it.
-    caller = await createToolCaller({ brokerUrl: stack.workerBrokerUrl, toolsQueue: stack.toolsQueue, timeoutMs: 20_000 });
-  });
-
-  afterAll(async () => {
-    await caller?.close();
-    await stack?.teardown();
-  });
+  // Longer than a restart: a redelivered call is answered to the caller that is still waiting for it.
+  const target = usePhaseTarget({ timeoutMs: 20_000 });
 
   it('10 SIGKILLs with 8 writes in flight each: every call answered after the restart, each write exactly once', async () => {
-    const row = await serverKillsPhase({ stack, caller }, { kills: 10, batch: 8 });
-    writePhaseRow(row);
-    expect(row.verdict, row.failures.join('\n')).toBe('PASS');
+    const row = await serverKillsPhase(target, { kills: 10, batch: 8 });
+    expectPassed(row);
   });
 
   it('fails when calls are acknowledged on delivery', async () => {
-    await stack.server().stop();
-    const shortCaller = await createToolCaller({ brokerUrl: stack.workerBrokerUrl, toolsQueue: stack.toolsQueue, timeoutMs: 8_000 });
+    await target.stack.server().stop();
+    const shortCaller = await createToolCaller({ brokerUrl: target.stack.workerBrokerUrl, toolsQueue: target.stack.toolsQueue, timeoutMs: 8_000 });
     try {
-      await stack.startServer({ weakening: 'ack-on-delivery' });
-      const row = await serverKillsPhase({ stack, caller: shortCaller, weakening: 'ack-on-delivery' }, { kills: 1, batch: 8 });
-      writePhaseRow(row, { sabotage: 'acknowledged on delivery' });
-      expect(row.verdict).toBe('FAIL');
+      await target.stack.startServer({ weakening: 'ack-on-delivery' });
+      const row = await serverKillsPhase({ stack: target.stack, caller: shortCaller, weakening: 'ack-on-delivery' }, { kills: 1, batch: 8 });
+      expectCaught(row, 'acknowledged on delivery');
     } finally {
       await shortCaller.close();
     }

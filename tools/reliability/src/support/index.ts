@@ -19,15 +19,16 @@
  *    After the body the reconciler compares the outcomes with the ledger, the audit log and the domain rows (lost,
  *    duplicated, ghost, recovered, unexpected), checks every error text against the allowlist (unmasked) and returns
  *    the row with its verdict. A failed protection is a FAIL row, never a thrown error.
- * 2. Its test on the real target: `createReliabilityStack()`, `stack.startServer()` (and `startWorker()` if the phase
- *    needs the worker process), `createToolCaller(...)`; run the phase at full size, `writePhaseRow(row)`, expect PASS
- *    (print `row.failures` in the assertion message).
- * 3. Its sabotage test: the same phase, small, against a target with the protection it checks switched off (a weakened
- *    server entry point, caller or database setting; never a switch in production code), `writePhaseRow(row,
- *    { sabotage: 'what was switched off' })`, expect FAIL. Say in the file why that sabotage is the honest one.
+ * 2. Its test on the real target: `const target = usePhaseTarget({ timeoutMs })` in the file's `describe` (its own stack
+ *    with the server started, `worker: true` if the phase needs the worker process, and a caller; torn down after the
+ *    file), then run the phase at full size and `expectPassed(row)` (the row goes in the table, the failures in the
+ *    assertion message).
+ * 3. Its sabotage test: the same phase, small, against a target with the protection it checks switched off
+ *    (`restartWeakened(target.stack, weakening)`: a weakened server entry point; or a weakened caller or database
+ *    setting; never a switch in production code), then `expectCaught(row, 'what was switched off')`. Say in the file
+ *    why that sabotage is the honest one.
  *
- * Keep a phase's wall time in budget (the whole battery: under 8 minutes on 2 cores) and tear the stack down in
- * `afterAll`.
+ * Keep a phase's wall time in budget: the whole battery runs in CI within 10 minutes on 2 cores (about 3½ when idle).
  */
 export * from './caller.js';
 export * from './conversation.js';
@@ -39,3 +40,4 @@ export * from './reconcile.js';
 export * from './resolve-unknowns.js';
 export * from './run-phase.js';
 export * from './stack.js';
+export * from './phase-suite.js';
