@@ -1,7 +1,8 @@
 import { Logger, type LoggerService } from '@nestjs/common';
 import { RmqContext, Server, type CustomTransportStrategy, type MessageHandler, type MsPattern } from '@nestjs/microservices';
 import { isObservable, type Observable } from 'rxjs';
-import { connect, type Channel, type ChannelModel, type ConsumeMessage, type RecoveringChannelModel } from 'amqplib';
+import type { Channel, ChannelModel, ConsumeMessage, RecoveringChannelModel } from 'amqplib';
+import { connectRecovering } from './rmq-connection.js';
 import { runInRmqMessageFrame, type RmqMessageFrame } from './current-rmq-message.js';
 import { parseRmqPacket, rmqError, type RmqReplyPacket } from './rmq-packet.js';
 
@@ -170,17 +171,14 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
     this.closing = false;
     try {
       const { reconnect, connectionName, url } = this.options;
-      const connection = await connect(url, {
-        noDelay: true,
-        clientProperties: connectionName ? { connection_name: connectionName } : undefined,
+      const connection = await connectRecovering(url, {
+        connectionName,
         recovery: {
-          // Resolve at once so the error listeners are attached before the first attempt can emit anything.
-          waitForConnect: false,
           initialDelay: reconnect?.initialDelayMs ?? 100,
           maxDelay: reconnect?.maxDelayMs ?? 30_000,
           initialMaxRetries: reconnect?.startupRetries ?? 5,
-          setup: (model: ChannelModel) => this.startConsuming(model),
         },
+        setup: (model) => this.startConsuming(model),
       });
       this.connection = connection;
       this.watchConnection(connection);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { LoggerService } from '@nestjs/common';
-import { connect, type Channel, type ChannelModel, type ConsumeMessage, type RecoveringChannelModel } from 'amqplib';
+import type { Channel, ChannelModel, ConsumeMessage, RecoveringChannelModel } from 'amqplib';
+import { connectRecovering } from './rmq-connection.js';
 import { DIRECT_REPLY_TO } from './rmq-client-options.js';
 import type { RmqIncomingPacket, RmqReplyPacket } from './rmq-packet.js';
 
@@ -63,16 +64,10 @@ export class RmqRpcClient {
     if (this.connection) return;
     this.closing = false;
     const { url, connectionName, reconnect } = this.options;
-    const connection = await connect(url, {
-      noDelay: true,
-      clientProperties: connectionName ? { connection_name: connectionName } : undefined,
-      recovery: {
-        // Resolve at once so the listeners below are attached before the first attempt can emit anything.
-        waitForConnect: false,
-        initialDelay: reconnect?.initialDelayMs ?? 100,
-        maxDelay: reconnect?.maxDelayMs ?? 5_000,
-        setup: (model: ChannelModel) => this.openChannel(model),
-      },
+    const connection = await connectRecovering(url, {
+      connectionName,
+      recovery: { initialDelay: reconnect?.initialDelayMs ?? 100, maxDelay: reconnect?.maxDelayMs ?? 5_000 },
+      setup: (model) => this.openChannel(model),
     });
     this.connection = connection;
     this.watch(connection);

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import { agentRunEventSchema, type AgentRunEvent } from '@naalya/agent-tools';
-import { DEFAULT_MAX_MESSAGE_BYTES, rmqNames, runEventsIngestQueue } from '@naalya/rmq';
-import { connect, type Channel, type ChannelModel, type ConsumeMessage, type RecoveringChannelModel } from 'amqplib';
+import { DEFAULT_MAX_MESSAGE_BYTES, connectRecovering, rmqNames, runEventsIngestQueue } from '@naalya/rmq';
+import type { Channel, ChannelModel, ConsumeMessage, RecoveringChannelModel } from 'amqplib';
 import { z } from 'zod';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 import { AgentRunEventStore, type PersistOutcome } from './agent-run-event-store.service.js';
@@ -56,10 +56,10 @@ export class AgentRunIngest implements BeforeApplicationShutdown {
   async start(connectionName = 'naalya-server-run-events'): Promise<void> {
     if (this.connection) return;
     this.closing = false;
-    const connection = await connect(this.config.RABBITMQ_URL, {
-      noDelay: true,
-      clientProperties: { connection_name: connectionName },
-      recovery: { waitForConnect: false, initialMaxRetries: 5, setup: (model: ChannelModel) => this.startConsuming(model) },
+    const connection = await connectRecovering(this.config.RABBITMQ_URL, {
+      connectionName,
+      recovery: { initialMaxRetries: 5 },
+      setup: (model) => this.startConsuming(model),
     });
     this.connection = connection;
     connection.on('error', (error: Error) => this.logger.error(`RabbitMQ connection error (${this.queue}): ${error.message}`));

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger, ServiceUnavailableException, type BeforeApplicationShutdown } from '@nestjs/common';
 import { AGENT_RUN_PATTERN, agentRunRequestSchema, type AgentRunRequest } from '@naalya/agent-tools';
-import { rmqNames } from '@naalya/rmq';
-import { connect, type ConfirmChannel, type ChannelModel, type RecoveringChannelModel } from 'amqplib';
+import { connectRecovering, rmqNames } from '@naalya/rmq';
+import type { ChannelModel, ConfirmChannel, RecoveringChannelModel } from 'amqplib';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 
 export const AGENT_UNAVAILABLE_ERROR = 'The assistant cannot be reached right now. Try again in a moment.';
@@ -37,10 +37,10 @@ export class AgentRunPublisher implements BeforeApplicationShutdown {
   async start(): Promise<void> {
     if (this.connection) return;
     this.closing = false;
-    const connection = await connect(this.config.RABBITMQ_URL, {
-      noDelay: true,
-      clientProperties: { connection_name: 'naalya-server-run-publisher' },
-      recovery: { waitForConnect: false, initialMaxRetries: 5, setup: (model: ChannelModel) => this.openChannel(model) },
+    const connection = await connectRecovering(this.config.RABBITMQ_URL, {
+      connectionName: 'naalya-server-run-publisher',
+      recovery: { initialMaxRetries: 5 },
+      setup: (model) => this.openChannel(model),
     });
     this.connection = connection;
     connection.on('error', (error: Error) => this.logger.error(`RabbitMQ connection error: ${error.message}`));
