@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AckAfterReplyTransport, type AckAfterReplyTransportOptions } from './ack-after-reply.transport.js';
+import { AckAfterReplyTransport, foreignPublisher, type AckAfterReplyTransportOptions } from './ack-after-reply.transport.js';
 
 const valid: AckAfterReplyTransportOptions = {
   url: 'amqp://guest:guest@127.0.0.1:5672',
@@ -26,5 +26,15 @@ describe('AckAfterReplyTransport options', () => {
     const transport = new AckAfterReplyTransport(valid);
 
     expect(() => transport.unwrap()).toThrow(/not listening/);
+  });
+});
+
+describe('foreignPublisher', () => {
+  it('accepts only the required broker user, and says what any other message claimed', () => {
+    expect(foreignPublisher('naalya_worker', 'naalya_worker')).toBeUndefined();
+    expect(foreignPublisher(undefined, 'naalya_worker')).toBe('no user_id');
+    expect(foreignPublisher('naalya_server', 'naalya_worker')).toBe('user_id "naalya_server"');
+    // A long claim is logged shortened to 200 characters of its JSON text.
+    expect(foreignPublisher('x'.repeat(500), 'naalya_worker')).toBe(`user_id "${'x'.repeat(199)}…`);
   });
 });

@@ -91,6 +91,15 @@ const LOGGED_TEXT_LIMIT = 200;
 const MASKED_ERROR = 'Internal server error';
 
 const shorten = (text: string): string => (text.length > LOGGED_TEXT_LIMIT ? `${text.slice(0, LOGGED_TEXT_LIMIT)}…` : text);
+
+/**
+ * Undefined when a message was published by `required` (its AMQP `user_id`, which RabbitMQ validates against the
+ * publishing connection's user); otherwise what it claimed instead, for the security event and the dead-letter reason.
+ */
+export const foreignPublisher = (userId: unknown, required: string): string | undefined => {
+  if (userId === required) return undefined;
+  return userId === undefined ? 'no user_id' : `user_id ${shorten(JSON.stringify(String(userId)))}`;
+};
 const describe = (error: unknown): string => {
   if (error instanceof Error) return error.message;
   if (typeof error !== 'object' || error === null) return String(error);
@@ -299,7 +308,7 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
     clearTimeout(timer);
     if (!gaveUp) return;
     this.logger.warn(`${this.inFlight.size} message(s) still running after ${this.options.drainTimeoutMs} ms; closing requeues them.`);
-    for (const message of [...this.inFlight]) message.abandon();
+    for (const message of this.inFlight) message.abandon();
   }
 
   /** Handles one delivery and settles it exactly once; never throws. */
@@ -368,8 +377,8 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
       delivery.settle({ settlement: 'dead-letter', reply: { id, err: rmqError(reason), isDisposed: true }, reason });
 
     const { requireUserId } = this.options;
-    if (requireUserId !== undefined && message.properties.userId !== requireUserId) {
-      const claimed = message.properties.userId === undefined ? 'no user_id' : `user_id ${shorten(JSON.stringify(String(message.properties.userId)))}`;
+    const claimed = requireUserId === undefined ? undefined : foreignPublisher(message.properties.userId, requireUserId);
+    if (claimed !== undefined) {
       this.logger.warn(`security event: message refused (publisher not allowed): ${claimed} on ${this.options.queue}, only ${requireUserId} may publish here`);
       delivery.settle({
         settlement: 'dead-letter',

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import { agentRunEventSchema, type AgentRunEvent } from '@naalya/agent-tools';
-import { DEFAULT_MAX_MESSAGE_BYTES, connectRecovering, rmqNames, runEventsIngestQueue } from '@naalya/rmq';
+import { DEFAULT_MAX_MESSAGE_BYTES, connectRecovering, foreignPublisher, rmqNames, runEventsIngestQueue } from '@naalya/rmq';
 import type { Channel, ChannelModel, ConsumeMessage, RecoveringChannelModel } from 'amqplib';
 import { z } from 'zod';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
@@ -149,8 +149,8 @@ export class AgentRunIngest implements BeforeApplicationShutdown {
     const { content, fields, properties } = message;
     // Only the worker's broker user: RabbitMQ validates user_id against the publishing connection, so anyone else who
     // can write the exchange (an operator's account, a misconfigured service) cannot put words in a user's stream.
-    if (properties.userId !== this.config.WORKER_BROKER_USER) {
-      const claimed = properties.userId === undefined ? 'no user_id' : `user_id ${JSON.stringify(String(properties.userId).slice(0, 100))}`;
+    const claimed = foreignPublisher(properties.userId, this.config.WORKER_BROKER_USER);
+    if (claimed !== undefined) {
       this.logger.warn(`security event: run event refused (publisher not allowed): ${claimed}, only ${this.config.WORKER_BROKER_USER} may publish run events`);
       return { reason: `publisher not allowed (${claimed})` };
     }
