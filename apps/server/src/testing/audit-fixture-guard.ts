@@ -26,8 +26,8 @@ export type Invoke = (module: TestingModule, tool: AnyAgentTool, payload: unknow
 const auditMark = async (owner: DataSource): Promise<string[]> =>
   ((await owner.query(`SELECT id FROM audit_log`)) as { id: string }[]).map((row) => row.id);
 
-// By row identity, not by created_at: a timestamp window compares the database's transaction start with this process's
-// clock, and a step of the machine's clock between the two made an earlier call's row look like the next call's.
+// By row identity, not by a created_at window: such a window compares the database's clock with this process's and
+// counted rows that no call of the window wrote (once in CI, not reproduced); row ids cannot be misattributed.
 const auditRowsSince = async (owner: DataSource, mark: string[]): Promise<AuditRow[]> =>
   owner.query(`SELECT * FROM audit_log WHERE NOT (id = ANY($1::uuid[])) ORDER BY created_at`, [mark]);
 
