@@ -41,7 +41,7 @@ const TIMEOUT_MS = 15_000;
 const RESULTS = `${ROOT}bench/results/`;
 const BENCH = `${ROOT}bench/`;
 // --variants=a,b runs only those (e.g. to profile one of them); ratios and targets need both of their variants.
-const VARIANT_ORDER = option('variants', 'a,b,bt,c,d,er,ew').split(',');
+const VARIANT_ORDER = option('variants', 'a0,a,b,bt,c,d,er,ew').split(',');
 
 Logger.overrideLogger(['error', 'warn']);
 const log = (line) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}`);
@@ -224,12 +224,17 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
   const echoCaller = await newToolService(queues.b.toolsQueue);
   const echoProxy = toRpcProxy(listDepartmentsTool, echoCaller);
   callers.a = () => rawCall(rawA, 'list.departments', envelope(ctx.read, {}));
+  // (a₀): the same echo reached through the default exchange, as the worker published before it lost write access to
+  // amq.default; (a)/(a₀) is what the broker charges for the tools exchange and mandatory routing.
+  const rawA0 = await createRawClient({ url: RABBITMQ_URL, queue: queues.a.toolsQueue, timeoutMs: TIMEOUT_MS, route: 'default-exchange' });
+  closers.push(rawA0.close);
+  callers.a0 = () => rawCall(rawA0, 'list.departments', envelope(ctx.read, {}));
   callers.b = () => invoke(echoProxy, {}, ctx.read);
   // (b′): the same transport with (a)'s caller, to tell the server-side transport's cost from the worker-side proxy's.
   const rawB = await createRawClient({ url: RABBITMQ_URL, queue: queues.b.toolsQueue, timeoutMs: TIMEOUT_MS });
   closers.push(rawB.close);
   callers.bt = () => rawCall(rawB, 'list.departments', envelope(ctx.read, {}));
-  const serverPidOf = { a: () => rawEcho.pid, b: () => nestEcho.pid, bt: () => nestEcho.pid, c: () => server.pid, d: () => server.pid, er: () => ideal.pid, ew: () => ideal.pid };
+  const serverPidOf = { a0: () => rawEcho.pid, a: () => rawEcho.pid, b: () => nestEcho.pid, bt: () => nestEcho.pid, c: () => server.pid, d: () => server.pid, er: () => ideal.pid, ew: () => ideal.pid };
 
   const broker = brokerPid();
   const dbPids = async () =>

@@ -1,5 +1,6 @@
 // Aggregation (median of rounds), ratios measured within each round, and the three outputs: JSON, markdown, SVG.
 export const VARIANTS = {
+  a0: 'raw amqplib echo, default exchange (not the project route)',
   a: 'raw amqplib echo (transport baseline)',
   b: 'AckAfterReplyTransport + worker proxy, echo',
   bt: 'AckAfterReplyTransport, raw amqplib caller, echo',
@@ -9,7 +10,8 @@ export const VARIANTS = {
   ew: 'ideal for (d): raw amqplib + pg, the same statements',
 };
 
-export const tag = (variant) => (variant.startsWith('e') ? '(e)' : variant === 'bt' ? "(b′)" : `(${variant})`);
+const TAGS = { bt: '(b′)', a0: '(a₀)' };
+export const tag = (variant) => (variant.startsWith('e') ? '(e)' : TAGS[variant] ?? `(${variant})`);
 
 export const median = (values) => {
   const sorted = values.filter((v) => Number.isFinite(v)).sort((x, y) => x - y);
@@ -58,6 +60,7 @@ export const aggregate = (phases, concurrencies, variants) => {
 /** Ratios within each round (adjacent phases), then the median over rounds. */
 export const ratios = (phases, concurrencies) => {
   const pairs = [
+    ['a', 'a0'],
     ['b', 'a'],
     ['bt', 'a'],
     ['c', 'er'],
@@ -130,7 +133,7 @@ const escapeXml = (text) => String(text).replace(/[<>&"]/g, (c) => ({ '<': '&lt;
 
 /** Two panels, hand-written SVG: calls/s by concurrency (log x), p50 latency by concurrency. */
 export const svgChart = ({ rows, concurrencies, variants, title }) => {
-  const colors = { a: '#4e79a7', b: '#f28e2b', bt: '#edc948', c: '#59a14f', d: '#e15759', er: '#76b7b2', ew: '#b07aa1' };
+  const colors = { a0: '#9c755f', a: '#4e79a7', b: '#f28e2b', bt: '#edc948', c: '#59a14f', d: '#e15759', er: '#76b7b2', ew: '#b07aa1' };
   const width = 980;
   const height = 420;
   const panel = { w: 400, h: 300, top: 60 };

@@ -93,6 +93,28 @@ describe('fail closed: a missing or malformed context resolves to null', () => {
   });
 });
 
+describe('a context is parsed once per context object', () => {
+  it('cannot be edited into another identity after its first call: the context and what was read from it are frozen', () => {
+    const context = schoolContext();
+    const resolved = resolveRuntimeContext({ context });
+    expect(() => {
+      (context.userDetails as { id: string }).id = 'user-mallory';
+    }).toThrow(TypeError);
+    expect(() => {
+      (resolved?.userDetails as { schoolId: string | null }).schoolId = 'another-school';
+    }).toThrow(TypeError);
+    expect(resolveIdentity({ context })?.sub).toBe('user-ada');
+  });
+
+  it('reads a different context object anew, even when an earlier one was malformed', () => {
+    const malformed = { ...schoolContext(), userDetails: { id: 'user-ada' } };
+    expect(resolveRuntimeContext({ context: malformed })).toBeNull();
+    expect(resolveRuntimeContext({ context: malformed })).toBeNull();
+    expect(resolveIdentity({ context: campusContext() })?.sub).toBe('user-ada');
+    expect(resolveCallScope({ context: campusContext() })).toEqual({ mode: 'campus', campusId: PINNED_CAMPUS_ID });
+  });
+});
+
 describe('resolvePermissions', () => {
   it('returns the display-only rule snapshot of the dispatch', () => {
     expect(resolvePermissions({ context: schoolContext() })).toEqual([{ action: 'list', subject: 'Staff' }]);

@@ -8,11 +8,31 @@ import {
 
 type RuntimeWithContext = { context?: unknown };
 
+// A run hands the same context object to every tool call, and parsing it again cost every call several microseconds
+// (bench/, variant (b)). Keyed by that object: a rebuilt context is a new key and is parsed anew. The input is frozen as
+// well as the result, so the context a verdict was cached for cannot be edited into another one behind the cache.
+const resolvedContexts = new WeakMap<object, AgentRuntimeContext | null>();
+
+const deepFreeze = <T>(value: T): T => {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+};
+
 // The proxy never trusts model arguments for "who is calling" or "which campus": it reads the
 // context the server minted at dispatch, and a malformed one reads as no context at all.
 export const resolveRuntimeContext = (runtime: RuntimeWithContext): AgentRuntimeContext | null => {
-  const parsed = agentRuntimeContextSchema.safeParse(runtime?.context);
-  return parsed.success ? parsed.data : null;
+  const context = runtime?.context;
+  if (typeof context !== 'object' || context === null) return null;
+  let resolved = resolvedContexts.get(context);
+  if (resolved === undefined) {
+    const parsed = agentRuntimeContextSchema.safeParse(deepFreeze(context));
+    resolved = parsed.success ? deepFreeze(parsed.data) : null;
+    resolvedContexts.set(context, resolved);
+  }
+  return resolved;
 };
 
 export const resolveIdentity = (runtime: RuntimeWithContext): AgentIdentity | null => {
