@@ -31,6 +31,20 @@ describe('dispatch token', () => {
     expect(verifyDispatchToken(KEY, `${version}.${edited}.${signature}`)).toEqual({ ok: false, reason: 'bad-signature' });
   });
 
+  it('refuses a signature whose last character differs only in bits base64url leaves unused (same MAC bytes once decoded)', () => {
+    const [version, body, signature] = signDispatchToken(KEY, claims).split('.') as [string, string, string];
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const last = alphabet.indexOf(signature.at(-1) ?? '');
+    // A 32-byte MAC is 43 characters; the last one carries 4 bits of the MAC and 2 unused ones.
+    const twins = [...alphabet].filter((char, index) => index !== last && index >> 2 === last >> 2);
+    expect(twins).toHaveLength(3);
+    for (const twin of twins) {
+      const forged = `${version}.${body}.${signature.slice(0, -1)}${twin}`;
+      expect(Buffer.from(forged.split('.')[2] ?? '', 'base64url')).toEqual(Buffer.from(signature, 'base64url'));
+      expect(verifyDispatchToken(KEY, forged)).toEqual({ ok: false, reason: 'bad-signature' });
+    }
+  });
+
   it('refuses an expired token', () => {
     const token = signDispatchToken(KEY, { ...claims, exp: Math.floor(Date.now() / 1000) - 1 });
     expect(verifyDispatchToken(KEY, token)).toEqual({ ok: false, reason: 'expired' });

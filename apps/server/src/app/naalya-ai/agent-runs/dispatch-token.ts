@@ -66,8 +66,10 @@ export const verifyDispatchToken = (
   if (!token) return { ok: false, reason: 'missing' };
   const parts = token.split('.');
   if (parts.length !== 3 || parts[0] !== VERSION || !parts[1] || !parts[2]) return { ok: false, reason: 'malformed' };
-  const expected = mac(key, parts[1]);
-  const given = Buffer.from(parts[2], 'base64url');
+  // The encoded texts are compared, not the decoded bytes: the last character of a 32-byte MAC in base64url carries two
+  // unused bits, and a decoder ignores them, so a token with that character changed would otherwise still verify.
+  const expected = Buffer.from(mac(key, parts[1]).toString('base64url'));
+  const given = Buffer.from(parts[2]);
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad-signature' };
   let decoded: unknown;
   try {
