@@ -9,8 +9,9 @@ import {
 type RuntimeWithContext = { context?: unknown };
 
 // A run hands the same context object to every tool call, and parsing it again cost every call several microseconds
-// (bench/, variant (b)). Keyed by that object: a rebuilt context is a new key and is parsed anew. The input is frozen as
-// well as the result, so the context a verdict was cached for cannot be edited into another one behind the cache.
+// (bench/, variant (b)). Keyed by that object: a rebuilt context is a new key and is parsed anew, and an object edited in
+// place after its first call keeps its first verdict (the identity minted at dispatch). The result is frozen; the input
+// is not, since it belongs to LangGraph's config (freezing it broke confirmation resumes in the e2e tests).
 const resolvedContexts = new WeakMap<object, AgentRuntimeContext | null>();
 
 const deepFreeze = <T>(value: T): T => {
@@ -28,7 +29,7 @@ export const resolveRuntimeContext = (runtime: RuntimeWithContext): AgentRuntime
   if (typeof context !== 'object' || context === null) return null;
   let resolved = resolvedContexts.get(context);
   if (resolved === undefined) {
-    const parsed = agentRuntimeContextSchema.safeParse(deepFreeze(context));
+    const parsed = agentRuntimeContextSchema.safeParse(context);
     resolved = parsed.success ? deepFreeze(parsed.data) : null;
     resolvedContexts.set(context, resolved);
   }
