@@ -6,9 +6,7 @@
 // route at the broker.
 import { randomUUID } from 'node:crypto';
 import amqplib from 'amqplib';
-import { rmqNames } from '@naalya/rmq';
-
-const DIRECT_REPLY_TO = 'amq.rabbitmq.reply-to';
+import { DIRECT_REPLY_TO, brokerCredentialsOf, rmqNames } from '@naalya/rmq';
 
 export const createRawClient = async ({ url, queue, timeoutMs = 15_000, route = 'tools-exchange' }) => {
   const connection = await amqplib.connect(url, { noDelay: true, clientProperties: { connection_name: 'naalya-bench-raw-client' } });
@@ -34,7 +32,7 @@ export const createRawClient = async ({ url, queue, timeoutMs = 15_000, route = 
     { noAck: true },
   );
   channel.on('return', (message) => settle(message.properties.correlationId, (entry) => entry.reject(new Error(`returned: no queue for ${queue}`))));
-  const userId = new URL(url).username || undefined;
+  const userId = brokerCredentialsOf(url).user;
   const exchange = route === 'default-exchange' ? '' : rmqNames(queue).toolsExchange;
   const call = (pattern, data) =>
     new Promise((resolve, reject) => {
@@ -47,7 +45,7 @@ export const createRawClient = async ({ url, queue, timeoutMs = 15_000, route = 
         expiration: String(timeoutMs),
         persistent: false,
         ...(route === 'default-exchange' ? {} : { contentType: 'application/json', mandatory: true }),
-        ...(userId ? { userId: decodeURIComponent(userId) } : {}),
+        userId,
       });
     });
   const close = async () => {

@@ -10,8 +10,8 @@ export const VARIANTS = {
   ew: 'ideal for (d): raw amqplib + pg, the same statements',
 };
 
-const TAGS = { bt: '(b′)', a0: '(a₀)' };
-export const tag = (variant) => (variant.startsWith('e') ? '(e)' : TAGS[variant] ?? `(${variant})`);
+const TAGS = { a0: '(a₀)', bt: '(b′)', er: '(e)', ew: '(e)' };
+export const tag = (variant) => TAGS[variant] ?? `(${variant})`;
 
 export const median = (values) => {
   const sorted = values.filter((v) => Number.isFinite(v)).sort((x, y) => x - y);
