@@ -34,6 +34,7 @@ const MODE = flag('soak') ? 'soak' : flag('profile') ? 'profile' : flag('scale-o
 const ROUNDS = Number(option('rounds', SMOKE ? 1 : 3));
 const PHASE_MS = Number(option('phase-ms', SMOKE ? 250 : 2500));
 const WARM_MS = SMOKE ? 150 : 1500;
+const SLICES = Number(option('slices', SMOKE ? 1 : 10));
 const CONCURRENCIES = option('concurrency', '1,16,64,256').split(',').map(Number);
 const POOL_SIZE = Number(option('pool', 8)); // .env.example's DATABASE_POOL_SIZE; the transport's prefetch equals it
 const PREFETCH = POOL_SIZE;
@@ -247,11 +248,12 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
     await stack.owner.query(`DELETE FROM departments WHERE name LIKE 'Bench %'`);
     await stack.owner.query('VACUUM ANALYZE departments');
   };
-  const runPhase = async (variant, concurrency, ms) => {
+  /** One slice of a phase: `concurrency` callers back to back for `ms`; raw sums, so that slices add up. */
+  const runSlice = async (variant, concurrency, ms) => {
     const call = callers[variant];
     const serverPid = serverPidOf[variant]();
-    // Pools open and close connections between phases: a backend counts from its CPU at the start (0 if it opened
-    // during the phase) to its CPU at the end; one that exited during the phase is lost (pg's idle timeout is 10 s).
+    // Pools open and close connections between slices: a backend counts from its CPU at the start (0 if it opened
+    // during the slice) to its CPU at the end; one that exited during the slice is lost (pg's idle timeout is 10 s).
     const backendsBefore = new Map((await dbPids()).map((pid) => [pid, cpuMicros(pid)]));
     const before = { client: selfCpuMicros(), server: cpuMicros(serverPid), broker: broker ? cpuMicros(broker) : NaN, db: 0 };
     const latencies = [];
@@ -273,7 +275,7 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
         }
       }),
     );
-    const elapsed = (performance.now() - start) / 1000;
+    const seconds = (performance.now() - start) / 1000;
     if (variant === 'd' || variant === 'ew') await clearWrittenDepartments();
     let db = 0;
     for (const pid of await dbPids()) {
@@ -281,8 +283,17 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
       db += Math.max(0, now - (backendsBefore.get(pid) ?? 0));
     }
     const after = { client: selfCpuMicros(), server: cpuMicros(serverPid), broker: broker ? cpuMicros(broker) : NaN, db };
+    const cpu = Object.fromEntries(Object.keys(before).map((k) => [k, after[k] - before[k]]));
+    return { latencies, errors, firstError, seconds, cpu, rssMb: rssBytes(serverPid) / 2 ** 20 };
+  };
+
+  /** A phase's result from its slices: latencies pooled, calls over the summed time, CPU over all calls. */
+  const phaseResult = (variant, concurrency, slices) => {
+    const latencies = slices.flatMap((s) => s.latencies).sort((x, y) => x - y);
+    const errors = slices.reduce((sum, s) => sum + s.errors, 0);
+    const firstError = slices.find((s) => s.firstError)?.firstError;
     const n = latencies.length || 1;
-    latencies.sort((x, y) => x - y);
+    const sum = (key) => slices.reduce((total, s) => total + s.cpu[key], 0);
     return {
       variant,
       concurrency,
@@ -291,20 +302,30 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
       firstError: firstError ? String(firstError.message ?? firstError).slice(0, 300) : undefined,
       p50: percentile(latencies, 0.5),
       p99: percentile(latencies, 0.99),
-      callsPerSec: latencies.length / elapsed,
-      cpu: Object.fromEntries(Object.keys(before).map((k) => [k, (after[k] - before[k]) / n])),
-      rssMb: rssBytes(serverPid) / 2 ** 20,
+      callsPerSec: latencies.length / slices.reduce((total, s) => total + s.seconds, 0),
+      cpu: Object.fromEntries(['client', 'server', 'broker', 'db'].map((k) => [k, sum(k) / n])),
+      rssMb: slices.at(-1).rssMb,
     };
   };
 
   log(`warming up every variant (${WARM_MS} ms at c16)`);
-  for (const variant of VARIANT_ORDER) await runPhase(variant, 16, WARM_MS);
+  for (const variant of VARIANT_ORDER) await runSlice(variant, 16, WARM_MS);
 
+  // Each round's phase of a variant is SLICES slices, interleaved with the other variants' slices (in an order that
+  // rotates, so that no variant always follows the same one). This 2-core VM's speed drifts by up to 3x within seconds
+  // (another tenant's load); short alternating slices expose every variant of a ratio to the same drift.
   const phases = [];
   for (let round = 1; round <= ROUNDS; round++) {
     for (const concurrency of CONCURRENCIES) {
+      const slices = new Map(VARIANT_ORDER.map((variant) => [variant, []]));
+      for (let s = 0; s < SLICES; s++) {
+        for (let i = 0; i < VARIANT_ORDER.length; i++) {
+          const variant = VARIANT_ORDER[(i + s) % VARIANT_ORDER.length];
+          slices.get(variant).push(await runSlice(variant, concurrency, PHASE_MS / SLICES));
+        }
+      }
       for (const variant of VARIANT_ORDER) {
-        const result = { round, ...(await runPhase(variant, concurrency, PHASE_MS)) };
+        const result = { round, ...phaseResult(variant, concurrency, slices.get(variant)) };
         phases.push(result);
         log(
           `round ${round}/${ROUNDS} c${concurrency} ${variant.padEnd(2)}: p50 ${result.p50.toFixed(2)} ms p99 ${result.p99.toFixed(2)} ms ${result.callsPerSec.toFixed(0)} calls/s · CPU µs/call client ${result.cpu.client.toFixed(0)} server ${result.cpu.server.toFixed(0)} broker ${result.cpu.broker.toFixed(0)} db ${result.cpu.db.toFixed(0)} · RSS ${result.rssMb.toFixed(0)} MB${result.errors ? ` · ${result.errors} ERRORS: ${result.firstError}` : ''}`,
@@ -316,14 +337,14 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
   const rows = aggregate(phases, CONCURRENCIES, VARIANT_ORDER);
   const ratioRows = ratios(phases, CONCURRENCIES);
   const targetRows = targets(ratioRows);
-  const meta = { startedAt, mode: MODE, rounds: ROUNDS, phaseMs: PHASE_MS, prefetch: PREFETCH, poolSize: POOL_SIZE, cpus: cpus().length, loadBefore };
+  const meta = { startedAt, mode: MODE, rounds: ROUNDS, phaseMs: PHASE_MS, slices: SLICES, prefetch: PREFETCH, poolSize: POOL_SIZE, cpus: cpus().length, loadBefore };
   const table = markdown({ rows, ratioRows, targetRows, statements, meta });
   let scaleOutResult;
   if (MODE === 'full' && !flag('no-scale-out')) scaleOutResult = await scaleOut({ stack, server, ctx, newToolService });
 
   mkdirSync(RESULTS, { recursive: true });
   // latest.* is the full run only: a run with other rounds, phases, variants or pool writes custom.* instead.
-  const custom = ['rounds', 'phase-ms', 'concurrency', 'variants', 'pool'].some((name) => option(name) !== undefined);
+  const custom = ['rounds', 'phase-ms', 'slices', 'concurrency', 'variants', 'pool'].some((name) => option(name) !== undefined);
   const base = `${RESULTS}${SMOKE ? 'smoke' : custom ? 'custom' : 'latest'}`;
   const json = { meta, variants: VARIANTS, statements, statementLists, phases, rows, ratios: ratioRows, targets: targetRows, scaleOut: scaleOutResult };
   writeFileSync(`${base}.json`, `${JSON.stringify(json, null, 2)}\n`);

@@ -108,7 +108,7 @@ export const targets = (ratioRows) => {
 
 export const markdown = ({ rows, ratioRows, targetRows, statements, meta }) => {
   const lines = [];
-  lines.push(`Run ${meta.startedAt} · ${meta.mode} · ${meta.rounds} interleaved round(s) × ${meta.phaseMs} ms per phase · prefetch ${meta.prefetch} · pool ${meta.poolSize} · ${meta.cpus} CPUs · load before ${meta.loadBefore}`);
+  lines.push(`Run ${meta.startedAt} · ${meta.mode} · ${meta.rounds} round(s) × ${meta.phaseMs} ms per phase in ${meta.slices ?? 1} interleaved slice(s) · prefetch ${meta.prefetch} · pool ${meta.poolSize} · ${meta.cpus} CPUs · load before ${meta.loadBefore}`);
   lines.push('');
   lines.push('| variant | conc | p50 ms | p99 ms | calls/s | CPU µs/call client / server / broker / db | stmts/call | server RSS MB | errors |');
   lines.push('|---|---|---|---|---|---|---|---|---|');
