@@ -49,8 +49,8 @@ const log = (line) => console.log(`[bench ${new Date().toISOString().slice(11, 1
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A variant's server: a bench script forked with its own environment, ready when it says so. */
-const forkServer = async (script, env) => {
-  const child = fork(`${BENCH}servers/${script}`, [], { env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+const forkServer = async (script, env, execArgv = []) => {
+  const child = fork(`${BENCH}servers/${script}`, [], { env: { ...process.env, ...env }, execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   await new Promise((resolve, reject) => {
     child.once('message', resolve);
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code} at start-up`)));
@@ -86,16 +86,21 @@ const main = async () => {
 };
 
 const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore }) => {
-  const capture = MODE === 'full' || MODE === 'smoke';
+  const profileIdeal = MODE === 'profile' && option('profile-target', 'server') === 'ideal';
+  // The ideal follows the statements captured from the server, so a profile of it needs the capture too.
+  const capture = MODE === 'full' || MODE === 'smoke' || profileIdeal;
   // Statement capture first: sessions opened from now on log every statement; servers are restarted after it.
   if (capture) await setStatementLogging(stack.owner, APP_ROLE.name, stack.database, true);
 
   mkdirSync(RESULTS, { recursive: true });
   const heapFile = `${RESULTS}soak-heap.jsonl`;
   if (MODE === 'soak') rmSync(heapFile, { force: true });
+  // --profile profiles the server, or with --profile-target=ideal the ideal pipeline under the same load: the gap between
+  // the two profiles is what execute() costs over the statements themselves.
+  const profiled = { nodeArgs: ['--import', `${BENCH}lib/cpu-profile-preload.mjs`], extraEnv: { BENCH_CPU_PROFILE_FILE: profilePath() } };
   const serverArgs =
-    MODE === 'profile'
-      ? { nodeArgs: ['--import', `${BENCH}lib/cpu-profile-preload.mjs`], extraEnv: { BENCH_CPU_PROFILE_FILE: profilePath() } }
+    MODE === 'profile' && !profileIdeal
+      ? profiled
       : MODE === 'soak' && flag('heap')
         ? { nodeArgs: ['--expose-gc', '--import', `${BENCH}lib/heap-preload.mjs`], extraEnv: { BENCH_HEAP_FILE: heapFile } }
         : {};
@@ -119,6 +124,9 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
     BENCH_IDEAL_IDENTITY_WITH_PERMISSIONS: '0',
   };
   let ideal;
+  // The profiler's preload only starts on SIGUSR2, so every ideal of a profile run may carry it.
+  const startIdeal = () =>
+    profileIdeal ? forkServer('ideal.mjs', { ...idealEnv, ...profiled.extraEnv }, profiled.nodeArgs) : forkServer('ideal.mjs', idealEnv);
 
   const newToolService = async (queue) => {
     const service = new AgentToolService({ rabbitmqUrl: RABBITMQ_URL, toolsQueue: queue, timeoutMs: TIMEOUT_MS });
@@ -172,7 +180,7 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
         idealEnv.BENCH_IDEAL_DISPATCH_STATE = statementLists.c.some((sql) => sql.includes('agent_run_dispatch_state')) ? '1' : '0';
         // And reads the caller with their permissions in one statement only if the server does.
         idealEnv.BENCH_IDEAL_IDENTITY_WITH_PERMISSIONS = statementLists.c.some((sql) => sql.includes('AS permissions FROM users u')) ? '1' : '0';
-        ideal = await forkServer('ideal.mjs', idealEnv);
+        ideal = await startIdeal();
         children.push(ideal);
       }
       await callers[variant]();
@@ -200,13 +208,13 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
     children.push(server);
     await mint();
     await ideal.stop();
-    ideal = await forkServer('ideal.mjs', idealEnv);
+    ideal = await startIdeal();
     children.push(ideal);
   }
 
-  ideal ??= await forkServer('ideal.mjs', idealEnv);
+  ideal ??= await startIdeal();
   if (!children.includes(ideal)) children.push(ideal);
-  if (MODE === 'profile') return profileMode({ server, callers });
+  if (MODE === 'profile') return profileMode(profileIdeal ? { server: ideal, callers: { c: callers.er, d: callers.ew } } : { server, callers });
   if (MODE === 'soak') return soakMode({ server, callers });
   if (MODE === 'scale-out') return scaleOut({ stack, server, ctx, newToolService });
 
