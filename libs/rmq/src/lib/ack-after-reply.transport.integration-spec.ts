@@ -9,7 +9,7 @@ import { firstValueFrom, from, lastValueFrom } from 'rxjs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { closeConnectionByName, queueCounts, rmqTestUrl, waitUntil, type QueueCounts } from '../test/rmq-test-broker.js';
 import { AckAfterReplyTransport, PUBLISHER_REFUSED_ERROR, type AckAfterReplyTransportOptions } from './ack-after-reply.transport.js';
-import { currentRmqMessage } from './current-rmq-message.js';
+import { currentRmqMessage, type RmqMessageFrame } from './current-rmq-message.js';
 import { rmqClientOptions } from './rmq-client-options.js';
 import { rmqNames } from './rmq-names.js';
 import { declareTopology, deleteTopology } from './rmq-topology.js';
@@ -35,7 +35,9 @@ const deferred = () => {
 /** What the handlers saw, for the tests to inspect. */
 const seen = {
   runs: new Map<string, number>(),
-  neverSignals: [] as AbortSignal[],
+  /** The frames of handlers that never resolve, and whether each read as aborted when its handler started. */
+  neverFrames: [] as RmqMessageFrame[],
+  neverAbortedAtStart: [] as boolean[],
   events: [] as unknown[],
   gateRedeliveries: [] as boolean[],
   slowStarted: deferred(),
@@ -80,7 +82,11 @@ class ProbeController {
   @MessagePattern('never.resolves')
   never() {
     const frame = currentRmqMessage();
-    if (frame) seen.neverSignals.push(frame.signal);
+    if (frame) {
+      // `aborted` only: the signal is not read until the test does, so `aborted` must work without it.
+      seen.neverAbortedAtStart.push(frame.aborted);
+      seen.neverFrames.push(frame);
+    }
     return new Promise(() => undefined);
   }
 
@@ -368,11 +374,12 @@ describe('AckAfterReplyTransport', () => {
   });
 
   it('settles a handler that never resolves after handlerTimeoutMs (error reply, dead-lettered, signal aborted), freeing its prefetch slot', async () => {
-    seen.neverSignals.length = 0;
+    seen.neverFrames.length = 0;
+    seen.neverAbortedAtStart.length = 0;
     const started = Date.now();
     // Every prefetch slot is taken by a handler that never returns; the echo call can only run once they are freed.
     const stuck = Array.from({ length: PREFETCH }, () => call('never.resolves', null).catch((error: unknown) => error));
-    await waitUntil(() => seen.neverSignals.length === PREFETCH);
+    await waitUntil(() => seen.neverFrames.length === PREFETCH);
     const echo = await call('echo.thing', { after: 'stuck' });
     const echoElapsed = Date.now() - started;
     const errors = await Promise.all(stuck);
@@ -383,7 +390,9 @@ describe('AckAfterReplyTransport', () => {
     for (const error of errors) {
       expect(error).toMatchObject({ status: 'error', message: expect.stringContaining(`time limit of ${HANDLER_TIMEOUT_MS} ms`) });
     }
-    expect(seen.neverSignals.every((signal) => signal.aborted)).toBe(true);
+    expect(seen.neverAbortedAtStart).toEqual(Array(PREFETCH).fill(false));
+    expect(seen.neverFrames.map((frame) => frame.aborted)).toEqual(Array(PREFETCH).fill(true));
+    expect(seen.neverFrames.every((frame) => frame.signal.aborted)).toBe(true);
     await waitUntil(async () => (await deadLetterCount()) === PREFETCH);
     expect(await deadLetterCount()).toBe(PREFETCH);
     await expectSettled(names.toolsQueue);
@@ -477,10 +486,11 @@ describe('AckAfterReplyTransport lifecycle', () => {
 
   it('stops waiting after drainTimeoutMs: the unfinished message is requeued, not lost, and its signal aborted', async () => {
     const server = await startServer({ drainTimeoutMs: 300, handlerTimeoutMs: 10_000 });
-    seen.neverSignals.length = 0;
+    seen.neverFrames.length = 0;
+    seen.neverAbortedAtStart.length = 0;
     publishRaw(rawPacket({ pattern: 'never.resolves', data: null, id: 'stuck-at-close' }), { correlationId: 'stuck-at-close' });
     await inspector.waitForConfirms();
-    await waitUntil(() => seen.neverSignals.length === 1);
+    await waitUntil(() => seen.neverFrames.length === 1);
 
     const started = Date.now();
     await server.app.close();
@@ -488,7 +498,9 @@ describe('AckAfterReplyTransport lifecycle', () => {
 
     expect(elapsed).toBeGreaterThanOrEqual(250);
     expect(elapsed).toBeLessThan(2_000);
-    expect(seen.neverSignals[0]?.aborted).toBe(true);
+    expect(seen.neverAbortedAtStart).toEqual([false]);
+    expect(seen.neverFrames[0]?.aborted).toBe(true);
+    expect(seen.neverFrames[0]?.signal.aborted).toBe(true);
     expect(await queueCounts(names.toolsQueue)).toEqual({ ready: 1, unacked: 0 });
     expect(server.transport.wire.filter((event) => event.operation !== 'publish')).toEqual([]);
     expect(await deadLetterCount()).toBe(0);

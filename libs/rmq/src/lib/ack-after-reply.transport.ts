@@ -79,6 +79,7 @@ type Delivery = {
   readonly message: ConsumeMessage;
   readonly channel: Channel;
   readonly signal: AbortSignal;
+  readonly aborted: boolean;
   abort(reason: Error): void;
   /** Runs once the message is settled or abandoned (at once if it already is). */
   onFinish(cleanup: () => void): void;
@@ -352,6 +353,9 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
       get signal() {
         return controller().signal;
       },
+      get aborted() {
+        return abortController?.signal.aborted ?? false;
+      },
       abort: (reason) => controller().abort(reason),
       onFinish: (cleanup) => {
         if (settled) cleanup();
@@ -416,6 +420,9 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
       fields: message.fields,
       get signal() {
         return delivery.signal;
+      },
+      get aborted() {
+        return delivery.aborted;
       },
     };
     const context = new RmqContext([message, this.handlerChannel(delivery.channel), pattern]);

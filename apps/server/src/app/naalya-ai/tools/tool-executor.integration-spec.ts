@@ -7,6 +7,7 @@ import {
   listStaffTool,
   type AgentToolResult,
 } from '@naalya/agent-tools';
+import { runInRmqMessageFrame, type RmqMessageFrame } from '@naalya/rmq';
 import { DataSource } from 'typeorm';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AuditLogService } from '../../core/audit/audit-log.service.js';
@@ -222,6 +223,40 @@ describe('one unit of work per call', () => {
     expect(await call(createDepartmentTool, envelope)).toEqual({ error: MASKED_TOOL_ERROR });
     expect(await departmentsNamed('Unaudited')).toBe(0);
     expect(await count(`SELECT count(*) FROM tool_call_ledger WHERE call_id = $1`, [envelope.meta.callId])).toBe(0);
+  });
+
+  it('a write the transport gave up on while it ran (its time limit passed) commits nothing: no department, audit or ledger row', async () => {
+    // The transport answers a call past its time limit with an error and aborts its message frame; the executor reads
+    // that before committing. The frame is the transport's public one, flipped while the service runs.
+    let aborted = false;
+    const frame: RmqMessageFrame = {
+      pattern: createDepartmentTool.event,
+      properties: {} as RmqMessageFrame['properties'],
+      fields: {} as RmqMessageFrame['fields'],
+      get signal() {
+        return aborted ? AbortSignal.abort() : new AbortController().signal;
+      },
+      get aborted() {
+        return aborted;
+      },
+    };
+    const service = testApp.module.get(DepartmentService);
+    const original = service.create.bind(service);
+    vi.spyOn(service, 'create').mockImplementation(async (dto, jwt) => {
+      const created = await original(dto, jwt);
+      aborted = dto.name === 'Past The Limit';
+      return created;
+    });
+    const late = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Past The Limit' });
+    expect(await runInRmqMessageFrame(frame, () => call(createDepartmentTool, late))).toEqual({ error: MASKED_TOOL_ERROR });
+    expect(await departmentsNamed('Past The Limit')).toBe(0);
+    expect(await count(`SELECT count(*) FROM audit_log WHERE call_id = $1`, [late.meta.callId])).toBe(0);
+    expect(await count(`SELECT count(*) FROM tool_call_ledger WHERE call_id = $1`, [late.meta.callId])).toBe(0);
+
+    // The same frame, not aborted: the call commits.
+    const inTime = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Within The Limit' });
+    expect(await runInRmqMessageFrame(frame, () => call(createDepartmentTool, inTime))).toMatchObject({ data: { name: 'Within The Limit' } });
+    expect(await departmentsNamed('Within The Limit')).toBe(1);
   });
 
   it('a service that writes and then throws leaves nothing behind', async () => {

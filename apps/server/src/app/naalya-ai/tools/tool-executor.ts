@@ -200,7 +200,7 @@ export class ToolExecutor {
     }
     if (plan.ledgerHash !== undefined) await this.ledger.record(plan.callId, plan.event, plan.ledgerHash, plan.tenantJwt, result);
     // Past the transport's time limit the caller already got an error: commit nothing it no longer expects.
-    if (currentRmqMessage()?.signal.aborted) throw new Error('The tool call ran past its time limit; rolled back.');
+    if (currentRmqMessage()?.aborted) throw new Error('The tool call ran past its time limit; rolled back.');
     return result;
   }
 
