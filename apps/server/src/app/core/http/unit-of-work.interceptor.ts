@@ -10,7 +10,7 @@ import { from, lastValueFrom, type Observable } from 'rxjs';
 import { AppAbilityFactory } from '../authorization/app-ability.factory.js';
 import type { PermissionGate } from '../authorization/app-ability.js';
 import { permissionDeniedMessage } from '../authorization/permission-denied.js';
-import { permissionScopeStore } from '../authorization/permission-scope.store.js';
+import { runWithAbility } from '../authorization/permission-scope.store.js';
 import { REQUIRE_PERMISSIONS } from '../authorization/require-permissions.decorator.js';
 import { IdentityService } from '../auth/identity.service.js';
 import type { AuthenticatedRequest } from '../auth/jwt-auth.guard.js';
@@ -55,7 +55,7 @@ export class UnitOfWorkInterceptor implements NestInterceptor {
           await this.identityService.assertCurrent(jwt);
           const ability = await this.abilityFactory.createForUser(tenantJwt);
           if (gate && !ability.can(gate.action, gate.resource)) throw new ForbiddenException(permissionDeniedMessage(gate));
-          return permissionScopeStore.run({ ability }, () => lastValueFrom(next.handle(), { defaultValue: undefined }));
+          return runWithAbility(ability, () => lastValueFrom(next.handle(), { defaultValue: undefined }));
         });
       })(),
     );

@@ -10,6 +10,8 @@ type Frame = {
   runner: QueryRunner;
   manager: EntityManager;
   rollbackOnly: boolean;
+  /** What other layers bind to this unit of work (the rebuilt ability): see unitOfWorkSlot. */
+  slots: Map<symbol, unknown>;
 };
 
 /** Raised when COMMIT itself failed: the write may or may not have been persisted. */
@@ -66,12 +68,36 @@ export const markRollbackOnly = (): void => {
   currentFrame().rollbackOnly = true;
 };
 
+/**
+ * A value bound to the open unit of work for as long as it lasts, such as the ability rebuilt for it. Held by the
+ * frame rather than by an AsyncLocalStorage of its own: on Node 20 every AsyncLocalStorage in use adds work to every
+ * promise the process creates (~70 ns each; a tool call makes ~200), so the unit of work keeps one for all it carries.
+ */
+export type UnitOfWorkSlot<T> = {
+  /** Binds the value to the open frame; throws outside one, and when another value is already bound (fails closed). */
+  bind(value: T): void;
+  /** The bound value, or undefined outside a frame or when nothing was bound. */
+  get(): T | undefined;
+};
+
+export const unitOfWorkSlot = <T>(name: string): UnitOfWorkSlot<T> => {
+  const key = Symbol(name);
+  return {
+    bind(value) {
+      const { slots } = currentFrame();
+      if (slots.has(key) && slots.get(key) !== value) throw new Error(`This unit of work already has a ${name}.`);
+      slots.set(key, value);
+    },
+    get: () => frames.getStore()?.slots.get(key) as T | undefined,
+  };
+};
+
 const sameScope = (left: TenantScope, right: TenantScope) =>
   left.kind === right.kind && (left.kind === 'unscoped' || left.schoolId === (right as { schoolId: string }).schoolId);
 
 const openFrame = async <T>(scope: TenantScope, actorId: string, fn: () => Promise<T>): Promise<T> => {
   const runner = dataSource().createQueryRunner('master');
-  const frame: Frame = { scope, actorId, runner, manager: runner.manager, rollbackOnly: false };
+  const frame: Frame = { scope, actorId, runner, manager: runner.manager, rollbackOnly: false, slots: new Map() };
   // BEGIN..COMMIT run inside als.run so every query of the unit of work sees the frame.
   return frames.run(frame, async () => {
     try {

@@ -1,7 +1,7 @@
 import { Action, Resource } from '@naalya/access';
 import { listDepartmentsTool, listStaffTool } from '@naalya/agent-tools';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { permissionScopeStore } from '../../core/authorization/permission-scope.store.js';
+import { abilityInScope } from '../../core/authorization/permission-scope.store.js';
 import { dispatchEnvelope } from '../../../testing/dispatch-envelope.js';
 import { createTestApp, type TestApp } from '../../../testing/test-app.js';
 import { invokeTool } from '../../../testing/tool-handlers.js';
@@ -19,7 +19,7 @@ afterAll(() => testApp?.close());
  * everything. This is the shape that once gave a subject teacher a whole-class gradebook.
  */
 const serviceWithAdminFallback = async (): Promise<'everything' | 'own rows only'> => {
-  const ability = permissionScopeStore.getStore()?.ability;
+  const ability = abilityInScope();
   if (!ability) return 'everything';
   return ability.can(Action.READ, Resource.RESULT) ? 'everything' : 'own rows only';
 };

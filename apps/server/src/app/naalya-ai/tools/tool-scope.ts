@@ -4,7 +4,7 @@ import { CampusEntity } from '../../campuses/campus.entity.js';
 import type { AppAbility, PermissionGate } from '../../core/authorization/app-ability.js';
 import { campusReach } from '../../core/authorization/campus-reach.js';
 import { permissionDeniedMessage } from '../../core/authorization/permission-denied.js';
-import { permissionScopeStore } from '../../core/authorization/permission-scope.store.js';
+import { runWithAbility } from '../../core/authorization/permission-scope.store.js';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { repo } from '../../core/tenancy/tenant-context.js';
 import { NO_TENANT_SCOPE_ERROR, hasNoTenantScope, inTenantScope } from '../../core/tenancy/tenant-scope.js';
@@ -22,7 +22,7 @@ export const toJwtPayload = (identity: AgentIdentity): JwtPayload => ({ ...ident
  * admin fallback that found no ability would otherwise fail open on this untrusted seam.
  */
 const runWithAmbientAbility = <T>(jwt: JwtPayload, ability: AppAbility, fn: () => Promise<T>): Promise<T> =>
-  inTenantScope(jwt, () => permissionScopeStore.run({ ability }, fn));
+  inTenantScope(jwt, () => runWithAbility(ability, fn));
 
 const campusNames = async (campusIds: string[]): Promise<string> => {
   const campuses = await repo(CampusEntity).find({ where: { id: In(campusIds) }, order: { name: 'ASC' } });
