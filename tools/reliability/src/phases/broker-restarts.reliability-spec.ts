@@ -77,38 +77,61 @@ export const brokerRestartsPhase = (target: PhaseTarget, size: { restarts: numbe
       const lanes = Array.from({ length: size.lanes }, lane);
       await sleep(1_000);
 
-      for (let restart = 1; restart <= size.restarts; restart++) {
+      // One restart with two branding updates held inside their transactions. The lock is released whatever fails, so
+      // that it cannot block the next test's branding calls, and a failed wait says what the held calls got.
+      const restartOnce = async (restart: number) => {
         const lock = await holdTableLock(stack, 'school_branding');
-        const held = [0, 1].map((index) =>
-          guarded(patient.call(updateSchoolBrandingTool, { motto: `Held ${tag} ${restart}-${index}` }, context)),
-        );
-        await waitFor(async () => (await lock.waiters()) >= 2, 10_000, 'branding updates waiting inside their transactions');
-        const down = Date.now();
-        await stack.broker.outage(size.outageMs);
-        const up = Date.now();
-        const callBack = await waitFor(
-          async () => (await guarded(caller.call(listDepartmentsTool, {}, context)))?.kind === 'ok',
-          BACK_WITHIN_MS,
-        ).catch(() => undefined);
-        check(callBack !== undefined, `restart ${restart}: no call worked within ${BACK_WITHIN_MS / 1000} s of the broker coming back`);
-        let conversed = false;
-        while (!conversed && Date.now() - up < BACK_WITHIN_MS) {
-          conversed = await converse(stack.server().baseUrl, token, 'list departments', BACK_WITHIN_MS - (Date.now() - up)).then(stepSucceeded, () => false);
-          if (!conversed) await sleep(200);
+        try {
+          const heldOutcomes: (CallOutcome | undefined)[] = [];
+          const held = [0, 1].map((index) =>
+            guarded(patient.call(updateSchoolBrandingTool, { motto: `Held ${tag} ${restart}-${index}` }, context)).then((outcome) => {
+              heldOutcomes[index] = outcome;
+              return outcome;
+            }),
+          );
+          await waitFor(async () => (await lock.waiters()) >= 2, 10_000, 'branding updates waiting inside their transactions').catch(
+            async (error: Error) => {
+              const answers = [0, 1].map((index) => heldOutcomes[index]).map((outcome) => (outcome ? `${outcome.kind}${outcome.error ? ` (${outcome.error})` : ''}` : 'no answer yet'));
+              throw new Error(`restart ${restart}: ${error.message}; waiting now: ${await lock.waiters()}; the held calls: ${answers.join(', ')}`);
+            },
+          );
+          const down = Date.now();
+          await stack.broker.outage(size.outageMs);
+          const up = Date.now();
+          const callBack = await waitFor(
+            async () => (await guarded(caller.call(listDepartmentsTool, {}, context)))?.kind === 'ok',
+            BACK_WITHIN_MS,
+          ).catch(() => undefined);
+          check(callBack !== undefined, `restart ${restart}: no call worked within ${BACK_WITHIN_MS / 1000} s of the broker coming back`);
+          let conversed = false;
+          while (!conversed && Date.now() - up < BACK_WITHIN_MS) {
+            conversed = await converse(stack.server().baseUrl, token, 'list departments', BACK_WITHIN_MS - (Date.now() - up)).then(stepSucceeded, () => false);
+            if (!conversed) await sleep(200);
+          }
+          check(conversed, `restart ${restart}: no conversation step through the worker finished within ${BACK_WITHIN_MS / 1000} s of the broker coming back`);
+          // The redelivered updates have reached the server again by now; the first runs finish once the lock goes, then
+          // the redelivered ones.
+          await lock.release();
+          await Promise.all(held);
+          await waitFor(async () => Number((await stack.owner.query(`SELECT count(*) FROM pg_locks WHERE NOT granted`)).rows[0].count) === 0);
+          await sleep(300);
+          const during = seen.filter((outcome) => outcome.endedAt - outcome.ms >= down && outcome.endedAt <= up);
+          const answered = during.filter((outcome) => outcome.kind !== 'unknown');
+          check(answered.length === 0, `restart ${restart}: ${answered.length} calls made and ended during the outage did not get the infrastructure sentence`);
+        } finally {
+          await lock.release();
         }
-        check(conversed, `restart ${restart}: no conversation step through the worker finished within ${BACK_WITHIN_MS / 1000} s of the broker coming back`);
-        // The redelivered updates have reached the server again by now; the first runs finish once the lock goes, then
-        // the redelivered ones.
-        await lock.release();
-        await Promise.all(held);
-        await waitFor(async () => Number((await stack.owner.query(`SELECT count(*) FROM pg_locks WHERE NOT granted`)).rows[0].count) === 0);
-        await sleep(300);
-        const during = seen.filter((outcome) => outcome.endedAt - outcome.ms >= down && outcome.endedAt <= up);
-        const answered = during.filter((outcome) => outcome.kind !== 'unknown');
-        check(answered.length === 0, `restart ${restart}: ${answered.length} calls made and ended during the outage did not get the infrastructure sentence`);
-        await sleep(1_000);
+      };
+
+      try {
+        for (let restart = 1; restart <= size.restarts; restart++) {
+          await restartOnce(restart);
+          await sleep(1_000);
+        }
+      } finally {
+        // Lanes left running would load the next test.
+        loading = false;
       }
-      loading = false;
       await Promise.all(lanes);
       await patient.close();
       check(hung === 0, `${hung} calls hung (no answer within the timeout + 5 s)`);

@@ -15,15 +15,18 @@ export const holdTableLock = async (stack: ReliabilityStack, table: string): Pro
   const client = new pg.Client({ connectionString: stack.env['DATABASE_OWNER_URL'] });
   await client.connect();
   await client.query(`BEGIN; LOCK TABLE ${table} IN EXCLUSIVE MODE`);
+  let released: Promise<void> | undefined;
   return {
     waiters: async () =>
       Number(
         (await stack.owner.query<{ count: string }>(`SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = $1::regclass`, [table])).rows[0]
           .count,
       ),
-    release: async () => {
-      await client.query('ROLLBACK').catch(() => undefined);
-      await client.end().catch(() => undefined);
-    },
+    // Once: a phase releases mid-way and again in its finally.
+    release: () =>
+      (released ??= (async () => {
+        await client.query('ROLLBACK').catch(() => undefined);
+        await client.end().catch(() => undefined);
+      })()),
   };
 };

@@ -83,7 +83,7 @@ export class DepartmentService {
       return Object.assign(new DepartmentEntity(), { id, schoolId, campusId, name, createdAt });
     } catch (error) {
       if ((error as { code?: string }).code === UNIQUE_VIOLATION) {
-        throw new ConflictException(`A department called "${dto.name.trim()}" already exists there.`);
+        throw new ConflictException(`A department called "${name}" already exists there.`);
       }
       throw error;
     }
