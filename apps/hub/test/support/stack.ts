@@ -83,7 +83,9 @@ export const startHubStack = async (): Promise<HubStack> => {
   if (!existsSync(HUB_INDEX)) throw new Error(`The Hub is not built (${HUB_INDEX}): run npx nx run-many -t build first.`);
   const suffix = `${process.pid}_${randomBytes(3).toString('hex')}`;
   const database = `naalya_hub_${suffix}`;
-  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  // Below Linux's ephemeral range (32768 and up), where outgoing connections take their ports: a restart on this port
+  // after a kill could otherwise find it taken.
+  const port = 20_000 + Math.floor(Math.random() * 12_000);
   const toolsQueue = `agent-tools-hub-${suffix}`;
   const runsQueue = `agent-runs-hub-${suffix}`;
   const checkpointUrl = databaseUrl(database, CHECKPOINT_ROLE);

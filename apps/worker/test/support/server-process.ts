@@ -42,7 +42,9 @@ const runCli = (script: string, env: Record<string, string>, args: string[] = []
 export const createServerStack = async (): Promise<ServerStack> => {
   const suffix = `${process.pid}_${randomBytes(3).toString('hex')}`;
   const database = `naalya_e2e_${suffix}`;
-  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  // Below Linux's ephemeral range (32768 and up), where outgoing connections take their ports: a restart on this port
+  // after a kill could otherwise find it taken.
+  const port = 20_000 + Math.floor(Math.random() * 12_000);
   const env: Record<string, string> = {
     DATABASE_URL: databaseUrl(database, { name: 'naalya_app_test', password: 'naalya_app_test' }),
     DATABASE_OWNER_URL: databaseUrl(database),

@@ -1,4 +1,4 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { AgentRuntimeContext } from '@naalya/agent-tools';
 import { deleteTopology, rmqNames } from '@naalya/rmq';
@@ -7,7 +7,7 @@ import { inject } from 'vitest';
 // bench/ is not an Nx project but a folder of scripts: its stack (the server's own setup CLIs, the server as a process)
 // is shared with it by file rather than copied here.
 // eslint-disable-next-line @nx/enforce-module-boundaries
-import { OWNER_URL, RABBITMQ_URL, createStack, login, mintContext, startServer, stopChild } from '../../../../bench/lib/stack.mjs';
+import { OWNER_URL, RABBITMQ_URL, createStack, login, mintContext, startServer, startWorker as startBenchWorker, stopChild } from '../../../../bench/lib/stack.mjs';
 import { startFaultProxy, type FaultProxy } from './fault-proxy.js';
 
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
@@ -65,15 +65,6 @@ export type Weakening =
   | 'no-quota';
 const WEAKENED_SERVER = fileURLToPath(new URL('./weakened-server.mjs', import.meta.url));
 
-const CHECKPOINT_ROLE = { name: 'naalya_checkpoint_rel', password: 'naalya_checkpoint_rel' };
-
-const withUser = (url: string, user: { name: string; password: string }) => {
-  const parsed = new URL(url);
-  parsed.username = user.name;
-  parsed.password = user.password;
-  return parsed.toString();
-};
-
 /**
  * Its own database and queues, set up by the server's own CLIs (bench/lib/stack.mjs), and the server and worker as
  * processes of the built dist pointed at the fault proxies. Teardown drops the database and deletes the queues.
@@ -84,8 +75,6 @@ export const createReliabilityStack = async (options: { poolSize?: number; serve
   const brokerUrl = new URL(base.env.RABBITMQ_URL);
   const broker = await startFaultProxy({ host: brokerUrl.hostname, port: Number(brokerUrl.port || 5672) });
   const database = await startFaultProxy({ host: ownerUrl.hostname, port: Number(ownerUrl.port || 5432) }, { postgres: true });
-  const checkpointUrl = withUser(base.env.DATABASE_OWNER_URL, CHECKPOINT_ROLE);
-  let checkpointReady = false;
 
   const env: Record<string, string> = {
     ...base.env,
@@ -113,40 +102,8 @@ export const createReliabilityStack = async (options: { poolSize?: number; serve
   };
 
   const startWorker = async (extraEnv: Record<string, string> = {}) => {
-    if (!checkpointReady) {
-      // The setup again with the worker's checkpoint role, as `npm start` runs it; only phases with a worker need it.
-      const setup = spawnSync(process.execPath, [`${SERVER_DIST}cli/db-setup.js`], {
-        env: { ...process.env, ...base.env, CHECKPOINT_DATABASE_URL: checkpointUrl },
-        encoding: 'utf8',
-      });
-      if (setup.status !== 0) throw new Error(`db-setup failed: ${setup.stderr || setup.stdout}`);
-      checkpointReady = true;
-    }
-    let output = '';
-    const child = spawn(process.execPath, [`${WORKER_DIST}main.js`], {
-      env: {
-        ...process.env,
-        RABBITMQ_URL: workerBrokerUrl,
-        AGENT_TOOLS_QUEUE: env['AGENT_TOOLS_QUEUE'],
-        AGENT_RUNS_QUEUE: env['AGENT_RUNS_QUEUE'],
-        CHECKPOINT_DATABASE_URL: checkpointUrl,
-        AGENT_MODEL: 'scripted',
-        TOOL_CALL_TIMEOUT_MS: '5000',
-        // 'log' prints the readiness line waited for below.
-        LOG_LEVEL: 'log',
-        ...extraEnv,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stdout?.on('data', (chunk) => (output += chunk));
-    child.stderr?.on('data', (chunk) => (output += chunk));
-    const deadline = Date.now() + 60_000;
-    while (!output.includes('Worker ready')) {
-      if (child.exitCode !== null) throw new Error(`The worker exited at start-up:\n${output}`);
-      if (Date.now() > deadline) throw new Error(`The worker was not ready within 60 s:\n${output}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    const worker: WorkerProcess = { child, output: () => output, stop: (signal) => stopChild(child, signal) };
+    const started = await startBenchWorker(base, { RABBITMQ_URL: workerBrokerUrl, TOOL_CALL_TIMEOUT_MS: '5000', ...extraEnv });
+    const worker: WorkerProcess = { child: started.child, output: started.output, stop: started.stop };
     workers.push(worker);
     return worker;
   };
