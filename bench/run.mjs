@@ -23,7 +23,8 @@ import { brokerPid, cpuMicros, rssBytes, selfCpuMicros } from './lib/proc.mjs';
 import { createRawClient } from './lib/raw-client.mjs';
 import { VARIANTS, aggregate, markdown, ratios, svgChart, targets } from './lib/report.mjs';
 import { profileMarkdown, summariseProfile } from './lib/profile-summary.mjs';
-import { APP_ROLE, RABBITMQ_URL, ROOT, createStack, login, mintContext, startServer, stopChild } from './lib/stack.mjs';
+import { APP_ROLE, RABBITMQ_URL, ROOT, createStack, login, mintContext, startServer, startWorker, stopChild } from './lib/stack.mjs';
+import { createClient } from '../tools/scripts/agent-client.mjs';
 import { logOffset, readStatements, setStatementLogging } from './lib/statement-log.mjs';
 
 const argv = process.argv.slice(2);
@@ -216,7 +217,7 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
   if (!children.includes(ideal)) children.push(ideal);
   if (MODE === 'profile') return profileMode(profileIdeal ? { server: ideal, callers: { c: callers.er, d: callers.ew } } : { server, callers });
   if (MODE === 'soak') return soakMode({ server, callers });
-  if (MODE === 'scale-out') return scaleOut({ stack, server, ctx, newToolService });
+  if (MODE === 'scale-out') return scaleOut({ stack, server });
 
   // ---- the other variants' servers and callers ------------------------------------------------------------------
   const rawEcho = await forkServer('raw-echo.mjs', { ...baseEnv, BENCH_QUEUE: queues.a.toolsQueue });
@@ -348,7 +349,7 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
   const meta = { startedAt, mode: MODE, rounds: ROUNDS, phaseMs: PHASE_MS, slices: SLICES, prefetch: PREFETCH, poolSize: POOL_SIZE, cpus: cpus().length, loadBefore };
   const table = markdown({ rows, ratioRows, targetRows, statements, meta });
   let scaleOutResult;
-  if (MODE === 'full' && !flag('no-scale-out')) scaleOutResult = await scaleOut({ stack, server, ctx, newToolService });
+  if (MODE === 'full' && !flag('no-scale-out')) scaleOutResult = await scaleOut({ stack, server });
 
   mkdirSync(RESULTS, { recursive: true });
   // latest.* is the full run only: a run with other rounds, phases, variants or pool writes custom.* instead.
@@ -444,82 +445,101 @@ const soakMode = async ({ server, callers }) => {
 };
 
 /**
- * Two server processes and two worker-side callers on the same queue; one server is SIGKILLed mid-run. Every call must
- * be answered exactly once in effect: one ledger row, one audit row and one department per call, nothing left in the
- * queue or dead-lettered, and both servers must have served calls before the kill.
+ * Two server processes and two worker processes (apps/worker, scripted model) on the same queues; one server is
+ * SIGKILLed mid-run. Conversations go through the surviving server's API (a thread, a run, its events): each asks for
+ * one new department, so its run makes one audited write over the tools queue, which both servers consume. Every
+ * conversation must finish with its write done exactly once: one department, one audit row and one ledger row each,
+ * nothing left in the tools or runs queue, nothing dead-lettered, and both servers and both workers used CPU.
  */
-const scaleOut = async ({ stack, server, ctx, newToolService }) => {
-  const seconds = SMOKE ? 3 : 6;
-  log(`scale-out: two servers, two callers, SIGKILL of one server after ${seconds / 3} s of ${seconds} s`);
+const scaleOut = async ({ stack, server }) => {
+  const seconds = SMOKE ? 3 : 9;
+  const lanes = 8;
+  log(`scale-out: two servers, two worker processes, ${lanes} conversations at a time for ${seconds} s; SIGKILL of one server after ${seconds / 3} s`);
   const second = await startServer(stack);
-  const callers = [await newToolService(stack.toolsQueue), await newToolService(stack.toolsQueue)];
-  const proxies = callers.map((caller) => toRpcProxy(createDepartmentTool, caller));
-  const cpuBefore = { first: cpuMicros(server.pid), second: cpuMicros(second.pid) };
-  const outcomes = [];
-  const prefix = `Scale ${randomUUID().slice(0, 8)}`;
-  let n = 0;
-  const end = performance.now() + seconds * 1000;
-  const killer = sleep((seconds * 1000) / 3).then(() => {
-    outcomes.killedAt = outcomes.length;
-    cpuBefore.firstAtKill = cpuMicros(server.pid) - cpuBefore.first;
-    cpuBefore.secondAtKill = cpuMicros(second.pid) - cpuBefore.second;
-    server.child.kill('SIGKILL');
-  });
-  await Promise.all(
-    proxies.flatMap((proxy) =>
-      Array.from({ length: 16 }, async () => {
+  const workers = [];
+  try {
+    for (let i = 0; i < 2; i++) workers.push(await startWorker(stack, { TOOL_CALL_TIMEOUT_MS: String(TIMEOUT_MS) }));
+    const client = createClient(second.baseUrl);
+    await client.login('admin@lakeside.school', 'naalya-demo');
+    const cpu = () => ({ servers: [cpuMicros(server.pid), cpuMicros(second.pid)], workers: workers.map((worker) => cpuMicros(worker.pid)) });
+    const before = cpu();
+    const outcomes = [];
+    const prefix = `Scale ${randomUUID().slice(0, 8)}`;
+    let n = 0;
+    const end = performance.now() + seconds * 1000;
+    let atKill;
+    const killer = sleep((seconds * 1000) / 3).then(() => {
+      atKill = { conversations: outcomes.length, cpu: cpu() };
+      server.child.kill('SIGKILL');
+    });
+    const converse = async (name) => {
+      const { id: threadId } = await client.createThread();
+      const { runId } = await client.startRun(threadId, `create a department called ${name}`);
+      const results = [];
+      const { finish } = await client.stream(threadId, runId, 0, (event) => {
+        if (event.type === 'TOOL_CALL_RESULT') results.push(JSON.parse(event.content));
+      });
+      const ok = finish.type === 'RUN_FINISHED' && results.length === 1 && !('error' in results[0]);
+      return { name, ok, detail: ok ? undefined : JSON.stringify({ finish: finish.type, results }).slice(0, 300) };
+    };
+    await Promise.all(
+      Array.from({ length: lanes }, async () => {
         while (performance.now() < end) {
-          const toolCallId = `scale-${randomUUID()}`;
           const name = `${prefix} ${++n}`;
-          const output = String(await proxy.invoke({ name }, { context: ctx.write, toolCallId, writer: null, configurable: { thread_id: 'bench-scale' } }));
-          outcomes.push({ callId: toolCallIdempotencyKey(ctx.write.run.threadId, toolCallId), name, ok: !output.startsWith('{"error"'), output: output.slice(0, 200) });
+          outcomes.push(await converse(name).catch((error) => ({ name, ok: false, detail: String(error?.message ?? error).slice(0, 300) })));
         }
       }),
-    ),
-  );
-  await killer;
-  const callIds = outcomes.map((o) => o.callId);
-  const count = async (sql, params) => Number((await stack.owner.query(sql, params)).rows[0].count);
-  const ledgerRows = await count(`SELECT count(*) FROM tool_call_ledger WHERE call_id = ANY($1)`, [callIds]);
-  const auditRows = await count(`SELECT count(*) FROM audit_log WHERE call_id = ANY($1)`, [callIds]);
-  const departments = await count(`SELECT count(*) FROM departments WHERE name LIKE $1`, [`${prefix} %`]);
-  const connection = await amqplib.connect(RABBITMQ_URL);
-  const channel = await connection.createChannel();
-  const names = rmqNames(stack.env.AGENT_TOOLS_QUEUE, stack.env.AGENT_RUNS_QUEUE);
-  const queue = await channel.checkQueue(names.toolsQueue);
-  const deadLetters = await channel.checkQueue(names.deadLetterQueue);
-  await connection.close();
-  await second.stop();
-  const failed = outcomes.filter((o) => !o.ok);
-  const result = {
-    seconds,
-    calls: outcomes.length,
-    callsBeforeKill: outcomes.killedAt,
-    failed: failed.length,
-    firstFailure: failed[0]?.output,
-    ledgerRows,
-    auditRows,
-    departments,
-    queueMessagesLeft: queue.messageCount,
-    deadLettered: deadLetters.messageCount,
-    serverCpuMsBeforeKill: { first: Math.round(cpuBefore.firstAtKill / 1000), second: Math.round(cpuBefore.secondAtKill / 1000) },
-  };
-  result.ok =
-    result.failed === 0 &&
-    ledgerRows === result.calls &&
-    auditRows === result.calls &&
-    departments === result.calls &&
-    result.queueMessagesLeft === 0 &&
-    result.deadLettered === 0 &&
-    result.serverCpuMsBeforeKill.first > 0 &&
-    result.serverCpuMsBeforeKill.second > 0;
-  log(`scale-out: ${JSON.stringify(result)}`);
-  if (MODE === 'scale-out' && !result.ok) return ['the scale-out check lost or duplicated work'];
-  return MODE === 'scale-out' ? [] : result;
+    );
+    await killer;
+    const after = cpu();
+    const count = async (sql) => Number((await stack.owner.query(sql, [`${prefix} %`])).rows[0].count);
+    const departments = await count(`SELECT count(DISTINCT name) FROM departments WHERE name LIKE $1`);
+    const departmentRows = await count(`SELECT count(*) FROM departments WHERE name LIKE $1`);
+    const auditRows = await count(
+      `SELECT count(*) FROM audit_log a JOIN departments d ON a.resource_id = d.id::text WHERE d.name LIKE $1 AND a.action = 'create'`,
+    );
+    const ledgerRows = await count(`SELECT count(*) FROM tool_call_ledger WHERE event = 'create.department' AND result::jsonb -> 'data' ->> 'name' LIKE $1`);
+    const connection = await amqplib.connect(RABBITMQ_URL);
+    const channel = await connection.createChannel();
+    const names = rmqNames(stack.env.AGENT_TOOLS_QUEUE, stack.env.AGENT_RUNS_QUEUE);
+    const left = { tools: (await channel.checkQueue(names.toolsQueue)).messageCount, runs: (await channel.checkQueue(names.runsQueue)).messageCount };
+    const deadLetters = await channel.checkQueue(names.deadLetterQueue);
+    await connection.close();
+    const failed = outcomes.filter((o) => !o.ok);
+    const ms = (micros) => Math.round(micros / 1000);
+    const result = {
+      seconds,
+      conversations: outcomes.length,
+      conversationsBeforeKill: atKill.conversations,
+      failed: failed.length,
+      firstFailure: failed[0]?.detail,
+      departments,
+      departmentRows,
+      auditRows,
+      ledgerRows,
+      queueMessagesLeft: left.tools + left.runs,
+      deadLettered: deadLetters.messageCount,
+      serverCpuMsBeforeKill: atKill.cpu.servers.map((micros, i) => ms(micros - before.servers[i])),
+      workerCpuMs: after.workers.map((micros, i) => ms(micros - before.workers[i])),
+    };
+    result.ok =
+      result.conversations > 0 &&
+      result.failed === 0 &&
+      [departments, departmentRows, auditRows, ledgerRows].every((rows) => rows === result.conversations) &&
+      result.queueMessagesLeft === 0 &&
+      result.deadLettered === 0 &&
+      [...result.serverCpuMsBeforeKill, ...result.workerCpuMs].every((used) => used > 0);
+    log(`scale-out: ${JSON.stringify(result)}`);
+    if (MODE === 'scale-out' && !result.ok) return ['the scale-out check lost or duplicated work'];
+    return MODE === 'scale-out' ? [] : result;
+  } finally {
+    for (const worker of workers) await worker.stop();
+    await second.stop();
+  }
 };
 
 const scaleOutMarkdown = (r) =>
-  `Scale-out (two servers, two callers, one server SIGKILLed after ${r.callsBeforeKill} of ${r.calls} audited writes): ${r.failed} failed calls; ledger rows ${r.ledgerRows}, audit rows ${r.auditRows}, departments ${r.departments} for ${r.calls} calls; ${r.queueMessagesLeft} left in the queue, ${r.deadLettered} dead-lettered; server CPU before the kill ${r.serverCpuMsBeforeKill.first} ms / ${r.serverCpuMsBeforeKill.second} ms → ${r.ok ? 'nothing lost, nothing doubled' : 'FAILED'}.`;
+  `Scale-out (two servers, two worker processes, one server SIGKILLed after ${r.conversationsBeforeKill} of ${r.conversations} conversations, each one audited write): ${r.failed} failed; departments ${r.departments} (rows ${r.departmentRows}), audit rows ${r.auditRows}, ledger rows ${r.ledgerRows} for ${r.conversations} conversations; ${r.queueMessagesLeft} left in the tools and runs queues, ${r.deadLettered} dead-lettered; server CPU before the kill ${r.serverCpuMsBeforeKill.join(' ms / ')} ms, worker CPU ${r.workerCpuMs.join(' ms / ')} ms → ${r.ok ? 'nothing lost, nothing doubled' : 'FAILED'}.`;
 
 main().then(
   (problems) => {
