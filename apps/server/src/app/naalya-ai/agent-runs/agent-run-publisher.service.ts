@@ -16,9 +16,10 @@ const describe = (error: unknown): string => (error instanceof Error ? error.mes
  * worker's AckAfterReplyTransport routes to its @EventPattern handler.
  *
  * Plain amqplib on a confirm channel rather than a Nest ClientRMQ `emit`: the caller learns that the broker has
- * taken the message (persistent, durable queue, publisher confirm, `mandatory` so a missing queue is an error)
- * before the run's row commits, and a broker that is down fails the request at once (503, nothing recorded)
- * instead of being buffered in memory by amqp-connection-manager and sent, or lost, later.
+ * taken the message (persistent, durable queue, publisher confirm, `mandatory` so a missing queue is an error), and a
+ * broker that is down fails the request at once (503, and the run, already committed, is marked failed) instead of
+ * being buffered in memory by amqp-connection-manager and sent, or lost, later. Steps are published after their
+ * run's row commits (AgentThreadsService.dispatch): the worker's first tool call must find the run in flight.
  */
 @Injectable()
 export class AgentRunPublisher implements BeforeApplicationShutdown {
@@ -62,7 +63,7 @@ export class AgentRunPublisher implements BeforeApplicationShutdown {
     await connection?.close().catch(() => undefined);
   }
 
-  /** Resolves once the broker has confirmed the message; throws 503 otherwise (the caller's transaction rolls back). */
+  /** Resolves once the broker has confirmed the message; throws 503 otherwise. */
   async publish(request: AgentRunRequest): Promise<void> {
     const channel = this.channel;
     if (!channel) throw new ServiceUnavailableException(AGENT_UNAVAILABLE_ERROR);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Controller, Module } from '@nestjs/common';
+import { Controller, Module, ServiceUnavailableException } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import { Test } from '@nestjs/testing';
 import {
@@ -13,10 +13,11 @@ import {
 } from '@naalya/agent-tools';
 import { AckAfterReplyTransport } from '@naalya/rmq';
 import pg from 'pg';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { DemoPersona } from '../../core/database/seed/demo-seed.js';
 import type { TestApp } from '../../../testing/test-app.js';
 import { AgentRunEventStore } from './agent-run-event-store.service.js';
+import { AGENT_UNAVAILABLE_ERROR, AgentRunPublisher } from './agent-run-publisher.service.js';
 import type { AgentMap } from './agent-map.js';
 import {
   ALREADY_ANSWERED_ERROR,
@@ -309,6 +310,50 @@ describe('resuming a run', () => {
 
     expect(answers.map((answer) => answer.status).sort()).toEqual([200, 409, 409, 409, 409, 409]);
     expect(await broker.runQueueDepth()).toBe(1);
+  });
+});
+
+describe('a run step is published only once it is committed', () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  /** What another connection (the worker's first tool call, in production) reads of the run while it is published. */
+  const seenAtPublish = () => {
+    const publisher = testApp.module.get(AgentRunPublisher);
+    const publish = publisher.publish.bind(publisher);
+    const seen: Record<string, unknown>[][] = [];
+    vi.spyOn(publisher, 'publish').mockImplementation(async (request: AgentRunRequest) => {
+      seen.push(await ownerRows(`SELECT status, pending_interrupts FROM agent_runs WHERE id = $1`, [request.context.run.runId]));
+      return publish(request);
+    });
+    return seen;
+  };
+
+  it('a new run reads as running from any connection by the time its request is published', async () => {
+    const seen = seenAtPublish();
+    const { runId } = await newRun(schoolA.personas.teacher);
+    expect(seen).toEqual([[{ status: 'running', pending_interrupts: [] }]]);
+    expect(runId).toBeTruthy();
+  });
+
+  it('a resumed run reads as running, its answer recorded, by the time the resume is published', async () => {
+    const ids = await newRun(schoolA.personas.teacher);
+    await ask(ids, 'q');
+    const seen = seenAtPublish();
+    expect((await resume(schoolA.personas.teacher, ids.threadId, 'q', 'Yes')).status).toBe(200);
+    expect(seen).toEqual([[{ status: 'running', pending_interrupts: [expect.objectContaining({ interruptId: 'q', answered: true, answer: 'Yes' })] }]]);
+    await broker.takeRunRequest();
+  });
+
+  it('a step the broker does not take answers 503, fails its run with the unavailable sentence, and frees the thread', async () => {
+    const caller = schoolA.personas.teacher;
+    const threadId = await newThread(caller);
+    vi.spyOn(testApp.module.get(AgentRunPublisher), 'publish').mockRejectedValueOnce(new ServiceUnavailableException(AGENT_UNAVAILABLE_ERROR));
+    expect(await startRun(caller, threadId)).toMatchObject({ status: 503, body: { message: AGENT_UNAVAILABLE_ERROR } });
+    expect(await ownerRows(`SELECT status, error FROM agent_runs WHERE thread_id = $1`, [threadId])).toEqual([{ status: 'failed', error: AGENT_UNAVAILABLE_ERROR }]);
+    expect(await broker.runQueueDepth()).toBe(0);
+
+    expect((await startRun(caller, threadId)).status).toBe(201);
+    expect((await broker.takeRunRequest()).request).toMatchObject({ kind: 'start' });
   });
 });
 

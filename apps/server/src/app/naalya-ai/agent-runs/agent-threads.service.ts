@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { ConflictException, Injectable, NotFoundException } from '@nestjs/common';
-import type { AgentRuntimeContext } from '@naalya/agent-tools';
+import { ConflictException, Injectable, Logger, NotFoundException } from '@nestjs/common';
+import type { AgentRunRequest, AgentRuntimeContext } from '@naalya/agent-tools';
 import { In } from 'typeorm';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { IdentityService } from '../../core/auth/identity.service.js';
 import { currentManager, repo } from '../../core/tenancy/tenant-context.js';
 import { AgentContextService } from './agent-context.service.js';
 import { asCaller } from './agent-caller.guard.js';
-import { AgentRunPublisher } from './agent-run-publisher.service.js';
+import { AGENT_UNAVAILABLE_ERROR, AgentRunPublisher } from './agent-run-publisher.service.js';
 import { ACTIVE_RUN_STATUSES, AgentRunEntity, type AgentRunStatus, type StoredInterrupt } from './agent-run.entity.js';
 import { AgentThreadEntity } from './agent-thread.entity.js';
 import { recordConfirmationAnswer } from './tool-call-approvals.js';
@@ -89,11 +89,13 @@ const isActiveRunConflict = (error: unknown): boolean => {
 /**
  * Threads and their runs. Every call is one short unit of work as the caller, checks that the caller owns the
  * thread (another user's thread, in any school, reads as not found), and is backed by RLS, which binds the rows
- * to their school and owner. Starting and resuming publish the run step inside that unit of work, after the
- * broker confirmed it: a step the broker did not take leaves nothing recorded.
+ * to their school and owner. Starting and resuming publish the run step once that unit of work has committed (see
+ * dispatch): a step the broker did not take fails its run and answers 503.
  */
 @Injectable()
 export class AgentThreadsService {
+  private readonly logger = new Logger(AgentThreadsService.name);
+
   constructor(
     private readonly identityService: IdentityService,
     private readonly contextService: AgentContextService,
@@ -131,8 +133,8 @@ export class AgentThreadsService {
     });
   }
 
-  startRun(threadId: string, dto: StartRunDto, caller: JwtPayload): Promise<{ runId: string }> {
-    return asCaller(caller, async () => {
+  async startRun(threadId: string, dto: StartRunDto, caller: JwtPayload): Promise<{ runId: string }> {
+    const { runId, context } = await asCaller(caller, async () => {
       // Locking the thread serialises starts on it; the partial unique index is the floor under this check.
       const thread = await this.ownedThread(threadId, caller, { lock: true });
       if (await repo(AgentRunEntity).existsBy({ threadId: thread.id, status: In([...ACTIVE_RUN_STATUSES]) })) {
@@ -162,13 +164,14 @@ export class AgentThreadsService {
         { id: thread.id },
         { updatedAt: new Date(), ...(thread.title ? {} : { title: dto.message.slice(0, TITLE_LENGTH) }) },
       );
-      await this.publisher.publish({ kind: 'start', context, message: dto.message });
-      return { runId };
+      return { runId, context };
     });
+    await this.dispatch(caller, runId, { kind: 'start', context, message: dto.message });
+    return { runId };
   }
 
-  resume(threadId: string, dto: ResumeDto, caller: JwtPayload): Promise<ResumeResult> {
-    return asCaller(caller, async () => {
+  async resume(threadId: string, dto: ResumeDto, caller: JwtPayload): Promise<ResumeResult> {
+    const { result, step } = await asCaller(caller, async () => {
       await this.identityService.assertCurrent(caller);
       const thread = await this.ownedThread(threadId, caller);
       // The run's row lock makes answers to one run take turns: of two answers to one question, one wins.
@@ -212,16 +215,44 @@ export class AgentThreadsService {
         JSON.stringify(run.pending_interrupts),
         resumed ? 'running' : 'interrupted',
       ]);
-      if (resumed) {
-        // Re-minted, not replayed: the caller's identity and reach are read again for the next step.
-        const context = await this.contextService.mint(
-          { campusId: run.campus_id ?? undefined, targetSchoolId: run.target_school_id ?? undefined, runId: run.id, threadId: thread.id },
-          caller,
-        );
-        await this.publisher.publish({ kind: 'resume', context, answers });
-      }
-      return { runId: run.id, resumed, pendingInterruptIds };
+      // Re-minted, not replayed: the caller's identity and reach are read again for the next step.
+      const step: AgentRunRequest | undefined = resumed
+        ? {
+            kind: 'resume',
+            context: await this.contextService.mint(
+              { campusId: run.campus_id ?? undefined, targetSchoolId: run.target_school_id ?? undefined, runId: run.id, threadId: thread.id },
+              caller,
+            ),
+            answers,
+          }
+        : undefined;
+      return { result: { runId: run.id, resumed, pendingInterruptIds }, step };
     });
+    if (step) await this.dispatch(caller, result.runId, step);
+    return result;
+  }
+
+  /**
+   * Publishes a run step once the unit of work that recorded it has committed. The worker may call its first tool the
+   * moment it has the message, and the server refuses a call whose run it cannot read as running (or whose approval it
+   * cannot read), so a step published inside the transaction raced its COMMIT: the bench's scale-out saw a first tool
+   * call refused as "not part of a conversation in progress". A step the broker does not take fails its run, which
+   * releases the thread for the next message, and the caller gets the 503.
+   */
+  private async dispatch(caller: JwtPayload, runId: string, step: AgentRunRequest): Promise<void> {
+    try {
+      await this.publisher.publish(step);
+    } catch (error) {
+      await asCaller(caller, () =>
+        currentManager().query(`UPDATE agent_runs SET status = 'failed', error = $2, updated_at = now() WHERE id = $1 AND status = 'running'`, [
+          runId,
+          AGENT_UNAVAILABLE_ERROR,
+        ]),
+      ).catch((failure: unknown) =>
+        this.logger.error(`Run ${runId} was not published and could not be marked failed: ${failure instanceof Error ? failure.message : String(failure)}`),
+      );
+      throw error;
+    }
   }
 
   /**
