@@ -379,11 +379,12 @@ const profileMode = async ({ server, callers }) => {
   const file = profilePath();
   const seconds = Number(option('seconds', 10));
   const mix = option('mix', 'both'); // --mix=read or --mix=write profiles one of the two
+  const concurrency = Number(option('profile-concurrency', 64)); // 1 shows what a lone call spends on its critical path
   const mixed = async (ms) => {
     let calls = 0;
     const end = performance.now() + ms;
     await Promise.all(
-      Array.from({ length: 64 }, async (_, i) => {
+      Array.from({ length: concurrency }, async (_, i) => {
         while (performance.now() < end) {
           await (mix === 'write' || (mix !== 'read' && i % 2) ? callers.d() : callers.c());
           calls += 1;
@@ -403,7 +404,7 @@ const profileMode = async ({ server, callers }) => {
   const summary = summariseProfile(file);
   const label = option('label', 'current');
   const what = mix === 'read' ? 'list_departments' : mix === 'write' ? 'create_department' : 'half list_departments / half create_department';
-  const md = profileMarkdown(`Server CPU profile (${label}), c64, ${seconds} s, ${what}`, summary, calls);
+  const md = profileMarkdown(`Server CPU profile (${label}), c${concurrency}, ${seconds} s, ${what}`, summary, calls);
   writeFileSync(`${RESULTS}profile-${label}.md`, `${md}\n`);
   writeFileSync(`${RESULTS}profile-${label}.json`, `${JSON.stringify({ calls, seconds, ...summary }, null, 2)}\n`);
   console.log(`\n${md}\n`);
