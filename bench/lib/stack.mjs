@@ -75,6 +75,25 @@ export const createStack = async ({ poolSize, template, prefix = 'naalya_bench' 
 };
 
 /**
+ * Spawns a built entry point with its output kept; resolves once `isReady(output)` holds, and throws, with the output,
+ * if the process exits first or is not ready within `timeoutMs`.
+ */
+const spawnUntilReady = async ({ what, args, env, timeoutMs, isReady }) => {
+  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (chunk) => (output += chunk));
+  child.stderr.on('data', (chunk) => (output += chunk));
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`The ${what} exited at start-up:\n${output}`);
+    if (await isReady(output)) break;
+    if (Date.now() > deadline) throw new Error(`The ${what} was not ready within ${timeoutMs / 1000} s:\n${output}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return { child, pid: child.pid, output: () => output, stop: (signal = 'SIGTERM') => stopChild(child, signal) };
+};
+
+/**
  * Starts the built server (apps/server/dist/main.js, or another entry point such as a deliberately weakened variant
  * of it) as a child process; resolves when /ready answers. The port is drawn below Linux's ephemeral range (32768 and
  * up by default), where the system's own outgoing connections take theirs, and drawn again if it is taken anyway.
@@ -82,24 +101,24 @@ export const createStack = async ({ poolSize, template, prefix = 'naalya_bench' 
 export const startServer = async (stack, options = {}, attempt = 1) => {
   const { nodeArgs = [], extraEnv = {}, script = `${SERVER_DIST}main.js` } = options;
   const port = 20_000 + Math.floor(Math.random() * 12_000);
-  const env = { ...process.env, ...stack.env, HTTP_PORT: String(port), ...extraEnv };
-  const child = spawn(process.execPath, [...nodeArgs, script], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout.on('data', (chunk) => (output += chunk));
-  child.stderr.on('data', (chunk) => (output += chunk));
   const baseUrl = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) {
-      if (output.includes('EADDRINUSE') && attempt < 5) return startServer(stack, options, attempt + 1);
-      throw new Error(`The server exited at start-up:\n${output}`);
-    }
-    if (await fetch(`${baseUrl}/ready`).then((r) => r.ok, () => false)) break;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+  try {
+    const started = await spawnUntilReady({
+      what: 'server',
+      args: [...nodeArgs, script],
+      env: { ...process.env, ...stack.env, HTTP_PORT: String(port), ...extraEnv },
+      timeoutMs: 30_000,
+      isReady: () => fetch(`${baseUrl}/ready`).then((r) => r.ok, () => false),
+    });
+    return { ...started, baseUrl };
+  } catch (error) {
+    if (error.message.includes('EADDRINUSE') && attempt < 5) return startServer(stack, options, attempt + 1);
+    throw error;
   }
-  if (Date.now() >= deadline) throw new Error(`The server was not ready within 30 s:\n${output}`);
-  return { child, pid: child.pid, baseUrl, output: () => output, stop: (signal = 'SIGTERM') => stopChild(child, signal) };
 };
+
+const CHECKPOINT_ROLE = { name: 'naalya_checkpoint_bench', password: 'naalya_checkpoint_bench' };
+const checkpointRoleReady = new Set();
 
 /**
  * Starts the built worker (apps/worker/dist/main.js) on the stack's queues with the scripted model; resolves when it
@@ -112,31 +131,24 @@ export const startWorker = async (stack, extraEnv = {}) => {
     runCli('db-setup.js', { ...stack.env, CHECKPOINT_DATABASE_URL: checkpointUrl });
     checkpointRoleReady.add(stack.database);
   }
-  const env = {
-    ...process.env,
-    RABBITMQ_URL: stack.env.RABBITMQ_URL,
-    AGENT_TOOLS_QUEUE: stack.env.AGENT_TOOLS_QUEUE,
-    AGENT_RUNS_QUEUE: stack.env.AGENT_RUNS_QUEUE,
-    CHECKPOINT_DATABASE_URL: checkpointUrl,
-    AGENT_MODEL: 'scripted',
-    // 'log' prints the readiness line waited for below.
-    LOG_LEVEL: 'log',
-    ...extraEnv,
-  };
-  const child = spawn(process.execPath, [`${WORKER_DIST}main.js`], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout.on('data', (chunk) => (output += chunk));
-  child.stderr.on('data', (chunk) => (output += chunk));
-  const deadline = Date.now() + 60_000;
-  while (!output.includes('Worker ready')) {
-    if (child.exitCode !== null) throw new Error(`The worker exited at start-up:\n${output}`);
-    if (Date.now() > deadline) throw new Error(`The worker was not ready within 60 s:\n${output}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  return { child, pid: child.pid, output: () => output, stop: (signal = 'SIGTERM') => stopChild(child, signal) };
+  return spawnUntilReady({
+    what: 'worker',
+    args: [`${WORKER_DIST}main.js`],
+    env: {
+      ...process.env,
+      RABBITMQ_URL: stack.env.RABBITMQ_URL,
+      AGENT_TOOLS_QUEUE: stack.env.AGENT_TOOLS_QUEUE,
+      AGENT_RUNS_QUEUE: stack.env.AGENT_RUNS_QUEUE,
+      CHECKPOINT_DATABASE_URL: checkpointUrl,
+      AGENT_MODEL: 'scripted',
+      // 'log' prints the readiness line waited for.
+      LOG_LEVEL: 'log',
+      ...extraEnv,
+    },
+    timeoutMs: 60_000,
+    isReady: (output) => output.includes('Worker ready'),
+  });
 };
-const CHECKPOINT_ROLE = { name: 'naalya_checkpoint_bench', password: 'naalya_checkpoint_bench' };
-const checkpointRoleReady = new Set();
 
 export const stopChild = async (child, signal = 'SIGTERM') => {
   if (!child || child.exitCode !== null || child.signalCode !== null) return;

@@ -91,7 +91,10 @@ export const brokerRestartsPhase = (target: PhaseTarget, size: { restarts: numbe
           );
           await waitFor(async () => (await lock.waiters()) >= 2, 10_000, 'branding updates waiting inside their transactions').catch(
             async (error: Error) => {
-              const answers = [0, 1].map((index) => heldOutcomes[index]).map((outcome) => (outcome ? `${outcome.kind}${outcome.error ? ` (${outcome.error})` : ''}` : 'no answer yet'));
+              const answers = [0, 1].map((index) => {
+                const outcome = heldOutcomes[index];
+                return outcome ? `${outcome.kind}${outcome.error ? ` (${outcome.error})` : ''}` : 'no answer yet';
+              });
               throw new Error(`restart ${restart}: ${error.message}; waiting now: ${await lock.waiters()}; the held calls: ${answers.join(', ')}`);
             },
           );
