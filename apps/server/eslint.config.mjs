@@ -1,3 +1,8 @@
 import baseConfig from '../../eslint.config.mjs';
+import { floorsPlugin } from './floors.mjs';
 
-export default [...baseConfig];
+export default [
+  ...baseConfig,
+  // Inside the app, imports run down its floors (docs/architecture.md); `node apps/server/floors.mjs` lists them.
+  { files: ['src/**/*.ts'], plugins: { floors: floorsPlugin }, rules: { 'floors/no-upward-import': 'error' } },
+];

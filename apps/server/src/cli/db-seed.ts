@@ -1,6 +1,6 @@
 import { ConfigError, loadServerConfig } from '../app/core/config/server-config.js';
-import { DEMO_PASSWORD } from '../app/core/database/seed/demo-seed.js';
-import { seedDatabase } from '../app/core/database/seed/seed-database.js';
+import { DEMO_PASSWORD } from '../app/seed/demo-seed.js';
+import { seedDatabase } from '../app/seed/seed-database.js';
 
 try {
   const config = loadServerConfig();

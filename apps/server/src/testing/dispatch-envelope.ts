@@ -10,7 +10,7 @@ import {
   type AnyAgentTool,
 } from '@naalya/agent-tools';
 import type { DataSource } from 'typeorm';
-import type { DemoData, DemoPersona } from '../app/core/database/seed/demo-seed.js';
+import type { DemoData, DemoPersona } from '../app/seed/demo-seed.js';
 import { signDispatchToken } from '../app/naalya-ai/agent-runs/dispatch-token.js';
 import { APPROVAL_TTL_SECONDS } from '../app/naalya-ai/agent-runs/tool-call-approvals.js';
 import { canonicalHash } from '../app/naalya-ai/tools/canonical-hash.js';

@@ -1,5 +1,5 @@
 import jwt from 'jsonwebtoken';
-import type { DemoPersona } from '../app/core/database/seed/demo-seed.js';
+import type { DemoPersona } from '../app/seed/demo-seed.js';
 import { TARGET_SCHOOL_HEADER } from '../app/core/http/target-school.js';
 import type { FixtureRestRoute } from '../app/naalya-ai/tools/fixtures/tool-fixture.js';
 import type { TestApp } from './test-app.js';

@@ -5,7 +5,7 @@ import { DataSource } from 'typeorm';
 import { AppModule } from '../app/app.module.js';
 import type { ServerConfig } from '../app/core/config/server-config.js';
 import { createOwnerDataSource } from '../app/core/database/data-source.js';
-import { seedDemo, type DemoData } from '../app/core/database/seed/demo-seed.js';
+import { seedDemo, type DemoData } from '../app/seed/demo-seed.js';
 import { StrayQueryLogger } from '../app/core/database/stray-query.logger.js';
 import { TEST_DISPATCH_SIGNING_KEY, ensureDispatchRuns } from './dispatch-envelope.js';
 import { createTestDatabase, type TestDatabase } from './test-database.js';

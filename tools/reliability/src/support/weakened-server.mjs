@@ -64,7 +64,8 @@ const WEAKENINGS = {
       const { DataSource } = await import('typeorm');
       const { createAppDataSource } = await fromServer('app/core/database/data-source.js');
       const { registerDataSource } = await fromServer('app/core/tenancy/tenant-context.js');
-      const dataSource = createAppDataSource({ url: config.DATABASE_OWNER_URL, poolSize: config.DATABASE_POOL_SIZE, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
+      const { APP_ENTITIES } = await fromServer('app/app.entities.js');
+      const dataSource = createAppDataSource({ url: config.DATABASE_OWNER_URL, entities: APP_ENTITIES, poolSize: config.DATABASE_POOL_SIZE, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
       await dataSource.initialize();
       registerDataSource(dataSource);
       return [[DataSource, dataSource]];

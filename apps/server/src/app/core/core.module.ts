@@ -12,6 +12,7 @@ import { JwtAuthGuard } from './auth/jwt-auth.guard.js';
 import { MeController } from './auth/me.controller.js';
 import { AppAbilityFactory } from './authorization/app-ability.factory.js';
 import { SERVER_CONFIG, type ServerConfig } from './config/server-config.js';
+import type { EntityList } from './database/data-source.js';
 import { DatabaseModule } from './database/database.module.js';
 import { UnitOfWorkInterceptor } from './http/unit-of-work.interceptor.js';
 
@@ -19,10 +20,11 @@ import { UnitOfWorkInterceptor } from './http/unit-of-work.interceptor.js';
 @Global()
 @Module({})
 export class CoreModule {
-  static forRoot(config: ServerConfig): DynamicModule {
+  /** `entities`: every entity the app maps, handed down by the app (core does not know the domain). */
+  static forRoot(config: ServerConfig, entities: EntityList): DynamicModule {
     return {
       module: CoreModule,
-      imports: [DatabaseModule],
+      imports: [DatabaseModule.forRoot(entities)],
       controllers: [AuthController, MeController, HealthController, AuditLogController],
       providers: [
         { provide: SERVER_CONFIG, useValue: config },

@@ -6,7 +6,7 @@ import { campusFilter, campusReach } from '../core/authorization/campus-reach.js
 import { currentAbility } from '../core/authorization/permission-scope.store.js';
 import type { JwtPayload } from '../core/auth/jwt-payload.js';
 import { currentManager } from '../core/tenancy/tenant-context.js';
-import { UserEntity } from './user.entity.js';
+import { UserEntity } from '../core/identity/user.entity.js';
 
 export type ListStaffDto = { campusId?: string };
 

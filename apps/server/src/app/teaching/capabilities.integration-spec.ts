@@ -2,7 +2,7 @@ import { eligibleAgentRoles, type AgentRuntimeContext } from '@naalya/agent-tool
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tokenFor } from '../../testing/rest-client.js';
 import { createTestApp, type TestApp } from '../../testing/test-app.js';
-import type { PersonaKey } from '../core/database/seed/demo-seed.js';
+import type { PersonaKey } from '../seed/demo-seed.js';
 
 let testApp: TestApp;
 

@@ -7,7 +7,7 @@ import { ClassroomAccessService } from '../classes/classroom-access.service.js';
 import { currentAbility } from '../core/authorization/permission-scope.store.js';
 import type { JwtPayload } from '../core/auth/jwt-payload.js';
 import { currentManager, currentSchoolId, repo } from '../core/tenancy/tenant-context.js';
-import { UserEntity } from '../staff/user.entity.js';
+import { UserEntity } from '../core/identity/user.entity.js';
 import { SubjectEntity } from '../subjects/subject.entity.js';
 import { TeachingAssignmentEntity } from './teaching-assignment.entity.js';
 

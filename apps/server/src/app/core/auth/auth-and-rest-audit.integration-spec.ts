@@ -3,7 +3,7 @@ import { createDepartmentFixture } from '../../naalya-ai/tools/fixtures/create-d
 import { callRest } from '../../../testing/rest-client.js';
 import { createTestApp, type TestApp } from '../../../testing/test-app.js';
 import { AuditLogService } from '../audit/audit-log.service.js';
-import { DEMO_PASSWORD } from '../database/seed/demo-seed.js';
+import { DEMO_PASSWORD } from '../../seed/demo-seed.js';
 
 let testApp: TestApp;
 

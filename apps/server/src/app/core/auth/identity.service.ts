@@ -1,6 +1,6 @@
 import { ForbiddenException, Injectable } from '@nestjs/common';
 import type { PermissionRow } from '../authorization/app-ability.factory.js';
-import { UserEntity } from '../../staff/user.entity.js';
+import { UserEntity } from '../identity/user.entity.js';
 import { currentManager, repo } from '../tenancy/tenant-context.js';
 import type { JwtPayload } from './jwt-payload.js';
 
@@ -16,9 +16,9 @@ const isCurrent = (user: IdentityFacts | undefined, jwt: JwtPayload): boolean =>
   user.campusId === (jwt.campusId ?? null);
 
 /**
- * The caller's row and, in the same statement, the permission rows of their roles: exactly the rows
- * AppAbilityFactory.createForUser reads (role_permissions joined to user_x_roles by user), under the same
- * row-level security, in the same transaction and snapshot. One round trip instead of two on every tool call.
+ * The caller's row and, in the same statement, the permission rows of their roles (role_permissions joined to
+ * user_x_roles by user), under row-level security, in the caller's transaction and snapshot. The only query that
+ * loads permissions: REST requests, tool calls and minted run contexts all build their ability from it.
  */
 const CURRENT_USER_WITH_PERMISSIONS = `
   SELECT u.is_active AS "isActive", u.user_type AS "userType", u.school_id AS "schoolId", u.campus_id AS "campusId",

@@ -1,10 +1,8 @@
 import { AbilityBuilder, createMongoAbility } from '@casl/ability';
 import { Injectable } from '@nestjs/common';
 import { Action, Resource, UserType } from '@naalya/access';
-import { RolePermissionEntity, type PermissionConditions } from '../../roles/role-permission.entity.js';
-import { UserRoleEntity } from '../../roles/user-role.entity.js';
+import type { PermissionConditions, RolePermissionEntity } from '../identity/role-permission.entity.js';
 import type { JwtPayload } from '../auth/jwt-payload.js';
-import { currentManager } from '../tenancy/tenant-context.js';
 import type { AppAbility } from './app-ability.js';
 
 const PLACEHOLDERS: Record<string, (jwt: JwtPayload) => string | null> = {
@@ -16,22 +14,12 @@ const PLACEHOLDERS: Record<string, (jwt: JwtPayload) => string | null> = {
 export type PermissionRow = Pick<RolePermissionEntity, 'action' | 'resource' | 'conditions'>;
 
 /**
- * Builds the caller's ability from their roles' permission rows. It reads tenant tables, so it must run
- * inside the caller's unit of work; it is rebuilt on every call, never cached across calls.
+ * Builds the caller's ability from their roles' permission rows, which IdentityService.assertCurrentWithPermissions
+ * reads (the one query that loads permissions) in the caller's unit of work; rebuilt on every call, never cached.
  */
 @Injectable()
 export class AppAbilityFactory {
-  async createForUser(jwt: JwtPayload): Promise<AppAbility> {
-    if (jwt.type === UserType.PLATFORM_ADMIN) return this.fromPermissions(jwt, []);
-    const permissions = await currentManager()
-      .createQueryBuilder(RolePermissionEntity, 'permission')
-      .innerJoin(UserRoleEntity, 'userRole', 'userRole.role_id = permission.role_id')
-      .where('userRole.user_id = :userId', { userId: jwt.sub })
-      .getMany();
-    return this.fromPermissions(jwt, permissions);
-  }
-
-  /** The ability of these permission rows, read in this call's unit of work (IdentityService.assertCurrentWithPermissions). */
+  /** The ability of these permission rows, read in this call's unit of work. */
   fromPermissions(jwt: JwtPayload, permissions: readonly PermissionRow[]): AppAbility {
     const { can, build } = new AbilityBuilder<AppAbility>(createMongoAbility);
     if (jwt.type === UserType.PLATFORM_ADMIN) {

@@ -1,5 +1,4 @@
-import { DataSource } from 'typeorm';
-import { ENTITIES } from './entities.js';
+import { DataSource, type DataSourceOptions } from 'typeorm';
 import { CreateTenancySchema1764662400000 } from './migrations/1764662400000-create-tenancy-schema.js';
 import { CreateSchoolDomain1764662400001 } from './migrations/1764662400001-create-school-domain.js';
 import { CreateAgentRuns1764662400002 } from './migrations/1764662400002-create-agent-runs.js';
@@ -9,14 +8,17 @@ import { StrayQueryLogger } from './stray-query.logger.js';
 
 export const MIGRATIONS = [CreateTenancySchema1764662400000, CreateSchoolDomain1764662400001, CreateAgentRuns1764662400002, DispatchRunState1764662400003, CreateToolCallApprovals1764662400004];
 
-export type DatabaseOptions = { url: string; poolSize?: number; statementTimeoutMs?: number };
+/** The entity classes the app maps; the app hands its list down (core does not know the domain). */
+export type EntityList = NonNullable<DataSourceOptions['entities']>;
+
+export type DatabaseOptions = { url: string; entities: EntityList; poolSize?: number; statementTimeoutMs?: number };
 
 /** The app's connection: the non-owner role, so row-level security applies to every query. */
-export const createAppDataSource = ({ url, poolSize = 8, statementTimeoutMs = 10_000 }: DatabaseOptions): DataSource =>
+export const createAppDataSource = ({ url, entities, poolSize = 8, statementTimeoutMs = 10_000 }: DatabaseOptions): DataSource =>
   new DataSource({
     type: 'postgres',
     url,
-    entities: ENTITIES,
+    entities,
     synchronize: false,
     migrationsRun: false,
     installExtensions: false,
@@ -30,12 +32,11 @@ export const createAppDataSource = ({ url, poolSize = 8, statementTimeoutMs = 10
     },
   });
 
-/** The owner's connection: migrations and setup only. */
+/** The owner's connection: migrations, setup and seeding, all in SQL, so it maps no entities. */
 export const createOwnerDataSource = (url: string): DataSource =>
   new DataSource({
     type: 'postgres',
     url,
-    entities: ENTITIES,
     migrations: MIGRATIONS,
     migrationsTableName: 'typeorm_migrations',
     synchronize: false,

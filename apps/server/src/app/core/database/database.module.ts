@@ -1,8 +1,8 @@
-import { Global, Inject, Module, type OnApplicationShutdown } from '@nestjs/common';
+import { Global, Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { SERVER_CONFIG, type ServerConfig } from '../config/server-config.js';
 import { registerDataSource } from '../tenancy/tenant-context.js';
-import { createAppDataSource } from './data-source.js';
+import { createAppDataSource, type EntityList } from './data-source.js';
 
 /**
  * The app must connect as a role row-level security applies to. This machine's default roles are
@@ -23,27 +23,34 @@ export const assertRowLevelSecurityApplies = async (dataSource: DataSource): Pro
 };
 
 @Global()
-@Module({
-  providers: [
-    {
-      provide: DataSource,
-      inject: [SERVER_CONFIG],
-      useFactory: async (config: ServerConfig) => {
-        const dataSource = createAppDataSource({
-          url: config.DATABASE_URL,
-          poolSize: config.DATABASE_POOL_SIZE,
-          statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
-        });
-        await dataSource.initialize();
-        await assertRowLevelSecurityApplies(dataSource);
-        registerDataSource(dataSource);
-        return dataSource;
-      },
-    },
-  ],
-  exports: [DataSource],
-})
+@Module({})
 export class DatabaseModule implements OnApplicationShutdown {
+  /** The app's DataSource over `entities`, the list the app hands down. */
+  static forRoot(entities: EntityList): DynamicModule {
+    return {
+      module: DatabaseModule,
+      providers: [
+        {
+          provide: DataSource,
+          inject: [SERVER_CONFIG],
+          useFactory: async (config: ServerConfig) => {
+            const dataSource = createAppDataSource({
+              url: config.DATABASE_URL,
+              entities,
+              poolSize: config.DATABASE_POOL_SIZE,
+              statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,
+            });
+            await dataSource.initialize();
+            await assertRowLevelSecurityApplies(dataSource);
+            registerDataSource(dataSource);
+            return dataSource;
+          },
+        },
+      ],
+      exports: [DataSource],
+    };
+  }
+
   constructor(@Inject(DataSource) private readonly dataSource: DataSource) {}
 
   async onApplicationShutdown(): Promise<void> {

@@ -52,8 +52,8 @@ export class UnitOfWorkInterceptor implements NestInterceptor {
         }
         request.tenantUser = tenantJwt;
         return inTenantScope(tenantJwt, async () => {
-          await this.identityService.assertCurrent(jwt);
-          const ability = await this.abilityFactory.createForUser(tenantJwt);
+          const permissions = await this.identityService.assertCurrentWithPermissions(jwt);
+          const ability = this.abilityFactory.fromPermissions(tenantJwt, permissions);
           if (gate && !ability.can(gate.action, gate.resource)) throw new ForbiddenException(permissionDeniedMessage(gate));
           return runWithAbility(ability, () => lastValueFrom(next.handle(), { defaultValue: undefined }));
         });

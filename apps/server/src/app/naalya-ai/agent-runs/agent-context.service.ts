@@ -8,7 +8,7 @@ import { IdentityService } from '../../core/auth/identity.service.js';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { repo } from '../../core/tenancy/tenant-context.js';
-import { SchoolEntity } from '../../schools/school.entity.js';
+import { SchoolEntity } from '../../core/identity/school.entity.js';
 import { CapabilitiesService } from '../../teaching/capabilities.service.js';
 import { scopeOfRunMode, signDispatchToken } from './dispatch-token.js';
 
@@ -41,7 +41,7 @@ export class AgentContextService {
     const runMode: AgentRuntimeContext['runMode'] = dto.campusId
       ? { mode: 'campus', campus: await this.campusInReach(dto.campusId, user.campusId) }
       : { mode: 'school', ...(dto.targetSchoolId ? { targetSchoolId: dto.targetSchoolId } : {}) };
-    const ability = await this.abilityFactory.createForUser(jwt);
+    const ability = this.abilityFactory.fromPermissions(jwt, await this.identityService.assertCurrentWithPermissions(jwt));
     const run = { runId: dto.runId ?? randomUUID(), threadId: dto.threadId ?? randomUUID() };
     // Signs exactly what was minted here; a tool call runs only if it carries this and matches it (ToolExecutor).
     const dispatchToken = signDispatchToken(this.config.DISPATCH_SIGNING_KEY, {

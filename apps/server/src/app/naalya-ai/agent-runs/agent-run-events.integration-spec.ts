@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import type { INestApplication } from '@nestjs/common';
 import type { AgentRunEvent } from '@naalya/agent-tools';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { DemoPersona } from '../../core/database/seed/demo-seed.js';
+import type { DemoPersona } from '../../seed/demo-seed.js';
 import { tokenFor } from '../../../testing/rest-client.js';
 import type { TestApp } from '../../../testing/test-app.js';
 import { AgentRunEventStore } from './agent-run-event-store.service.js';

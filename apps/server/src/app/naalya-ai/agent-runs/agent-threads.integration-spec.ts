@@ -14,7 +14,7 @@ import {
 import { AckAfterReplyTransport } from '@naalya/rmq';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { DemoPersona } from '../../core/database/seed/demo-seed.js';
+import type { DemoPersona } from '../../seed/demo-seed.js';
 import type { TestApp } from '../../../testing/test-app.js';
 import { AgentRunEventStore } from './agent-run-event-store.service.js';
 import { AGENT_UNAVAILABLE_ERROR, AgentRunPublisher } from './agent-run-publisher.service.js';

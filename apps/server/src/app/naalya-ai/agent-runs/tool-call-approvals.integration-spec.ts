@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import { CONFIRMATION_ANSWERS, canonicalJson, deleteDepartmentTool, type AgentRunEvent, type AgentToolResult } from '@naalya/agent-tools';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { DemoPersona } from '../../core/database/seed/demo-seed.js';
+import type { DemoPersona } from '../../seed/demo-seed.js';
 import { dispatchEnvelope, personaRun, type DispatchOptions } from '../../../testing/dispatch-envelope.js';
 import type { TestApp } from '../../../testing/test-app.js';
 import { invokeTool } from '../../../testing/tool-handlers.js';

@@ -1,4 +1,4 @@
-import type { DemoPersona } from '../../core/database/seed/demo-seed.js';
+import type { DemoPersona } from '../../seed/demo-seed.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dispatchEnvelope } from '../../../testing/dispatch-envelope.js';
 import { callRest } from '../../../testing/rest-client.js';

@@ -1,6 +1,6 @@
 import { Action, Resource, UserType } from '@naalya/access';
 import type { EntityManager } from 'typeorm';
-import { hashPassword } from '../../auth/password-hasher.js';
+import { hashPassword } from '../core/auth/password-hasher.js';
 import { seedSchoolDomain, type SchoolDomainSeed } from './school-domain-seed.js';
 
 export const DEMO_PASSWORD = 'naalya-demo';

@@ -1,4 +1,4 @@
-import { createOwnerDataSource } from '../data-source.js';
+import { createOwnerDataSource } from '../core/database/data-source.js';
 import { seedDemo, type DemoData } from './demo-seed.js';
 
 const TABLES = 'tool_call_ledger, audit_log, department_members, departments, user_x_roles, role_permissions, roles, users, campuses, schools';
