@@ -7,7 +7,6 @@ import {
   listStaffTool,
   type AgentToolResult,
 } from '@naalya/agent-tools';
-import { runInRmqMessageFrame, type RmqMessageFrame } from '@naalya/rmq';
 import { DataSource } from 'typeorm';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AuditLogService } from '../../core/audit/audit-log.service.js';
@@ -17,7 +16,7 @@ import { PLATFORM_WRITE_NEEDS_SCHOOL_ERROR } from '../../core/tenancy/tenant-sco
 import { DepartmentService } from '../../departments/department.service.js';
 import { dispatchEnvelope } from '../../../testing/dispatch-envelope.js';
 import { createTestApp, type TestApp } from '../../../testing/test-app.js';
-import { invokeTool } from '../../../testing/tool-handlers.js';
+import { invokeTool, messageFrame } from '../../../testing/tool-handlers.js';
 import { CALL_ID_REUSED_ERROR } from './tool-call-ledger.service.js';
 import { MASKED_TOOL_ERROR } from './tool-error.js';
 import { DEADLINE_PASSED_ERROR, MALFORMED_ENVELOPE_ERROR, MISSING_IDENTITY_ERROR } from './tool-executor.js';
@@ -229,17 +228,7 @@ describe('one unit of work per call', () => {
     // The transport answers a call past its time limit with an error and aborts its message frame; the executor reads
     // that before committing. The frame is the transport's public one, flipped while the service runs.
     let aborted = false;
-    const frame: RmqMessageFrame = {
-      pattern: createDepartmentTool.event,
-      properties: {} as RmqMessageFrame['properties'],
-      fields: {} as RmqMessageFrame['fields'],
-      get signal() {
-        return aborted ? AbortSignal.abort() : new AbortController().signal;
-      },
-      get aborted() {
-        return aborted;
-      },
-    };
+    const frame = messageFrame(createDepartmentTool.event, () => aborted);
     const service = testApp.module.get(DepartmentService);
     const original = service.create.bind(service);
     vi.spyOn(service, 'create').mockImplementation(async (dto, jwt) => {
@@ -248,14 +237,14 @@ describe('one unit of work per call', () => {
       return created;
     });
     const late = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Past The Limit' });
-    expect(await runInRmqMessageFrame(frame, () => call(createDepartmentTool, late))).toEqual({ error: MASKED_TOOL_ERROR });
+    expect(await invokeTool(testApp.module, createDepartmentTool, late, frame)).toEqual({ error: MASKED_TOOL_ERROR });
     expect(await departmentsNamed('Past The Limit')).toBe(0);
     expect(await count(`SELECT count(*) FROM audit_log WHERE call_id = $1`, [late.meta.callId])).toBe(0);
     expect(await count(`SELECT count(*) FROM tool_call_ledger WHERE call_id = $1`, [late.meta.callId])).toBe(0);
 
     // The same frame, not aborted: the call commits.
     const inTime = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Within The Limit' });
-    expect(await runInRmqMessageFrame(frame, () => call(createDepartmentTool, inTime))).toMatchObject({ data: { name: 'Within The Limit' } });
+    expect(await invokeTool(testApp.module, createDepartmentTool, inTime, frame)).toMatchObject({ data: { name: 'Within The Limit' } });
     expect(await departmentsNamed('Within The Limit')).toBe(1);
   });
 
