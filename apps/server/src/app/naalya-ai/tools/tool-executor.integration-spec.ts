@@ -1,11 +1,13 @@
-import { UserType } from '@naalya/access';
+import { Action, Resource, UserType } from '@naalya/access';
 import {
+  RPC_AGENT_TOOLS,
   addDepartmentMemberTool,
   createDepartmentTool,
   deleteDepartmentTool,
   listDepartmentsTool,
   listStaffTool,
   type AgentToolResult,
+  type AnyAgentTool,
 } from '@naalya/agent-tools';
 import { DataSource } from 'typeorm';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -13,13 +15,16 @@ import { AuditLogService } from '../../core/audit/audit-log.service.js';
 import { IDENTITY_REFUSED_ERROR } from '../../core/auth/identity.service.js';
 import { withSchool } from '../../core/tenancy/tenant-context.js';
 import { PLATFORM_WRITE_NEEDS_SCHOOL_ERROR } from '../../core/tenancy/tenant-scope.js';
+import type { DemoPersona } from '../../core/database/seed/demo-seed.js';
 import { DepartmentService } from '../../departments/department.service.js';
 import { dispatchEnvelope } from '../../../testing/dispatch-envelope.js';
 import { createTestApp, type TestApp } from '../../../testing/test-app.js';
-import { invokeTool, messageFrame } from '../../../testing/tool-handlers.js';
+import { inMessageFrame, invokeTool, messageFrame } from '../../../testing/tool-handlers.js';
+import { TOOL_FIXTURES } from './fixtures/tool-fixtures.js';
+import type { ToolFixture } from './fixtures/tool-fixture.js';
 import { CALL_ID_REUSED_ERROR } from './tool-call-ledger.service.js';
 import { MASKED_TOOL_ERROR } from './tool-error.js';
-import { DEADLINE_PASSED_ERROR, MALFORMED_ENVELOPE_ERROR, MISSING_IDENTITY_ERROR } from './tool-executor.js';
+import { DEADLINE_PASSED_ERROR, MALFORMED_ENVELOPE_ERROR, MISSING_IDENTITY_ERROR, ToolExecutor } from './tool-executor.js';
 import { NO_TENANT_SCOPE_ERROR } from './tool-scope.js';
 
 let testApp: TestApp;
@@ -143,6 +148,88 @@ describe('campus scope', () => {
     const staff = data<{ campusId: string }[]>(result);
     expect(new Set(staff.map((member) => member.campusId))).toEqual(new Set([schoolA.campuses[0].id]));
     expect(result).toMatchObject({ scopeContext: 'Your access covers the Kisasi campus only.' });
+  });
+});
+
+describe('execute() pins the campus of a campus-mode call', () => {
+  const executor = () => testApp.module.get(ToolExecutor);
+  const fixtureCall = (fixture: ToolFixture) => fixture.allowed({ demo: testApp.demo, owner: testApp.owner });
+  const campusesOf = (persona: DemoPersona) => {
+    const school = testApp.demo.schools.find((candidate) => candidate.id === persona.schoolId);
+    if (!school) throw new Error(`${persona.email} is in no demo school`);
+    return school.campuses;
+  };
+  /** execute() as a handler calls it (in the frame of a message under the tool's event), with a fn that records its arguments. */
+  const executeRecording = async (tool: AnyAgentTool, envelope: unknown) => {
+    const received: unknown[] = [];
+    const result = await inMessageFrame(tool.event, () =>
+      executor().execute(envelope, tool.schema, { auth: 'relationship' }, async (args) => {
+        received.push(args);
+        return 'ran';
+      }),
+    );
+    return { result, received };
+  };
+  const createDepartment = (envelope: unknown) =>
+    inMessageFrame(createDepartmentTool.event, () =>
+      executor().execute(envelope, createDepartmentTool.schema, { auth: 'casl', gate: { action: Action.CREATE, resource: Resource.DEPARTMENT } }, (args, jwt) =>
+        testApp.module.get(DepartmentService).create(args, jwt),
+      ),
+    );
+
+  it("in campus mode a campus-scoped tool runs in the envelope's campus whatever campusId the model passed", async () => {
+    const [kisasi, ntinda] = schoolA.campuses;
+    // The real service, given exactly what execute() hands the fn: the department is made on the envelope's campus.
+    const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Pinned By Execute', campusId: ntinda.id }, { campusId: kisasi.id });
+    expect(await createDepartment(envelope)).toMatchObject({ data: { name: 'Pinned By Execute', campusId: kisasi.id } });
+    expect(await count(`SELECT count(*) FROM departments WHERE name = 'Pinned By Execute' AND campus_id = $1`, [kisasi.id])).toBe(1);
+    expect(await departmentsNamed('Pinned By Execute')).toBe(1);
+
+    // Every campus-scoped tool, the model naming another campus or none: its fn is given the envelope's campus.
+    const campusScoped = TOOL_FIXTURES.filter((fixture) => fixture.tool.campusScoped);
+    expect(campusScoped.map((fixture) => fixture.tool.name).sort()).toEqual(RPC_AGENT_TOOLS.filter((tool) => tool.campusScoped).map((tool) => tool.name).sort());
+    for (const fixture of campusScoped) {
+      const { persona, args } = await fixtureCall(fixture);
+      const [pinned, other] = campusesOf(persona);
+      const { campusId: _fixtureCampus, ...withoutCampus } = args;
+      for (const modelArgs of [{ ...withoutCampus, campusId: other.id }, withoutCampus]) {
+        const { result, received } = await executeRecording(fixture.tool, await dispatchEnvelope(persona, fixture.tool, modelArgs, { campusId: pinned.id }));
+        expect({ tool: fixture.tool.name, result, received }).toEqual({
+          tool: fixture.tool.name,
+          result: expect.objectContaining({ data: 'ran' }),
+          received: [{ ...fixture.tool.schema.parse(withoutCampus), campusId: pinned.id }],
+        });
+      }
+    }
+  });
+
+  it("in school mode, and for a tool that is not campus-scoped, execute() hands the fn the arguments as the model sent them", async () => {
+    const ntinda = schoolA.campuses[1];
+    const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Chosen By The Model', campusId: ntinda.id });
+    expect(await createDepartment(envelope)).toMatchObject({ data: { name: 'Chosen By The Model', campusId: ntinda.id } });
+
+    for (const fixture of TOOL_FIXTURES) {
+      const { persona, args } = await fixtureCall(fixture);
+      const [pinned, other] = campusesOf(persona);
+      const call = fixture.tool.campusScoped
+        ? await dispatchEnvelope(persona, fixture.tool, { ...args, campusId: other.id })
+        : await dispatchEnvelope(persona, fixture.tool, args, { campusId: pinned.id });
+      const { result, received } = await executeRecording(fixture.tool, call);
+      expect({ tool: fixture.tool.name, result, received }).toStrictEqual({
+        tool: fixture.tool.name,
+        result: expect.objectContaining({ data: 'ran' }),
+        received: [fixture.tool.schema.parse(call.args)],
+      });
+    }
+  });
+
+  it('in campus mode a campusId the schema refuses is still refused before anything runs', async () => {
+    const { result, received } = await executeRecording(
+      listStaffTool,
+      await dispatchEnvelope(schoolA.personas.schoolAdmin, listStaffTool, { campusId: 'kisasi' }, { campusId: schoolA.campuses[0].id }),
+    );
+    expect(result).toEqual({ error: expect.stringMatching(/^Invalid tool arguments: campusId: /) });
+    expect(received).toEqual([]);
   });
 });
 

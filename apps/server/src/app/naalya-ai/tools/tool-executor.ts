@@ -54,6 +54,13 @@ const DEADLINE_SKEW_MS = 2_000;
 
 const TOOLS_BY_SCHEMA = new Map<unknown, AnyAgentTool>(RPC_AGENT_TOOLS.map((definition) => [definition.schema, definition]));
 
+/**
+ * Campus mode: a campus-scoped tool runs in the envelope's campus (token-checked), whatever campusId the model passed.
+ * School mode leaves the model's campusId for the service to check.
+ */
+const inCallCampus = <A>(definition: AnyAgentTool, scope: AgentCallScope, args: A): A =>
+  definition.campusScoped && scope.mode === 'campus' ? { ...args, campusId: scope.campusId } : args;
+
 const describeIssues = (issues: readonly { path: PropertyKey[]; message: string }[]) =>
   issues.map((issue) => (issue.path.length ? `${issue.path.join('.')}: ${issue.message}` : issue.message)).join('; ');
 
@@ -139,7 +146,9 @@ export class ToolExecutor {
         dispatch: token.claims,
         ...(definition.confirm ? { confirmArgsHash: canonicalHash(args.data) } : {}),
       };
-      return await inTenantScope(plan.tenantJwt, () => this.runInFrame(plan, posture, () => fn(args.data, plan.tenantJwt)));
+      // The ledger and approval hashes above are of the arguments as the model sent them; only the service sees the pinned campus.
+      const callArgs = inCallCampus(definition, scope, args.data);
+      return await inTenantScope(plan.tenantJwt, () => this.runInFrame(plan, posture, () => fn(callArgs, plan.tenantJwt)));
     } catch (error) {
       return { error: toToolError(error, 'execute') };
     }
