@@ -42,17 +42,19 @@ export const messageFrame = (pattern: string, aborted: () => boolean = () => fal
 export const inMessageFrame = <T>(pattern: string, work: () => T): T => runInRmqMessageFrame(messageFrame(pattern), work);
 
 /**
- * Calls the tool's handler in process, as the transport would: in the frame of a message delivered under the tool's
- * event (or the frame given), the payload whatever the envelope is.
+ * Calls one @MessagePattern method in process, as the transport would: in the frame of a message delivered under the
+ * method's pattern (or the frame given), the payload whatever the envelope is.
  */
-export const invokeTool = async (
-  module: TestingModule,
-  tool: AnyAgentTool,
-  payload: unknown,
-  frame: RmqMessageFrame = messageFrame(tool.event),
-): Promise<AgentToolResult> => {
+export const invokeHandler = (instance: object, method: string, payload: unknown, frame?: RmqMessageFrame): Promise<AgentToolResult> => {
+  const [pattern] = (Reflect.getMetadata(PATTERN_METADATA, Object.getPrototypeOf(instance)[method]) as unknown[] | undefined) ?? [];
+  if (pattern === undefined) throw new Error(`${method} is not a @MessagePattern handler`);
+  const handlers = instance as Record<string, (payload: unknown) => Promise<AgentToolResult>>;
+  return runInRmqMessageFrame(frame ?? messageFrame(String(pattern)), () => handlers[method](payload));
+};
+
+/** Calls the tool's handler as the transport would: found under the tool's event, in the frame of a message under it (or the frame given). */
+export const invokeTool = async (module: TestingModule, tool: AnyAgentTool, payload: unknown, frame?: RmqMessageFrame): Promise<AgentToolResult> => {
   const [handler] = handlersByEvent().get(tool.event) ?? [];
   if (!handler) throw new Error(`No handler for ${tool.event}`);
-  const instance = module.get(handler.controller) as Record<string, (payload: unknown) => Promise<AgentToolResult>>;
-  return runInRmqMessageFrame(frame, () => instance[handler.method](payload));
+  return invokeHandler(module.get(handler.controller) as object, handler.method, payload, frame);
 };

@@ -1,4 +1,6 @@
-import { Action, Resource, UserType } from '@naalya/access';
+import { Controller, Logger } from '@nestjs/common';
+import { MessagePattern } from '@nestjs/microservices';
+import { Action, ActionAuditAction, AuditResourceType, Resource, UserType } from '@naalya/access';
 import {
   RPC_AGENT_TOOLS,
   addDepartmentMemberTool,
@@ -19,12 +21,12 @@ import type { DemoPersona } from '../../core/database/seed/demo-seed.js';
 import { DepartmentService } from '../../departments/department.service.js';
 import { dispatchEnvelope } from '../../../testing/dispatch-envelope.js';
 import { createTestApp, type TestApp } from '../../../testing/test-app.js';
-import { inMessageFrame, invokeTool, messageFrame } from '../../../testing/tool-handlers.js';
+import { inMessageFrame, invokeHandler, invokeTool, messageFrame } from '../../../testing/tool-handlers.js';
 import { TOOL_FIXTURES } from './fixtures/tool-fixtures.js';
 import type { ToolFixture } from './fixtures/tool-fixture.js';
 import { CALL_ID_REUSED_ERROR } from './tool-call-ledger.service.js';
 import { MASKED_TOOL_ERROR } from './tool-error.js';
-import { DEADLINE_PASSED_ERROR, MALFORMED_ENVELOPE_ERROR, MISSING_IDENTITY_ERROR, ToolExecutor } from './tool-executor.js';
+import { DEADLINE_PASSED_ERROR, MALFORMED_ENVELOPE_ERROR, MISSING_IDENTITY_ERROR, TOOL_MISMATCH_ERROR, ToolExecutor } from './tool-executor.js';
 import { NO_TENANT_SCOPE_ERROR } from './tool-scope.js';
 
 let testApp: TestApp;
@@ -230,6 +232,96 @@ describe('execute() pins the campus of a campus-mode call', () => {
     );
     expect(result).toEqual({ error: expect.stringMatching(/^Invalid tool arguments: campusId: /) });
     expect(received).toEqual([]);
+  });
+});
+
+describe('execute() runs only the tool its message was delivered under', () => {
+  const CREATE_DEPARTMENT_POSTURE = {
+    auth: 'casl',
+    gate: { action: Action.CREATE, resource: Resource.DEPARTMENT },
+    audit: { action: ActionAuditAction.CREATE, resourceType: AuditResourceType.DEPARTMENT, resourceId: (result: { id: string }) => result.id },
+  } as const;
+
+  /** Handlers wired by mistake to another tool's schema, each keeping the posture and service of its own event. */
+  @Controller()
+  class MiswiredToolsController {
+    constructor(
+      private readonly executor: ToolExecutor,
+      private readonly departmentService: DepartmentService,
+    ) {}
+
+    /** A write handed a read's schema: under the read's rules it would skip the ledger. */
+    @MessagePattern(createDepartmentTool.event)
+    createDepartment(payload: unknown) {
+      return this.executor.execute(payload, listDepartmentsTool.schema, CREATE_DEPARTMENT_POSTURE, ({ campusId }, jwt) =>
+        this.departmentService.create({ name: 'Wired To A Read', campusId }, jwt),
+      );
+    }
+
+    /** A read handed a write's schema (a copied handler whose pattern alone was changed): its message would run a create. */
+    @MessagePattern(listDepartmentsTool.event)
+    listDepartments(payload: unknown) {
+      return this.executor.execute(payload, createDepartmentTool.schema, CREATE_DEPARTMENT_POSTURE, (dto, jwt) => this.departmentService.create(dto, jwt));
+    }
+  }
+
+  /** What a call left behind: the service calls, the departments, audit and ledger rows of its call id, and the security events logged. */
+  const attempt = async (call: () => Promise<AgentToolResult>, callId: string, name: string) => {
+    const create = vi.spyOn(testApp.module.get(DepartmentService), 'create');
+    const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      const result = await call();
+      return {
+        result,
+        serviceCalls: create.mock.calls.length,
+        departments: await departmentsNamed(name),
+        auditRows: await count(`SELECT count(*) FROM audit_log WHERE call_id = $1`, [callId]),
+        ledgerRows: await count(`SELECT count(*) FROM tool_call_ledger WHERE call_id = $1`, [callId]),
+        logged: warn.mock.calls.map(([message]) => String((message as { msg?: string })?.msg ?? message)).filter((line) => line.startsWith('security event')),
+      };
+    } finally {
+      create.mockRestore();
+      warn.mockRestore();
+    }
+  };
+  const nothingLeft = (reason: string) => ({
+    result: { error: TOOL_MISMATCH_ERROR },
+    serviceCalls: 0,
+    departments: 0,
+    auditRows: 0,
+    ledgerRows: 0,
+    logged: [expect.stringContaining(`(${reason})`)],
+  });
+
+  it('a handler wired to another tool\'s schema is refused, runs no service and writes nothing (no audit, no ledger row)', async () => {
+    const admin = schoolA.personas.schoolAdmin;
+    const miswired = new MiswiredToolsController(testApp.module.get(ToolExecutor), testApp.module.get(DepartmentService));
+
+    const write = await dispatchEnvelope(admin, createDepartmentTool, { campusId: schoolA.campuses[0].id });
+    expect(await attempt(() => invokeHandler(miswired, 'createDepartment', write), write.meta.callId, 'Wired To A Read')).toEqual(nothingLeft('pattern-mismatch'));
+
+    const read = await dispatchEnvelope(admin, listDepartmentsTool, { name: 'Wired To A Write' });
+    expect(await attempt(() => invokeHandler(miswired, 'listDepartments', read), read.meta.callId, 'Wired To A Write')).toEqual(nothingLeft('pattern-mismatch'));
+
+    // The handler wired to its own tool's schema runs the same call.
+    const rightful = await dispatchEnvelope(admin, createDepartmentTool, { name: 'Wired Right' });
+    expect(await attempt(() => call(createDepartmentTool, rightful), rightful.meta.callId, 'Wired Right')).toMatchObject({
+      result: { data: { name: 'Wired Right' } },
+      serviceCalls: 1,
+      departments: 1,
+      auditRows: 1,
+      ledgerRows: 1,
+      logged: [],
+    });
+  });
+
+  it('a call outside any transport message frame is refused the same way (fail closed)', async () => {
+    const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Outside The Transport' });
+    const outside = () =>
+      testApp.module
+        .get(ToolExecutor)
+        .execute(envelope, createDepartmentTool.schema, CREATE_DEPARTMENT_POSTURE, (dto, jwt) => testApp.module.get(DepartmentService).create(dto, jwt));
+    expect(await attempt(outside, envelope.meta.callId, 'Outside The Transport')).toEqual(nothingLeft('no-message-frame'));
   });
 });
 

@@ -42,6 +42,13 @@ export const DISPATCH_REFUSED_ERROR =
 export const CONFIRMATION_REQUIRED_ERROR =
   "This action needs the user's confirmation of exactly these details, and they have not given it for this call, so nothing was done. Do not retry it on your own; if the user still wants it, call the tool again so they are asked to confirm.";
 
+/**
+ * What the model sees when the message was not delivered under the event of the tool the handler asked execute() to
+ * run (a handler wired to another tool's schema, or a call outside the transport): that tool's rules must not apply.
+ */
+export const TOOL_MISMATCH_ERROR =
+  'This tool call could not be matched to its tool, so nothing was run. Do not retry; tell the user what you were trying to do.';
+
 const securityLog = new Logger('Security');
 
 /** A refused call is a security event: who it claimed to be, what it asked for, and why it was refused. */
@@ -109,6 +116,19 @@ export class ToolExecutor {
 
       const definition = TOOLS_BY_SCHEMA.get(schema);
       if (!definition) throw new Error('execute() was given a schema that is not a registered tool definition.');
+      // The transport found this handler under the message's pattern; the schema must be that event's, or another tool's rules would apply.
+      const pattern = currentRmqMessage()?.pattern;
+      if (pattern !== definition.event) {
+        logSecurityEvent({
+          kind: 'tool call',
+          reason: pattern === undefined ? 'no-message-frame' : 'pattern-mismatch',
+          event: definition.event,
+          pattern,
+          callId: meta.callId,
+          sub: identity.sub,
+        });
+        return { error: TOOL_MISMATCH_ERROR };
+      }
 
       // The server's own signature over what it minted at dispatch: identity and scope must be exactly those.
       const token = verifyDispatchToken(this.config.DISPATCH_SIGNING_KEY, meta.dispatchToken);
