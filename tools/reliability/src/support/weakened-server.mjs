@@ -4,11 +4,12 @@
 import 'reflect-metadata';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Logger } from '@nestjs/common';
-import { Transport } from '@nestjs/microservices';
+import { ServerRMQ } from '@nestjs/microservices';
 import { RPC_AGENT_TOOLS, requiresConfirmation } from '@naalya/agent-tools';
-import { AckAfterReplyTransport, rmqNames } from '@naalya/rmq';
+import { AckAfterReplyTransport, rmqNames, runInRmqMessageFrame } from '@naalya/rmq';
 import { Test } from '@nestjs/testing';
 import pg from 'pg';
+import { Observable, isObservable } from 'rxjs';
 
 const SERVER_DIST = fileURLToPath(new URL('../../../../apps/server/dist/', import.meta.url));
 const fromServer = (path) => import(pathToFileURL(`${SERVER_DIST}${path}`).href);
@@ -114,6 +115,27 @@ const WEAKENINGS = {
   'no-quota': { providers: [[ToolCallQuota, { take: () => null }]] },
 };
 
+/**
+ * Nest's stock RMQ server (its default noAck), running each handler in the message frame the project's transport gives
+ * it, with the pattern the stock server found the handler under: execute() refuses a call outside a frame, and the
+ * weakening is acknowledging on delivery, not that. As the project's transport does, a handler's cold Observable (what
+ * Nest's interceptors return) is subscribed inside the frame too, since the work runs on subscription. The stock server
+ * has no time limit, so the frame is never aborted.
+ */
+class StockServerWithFrames extends ServerRMQ {
+  getHandlerByPattern(pattern) {
+    const handler = super.getHandlerByPattern(pattern);
+    if (!handler) return handler;
+    const inFrame = async (data, context) => {
+      const { properties, fields } = context.getMessage();
+      const frame = { pattern, properties, fields, signal: new AbortController().signal, aborted: false };
+      const result = await runInRmqMessageFrame(frame, () => handler(data, context));
+      return isObservable(result) ? new Observable((subscriber) => runInRmqMessageFrame(frame, () => result.subscribe(subscriber))) : result;
+    };
+    return Object.assign(inFrame, { isEventHandler: handler.isEventHandler, extras: handler.extras, next: handler.next });
+  }
+}
+
 const weakening = WEAKENINGS[process.env.RELIABILITY_WEAKENING];
 if (!weakening) {
   console.error(`Unknown weakening "${process.env.RELIABILITY_WEAKENING}"; one of: ${Object.keys(WEAKENINGS).join(', ')}`);
@@ -128,8 +150,12 @@ const app = moduleRef.createNestApplication({ abortOnError: false, logger: nestL
 app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
 if (weakening.transport === 'stock') {
   app.connectMicroservice({
-    transport: Transport.RMQ,
-    options: { urls: [config.RABBITMQ_URL], queue: config.AGENT_TOOLS_QUEUE, noAssert: true, prefetchCount: config.DATABASE_POOL_SIZE },
+    strategy: new StockServerWithFrames({
+      urls: [config.RABBITMQ_URL],
+      queue: config.AGENT_TOOLS_QUEUE,
+      noAssert: true,
+      prefetchCount: config.DATABASE_POOL_SIZE,
+    }),
   });
 } else if (weakening.transport === 'any-publisher') {
   const names = rmqNames(config.AGENT_TOOLS_QUEUE, config.AGENT_RUNS_QUEUE);

@@ -180,7 +180,7 @@ export class ClubsToolsController {
     expect(read(tree, FIXTURES_FILE)).toMatch(/TOOL_FIXTURES: ToolFixture\[\] = \[[^\]]*\n {2}listClubMembersFixture,\n\]/);
   });
 
-  it('scaffolds a casl state-changing tool with roles, modes and campus scope: gate, pinned campus and audit row', async () => {
+  it('scaffolds a casl state-changing tool with roles, modes and campus scope: gate, campusId argument (execute() pins it, not the handler) and audit row', async () => {
     const tree = repositoryTree();
     await agentToolGenerator(tree, CREATE_DEPARTMENT_NOTE);
 
@@ -195,11 +195,11 @@ export class ClubsToolsController {
     );
     const controller = read(tree, 'apps/server/src/app/naalya-ai/tools/handlers/department-notes-tools.controller.ts');
     expect(controller).toContain("import { Action, ActionAuditAction, AuditResourceType, Resource } from '@naalya/access';");
-    expect(controller).toContain("import { pinnedCampusId } from './pinned-campus.js';");
+    // Campus mode's pinning is execute()'s: the handler passes dto.campusId on as it is.
+    expect(controller).not.toContain('pinned');
     expect(controller).toContain('export class DepartmentNotesToolsController {');
     expect(controller).toContain(
-      `    const pinned = pinnedCampusId(payload);
-    return this.executor.execute(
+      `    return this.executor.execute(
       payload,
       createDepartmentNoteTool.schema,
       {
@@ -211,9 +211,9 @@ export class ClubsToolsController {
           resourceId: (result: { id: string }) => result.id,
         },
       },
-      async ({ campusId: requested, ...dto }, jwt) => {
+      async (dto, jwt) => {
         throw new NotImplementedException('create_department_note is scaffolded: call the domain service here.', {
-          cause: { dto: { ...dto, campusId: pinned ?? requested }, actor: jwt.sub },
+          cause: { dto, actor: jwt.sub },
         });
       },
     );`,

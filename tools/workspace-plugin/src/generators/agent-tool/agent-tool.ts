@@ -221,7 +221,6 @@ const writeHandler = (tree: Tree, plan: ToolPlan) => {
       { name: plan.toolConst },
       { name: 'AgentToolPayload', isType: true },
     ]);
-    if (plan.campusScoped) updated = addNamedImports(controllerFile, updated, './pinned-campus.js', [{ name: 'pinnedCampusId' }]);
     // planAgentTool checked an existing class; a new one is the skeleton's. Either has one @Controller() injecting ToolExecutor.
     const controller = findDecoratedClass(controllerFile, updated, 'Controller');
     const executor = controller?.injected.get('ToolExecutor');

@@ -80,14 +80,14 @@ export const renderHandlerMethod = (plan: ToolPlan, executor: string) =>
   [
     `  @MessagePattern(${plan.toolConst}.event)`,
     `  ${plan.camel}(@Payload() payload: ${plan.payloadType}) {`,
-    ...(plan.campusScoped ? ['    const pinned = pinnedCampusId(payload);'] : []),
     `    return this.${executor}.execute(`,
     '      payload,',
     `      ${plan.toolConst}.schema,`,
     ...renderPosture(plan),
-    plan.campusScoped ? '      async ({ campusId: requested, ...dto }, jwt) => {' : '      async (dto, jwt) => {',
+    // A campus-scoped tool's dto.campusId is already the envelope's campus in campus mode: execute() pins it.
+    '      async (dto, jwt) => {',
     `        throw new NotImplementedException('${notImplementedMessage(plan)}', {`,
-    `          cause: { dto${plan.campusScoped ? ': { ...dto, campusId: pinned ?? requested }' : ''}, actor: jwt.sub },`,
+    '          cause: { dto, actor: jwt.sub },',
     '        });',
     '      },',
     '    );',

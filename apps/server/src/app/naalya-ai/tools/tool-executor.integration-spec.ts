@@ -1,26 +1,32 @@
-import { UserType } from '@naalya/access';
+import { Controller, Logger } from '@nestjs/common';
+import { MessagePattern } from '@nestjs/microservices';
+import { Action, ActionAuditAction, AuditResourceType, Resource, UserType } from '@naalya/access';
 import {
+  RPC_AGENT_TOOLS,
   addDepartmentMemberTool,
   createDepartmentTool,
   deleteDepartmentTool,
   listDepartmentsTool,
   listStaffTool,
   type AgentToolResult,
+  type AnyAgentTool,
 } from '@naalya/agent-tools';
-import { runInRmqMessageFrame, type RmqMessageFrame } from '@naalya/rmq';
 import { DataSource } from 'typeorm';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AuditLogService } from '../../core/audit/audit-log.service.js';
 import { IDENTITY_REFUSED_ERROR } from '../../core/auth/identity.service.js';
 import { withSchool } from '../../core/tenancy/tenant-context.js';
 import { PLATFORM_WRITE_NEEDS_SCHOOL_ERROR } from '../../core/tenancy/tenant-scope.js';
+import type { DemoPersona } from '../../core/database/seed/demo-seed.js';
 import { DepartmentService } from '../../departments/department.service.js';
 import { dispatchEnvelope } from '../../../testing/dispatch-envelope.js';
 import { createTestApp, type TestApp } from '../../../testing/test-app.js';
-import { invokeTool } from '../../../testing/tool-handlers.js';
+import { inMessageFrame, invokeHandler, invokeTool, messageFrame } from '../../../testing/tool-handlers.js';
+import { TOOL_FIXTURES } from './fixtures/tool-fixtures.js';
+import type { ToolFixture } from './fixtures/tool-fixture.js';
 import { CALL_ID_REUSED_ERROR } from './tool-call-ledger.service.js';
 import { MASKED_TOOL_ERROR } from './tool-error.js';
-import { DEADLINE_PASSED_ERROR, MALFORMED_ENVELOPE_ERROR, MISSING_IDENTITY_ERROR } from './tool-executor.js';
+import { DEADLINE_PASSED_ERROR, MALFORMED_ENVELOPE_ERROR, MISSING_IDENTITY_ERROR, TOOL_MISMATCH_ERROR, ToolExecutor } from './tool-executor.js';
 import { NO_TENANT_SCOPE_ERROR } from './tool-scope.js';
 
 let testApp: TestApp;
@@ -147,6 +153,178 @@ describe('campus scope', () => {
   });
 });
 
+describe('execute() pins the campus of a campus-mode call', () => {
+  const executor = () => testApp.module.get(ToolExecutor);
+  const fixtureCall = (fixture: ToolFixture) => fixture.allowed({ demo: testApp.demo, owner: testApp.owner });
+  const campusesOf = (persona: DemoPersona) => {
+    const school = testApp.demo.schools.find((candidate) => candidate.id === persona.schoolId);
+    if (!school) throw new Error(`${persona.email} is in no demo school`);
+    return school.campuses;
+  };
+  /** execute() as a handler calls it (in the frame of a message under the tool's event), with a fn that records its arguments. */
+  const executeRecording = async (tool: AnyAgentTool, envelope: unknown) => {
+    const received: unknown[] = [];
+    const result = await inMessageFrame(tool.event, () =>
+      executor().execute(envelope, tool.schema, { auth: 'relationship' }, async (args) => {
+        received.push(args);
+        return 'ran';
+      }),
+    );
+    return { result, received };
+  };
+  const createDepartment = (envelope: unknown) =>
+    inMessageFrame(createDepartmentTool.event, () =>
+      executor().execute(envelope, createDepartmentTool.schema, { auth: 'casl', gate: { action: Action.CREATE, resource: Resource.DEPARTMENT } }, (args, jwt) =>
+        testApp.module.get(DepartmentService).create(args, jwt),
+      ),
+    );
+
+  it("in campus mode a campus-scoped tool runs in the envelope's campus whatever campusId the model passed", async () => {
+    const [kisasi, ntinda] = schoolA.campuses;
+    // The real service, given exactly what execute() hands the fn: the department is made on the envelope's campus.
+    const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Pinned By Execute', campusId: ntinda.id }, { campusId: kisasi.id });
+    expect(await createDepartment(envelope)).toMatchObject({ data: { name: 'Pinned By Execute', campusId: kisasi.id } });
+    expect(await count(`SELECT count(*) FROM departments WHERE name = 'Pinned By Execute' AND campus_id = $1`, [kisasi.id])).toBe(1);
+    expect(await departmentsNamed('Pinned By Execute')).toBe(1);
+
+    // Every campus-scoped tool, the model naming another campus or none: its fn is given the envelope's campus.
+    const campusScoped = TOOL_FIXTURES.filter((fixture) => fixture.tool.campusScoped);
+    expect(campusScoped.map((fixture) => fixture.tool.name).sort()).toEqual(RPC_AGENT_TOOLS.filter((tool) => tool.campusScoped).map((tool) => tool.name).sort());
+    for (const fixture of campusScoped) {
+      const { persona, args } = await fixtureCall(fixture);
+      const [pinned, other] = campusesOf(persona);
+      const { campusId: _fixtureCampus, ...withoutCampus } = args;
+      for (const modelArgs of [{ ...withoutCampus, campusId: other.id }, withoutCampus]) {
+        const { result, received } = await executeRecording(fixture.tool, await dispatchEnvelope(persona, fixture.tool, modelArgs, { campusId: pinned.id }));
+        expect({ tool: fixture.tool.name, result, received }).toEqual({
+          tool: fixture.tool.name,
+          result: expect.objectContaining({ data: 'ran' }),
+          received: [{ ...fixture.tool.schema.parse(withoutCampus), campusId: pinned.id }],
+        });
+      }
+    }
+  });
+
+  it("in school mode, and for a tool that is not campus-scoped, execute() hands the fn the arguments as the model sent them", async () => {
+    const ntinda = schoolA.campuses[1];
+    const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Chosen By The Model', campusId: ntinda.id });
+    expect(await createDepartment(envelope)).toMatchObject({ data: { name: 'Chosen By The Model', campusId: ntinda.id } });
+
+    for (const fixture of TOOL_FIXTURES) {
+      const { persona, args } = await fixtureCall(fixture);
+      const [pinned, other] = campusesOf(persona);
+      const call = fixture.tool.campusScoped
+        ? await dispatchEnvelope(persona, fixture.tool, { ...args, campusId: other.id })
+        : await dispatchEnvelope(persona, fixture.tool, args, { campusId: pinned.id });
+      const { result, received } = await executeRecording(fixture.tool, call);
+      expect({ tool: fixture.tool.name, result, received }).toStrictEqual({
+        tool: fixture.tool.name,
+        result: expect.objectContaining({ data: 'ran' }),
+        received: [fixture.tool.schema.parse(call.args)],
+      });
+    }
+  });
+
+  it('in campus mode a campusId the schema refuses is still refused before anything runs', async () => {
+    const { result, received } = await executeRecording(
+      listStaffTool,
+      await dispatchEnvelope(schoolA.personas.schoolAdmin, listStaffTool, { campusId: 'kisasi' }, { campusId: schoolA.campuses[0].id }),
+    );
+    expect(result).toEqual({ error: expect.stringMatching(/^Invalid tool arguments: campusId: /) });
+    expect(received).toEqual([]);
+  });
+});
+
+describe('execute() runs only the tool its message was delivered under', () => {
+  const CREATE_DEPARTMENT_POSTURE = {
+    auth: 'casl',
+    gate: { action: Action.CREATE, resource: Resource.DEPARTMENT },
+    audit: { action: ActionAuditAction.CREATE, resourceType: AuditResourceType.DEPARTMENT, resourceId: (result: { id: string }) => result.id },
+  } as const;
+
+  /** Handlers wired by mistake to another tool's schema, each keeping the posture and service of its own event. */
+  @Controller()
+  class MiswiredToolsController {
+    constructor(
+      private readonly executor: ToolExecutor,
+      private readonly departmentService: DepartmentService,
+    ) {}
+
+    /** A write handed a read's schema: under the read's rules it would skip the ledger. */
+    @MessagePattern(createDepartmentTool.event)
+    createDepartment(payload: unknown) {
+      return this.executor.execute(payload, listDepartmentsTool.schema, CREATE_DEPARTMENT_POSTURE, ({ campusId }, jwt) =>
+        this.departmentService.create({ name: 'Wired To A Read', campusId }, jwt),
+      );
+    }
+
+    /** A read handed a write's schema (a copied handler whose pattern alone was changed): its message would run a create. */
+    @MessagePattern(listDepartmentsTool.event)
+    listDepartments(payload: unknown) {
+      return this.executor.execute(payload, createDepartmentTool.schema, CREATE_DEPARTMENT_POSTURE, (dto, jwt) => this.departmentService.create(dto, jwt));
+    }
+  }
+
+  /** What a call left behind: the service calls, the departments, audit and ledger rows of its call id, and the security events logged. */
+  const attempt = async (call: () => Promise<AgentToolResult>, callId: string, name: string) => {
+    const create = vi.spyOn(testApp.module.get(DepartmentService), 'create');
+    const warn = vi.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+    try {
+      const result = await call();
+      return {
+        result,
+        serviceCalls: create.mock.calls.length,
+        departments: await departmentsNamed(name),
+        auditRows: await count(`SELECT count(*) FROM audit_log WHERE call_id = $1`, [callId]),
+        ledgerRows: await count(`SELECT count(*) FROM tool_call_ledger WHERE call_id = $1`, [callId]),
+        logged: warn.mock.calls.map(([message]) => String((message as { msg?: string })?.msg ?? message)).filter((line) => line.startsWith('security event')),
+      };
+    } finally {
+      create.mockRestore();
+      warn.mockRestore();
+    }
+  };
+  const nothingLeft = (reason: string) => ({
+    result: { error: TOOL_MISMATCH_ERROR },
+    serviceCalls: 0,
+    departments: 0,
+    auditRows: 0,
+    ledgerRows: 0,
+    logged: [expect.stringContaining(`(${reason})`)],
+  });
+
+  it('a handler wired to another tool\'s schema is refused, runs no service and writes nothing (no audit, no ledger row)', async () => {
+    const admin = schoolA.personas.schoolAdmin;
+    const miswired = new MiswiredToolsController(testApp.module.get(ToolExecutor), testApp.module.get(DepartmentService));
+
+    const write = await dispatchEnvelope(admin, createDepartmentTool, { campusId: schoolA.campuses[0].id });
+    expect(await attempt(() => invokeHandler(miswired, 'createDepartment', write), write.meta.callId, 'Wired To A Read')).toEqual(nothingLeft('pattern-mismatch'));
+
+    const read = await dispatchEnvelope(admin, listDepartmentsTool, { name: 'Wired To A Write' });
+    expect(await attempt(() => invokeHandler(miswired, 'listDepartments', read), read.meta.callId, 'Wired To A Write')).toEqual(nothingLeft('pattern-mismatch'));
+
+    // The handler wired to its own tool's schema runs the same call.
+    const rightful = await dispatchEnvelope(admin, createDepartmentTool, { name: 'Wired Right' });
+    expect(await attempt(() => call(createDepartmentTool, rightful), rightful.meta.callId, 'Wired Right')).toMatchObject({
+      result: { data: { name: 'Wired Right' } },
+      serviceCalls: 1,
+      departments: 1,
+      auditRows: 1,
+      ledgerRows: 1,
+      logged: [],
+    });
+  });
+
+  it('a call outside any transport message frame is refused the same way (fail closed)', async () => {
+    const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Outside The Transport' });
+    const outside = () =>
+      testApp.module
+        .get(ToolExecutor)
+        .execute(envelope, createDepartmentTool.schema, CREATE_DEPARTMENT_POSTURE, (dto, jwt) => testApp.module.get(DepartmentService).create(dto, jwt));
+    expect(await attempt(outside, envelope.meta.callId, 'Outside The Transport')).toEqual(nothingLeft('no-message-frame'));
+  });
+});
+
 describe('idempotency ledger', () => {
   it('a repeated callId returns the stored result with no second effect or audit row', async () => {
     const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Once Only', campusId: schoolA.campuses[0].id });
@@ -229,17 +407,7 @@ describe('one unit of work per call', () => {
     // The transport answers a call past its time limit with an error and aborts its message frame; the executor reads
     // that before committing. The frame is the transport's public one, flipped while the service runs.
     let aborted = false;
-    const frame: RmqMessageFrame = {
-      pattern: createDepartmentTool.event,
-      properties: {} as RmqMessageFrame['properties'],
-      fields: {} as RmqMessageFrame['fields'],
-      get signal() {
-        return aborted ? AbortSignal.abort() : new AbortController().signal;
-      },
-      get aborted() {
-        return aborted;
-      },
-    };
+    const frame = messageFrame(createDepartmentTool.event, () => aborted);
     const service = testApp.module.get(DepartmentService);
     const original = service.create.bind(service);
     vi.spyOn(service, 'create').mockImplementation(async (dto, jwt) => {
@@ -248,14 +416,14 @@ describe('one unit of work per call', () => {
       return created;
     });
     const late = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Past The Limit' });
-    expect(await runInRmqMessageFrame(frame, () => call(createDepartmentTool, late))).toEqual({ error: MASKED_TOOL_ERROR });
+    expect(await invokeTool(testApp.module, createDepartmentTool, late, frame)).toEqual({ error: MASKED_TOOL_ERROR });
     expect(await departmentsNamed('Past The Limit')).toBe(0);
     expect(await count(`SELECT count(*) FROM audit_log WHERE call_id = $1`, [late.meta.callId])).toBe(0);
     expect(await count(`SELECT count(*) FROM tool_call_ledger WHERE call_id = $1`, [late.meta.callId])).toBe(0);
 
     // The same frame, not aborted: the call commits.
     const inTime = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Within The Limit' });
-    expect(await runInRmqMessageFrame(frame, () => call(createDepartmentTool, inTime))).toMatchObject({ data: { name: 'Within The Limit' } });
+    expect(await invokeTool(testApp.module, createDepartmentTool, inTime, frame)).toMatchObject({ data: { name: 'Within The Limit' } });
     expect(await departmentsNamed('Within The Limit')).toBe(1);
   });
 

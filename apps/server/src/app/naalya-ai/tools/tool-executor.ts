@@ -42,6 +42,13 @@ export const DISPATCH_REFUSED_ERROR =
 export const CONFIRMATION_REQUIRED_ERROR =
   "This action needs the user's confirmation of exactly these details, and they have not given it for this call, so nothing was done. Do not retry it on your own; if the user still wants it, call the tool again so they are asked to confirm.";
 
+/**
+ * What the model sees when the message was not delivered under the event of the tool the handler asked execute() to
+ * run (a handler wired to another tool's schema, or a call outside the transport): that tool's rules must not apply.
+ */
+export const TOOL_MISMATCH_ERROR =
+  'This tool call could not be matched to its tool, so nothing was run. Do not retry; tell the user what you were trying to do.';
+
 const securityLog = new Logger('Security');
 
 /** A refused call is a security event: who it claimed to be, what it asked for, and why it was refused. */
@@ -53,6 +60,13 @@ export const logSecurityEvent = (details: { kind: string; reason: string; [key: 
 const DEADLINE_SKEW_MS = 2_000;
 
 const TOOLS_BY_SCHEMA = new Map<unknown, AnyAgentTool>(RPC_AGENT_TOOLS.map((definition) => [definition.schema, definition]));
+
+/**
+ * Campus mode: a campus-scoped tool runs in the envelope's campus (token-checked), whatever campusId the model passed.
+ * School mode leaves the model's campusId for the service to check.
+ */
+const inCallCampus = <A>(definition: AnyAgentTool, scope: AgentCallScope, args: A): A =>
+  definition.campusScoped && scope.mode === 'campus' ? { ...args, campusId: scope.campusId } : args;
 
 const describeIssues = (issues: readonly { path: PropertyKey[]; message: string }[]) =>
   issues.map((issue) => (issue.path.length ? `${issue.path.join('.')}: ${issue.message}` : issue.message)).join('; ');
@@ -102,6 +116,19 @@ export class ToolExecutor {
 
       const definition = TOOLS_BY_SCHEMA.get(schema);
       if (!definition) throw new Error('execute() was given a schema that is not a registered tool definition.');
+      // The transport found this handler under the message's pattern; the schema must be that event's, or another tool's rules would apply.
+      const pattern = currentRmqMessage()?.pattern;
+      if (pattern !== definition.event) {
+        logSecurityEvent({
+          kind: 'tool call',
+          reason: pattern === undefined ? 'no-message-frame' : 'pattern-mismatch',
+          event: definition.event,
+          pattern,
+          callId: meta.callId,
+          sub: identity.sub,
+        });
+        return { error: TOOL_MISMATCH_ERROR };
+      }
 
       // The server's own signature over what it minted at dispatch: identity and scope must be exactly those.
       const token = verifyDispatchToken(this.config.DISPATCH_SIGNING_KEY, meta.dispatchToken);
@@ -139,7 +166,9 @@ export class ToolExecutor {
         dispatch: token.claims,
         ...(definition.confirm ? { confirmArgsHash: canonicalHash(args.data) } : {}),
       };
-      return await inTenantScope(plan.tenantJwt, () => this.runInFrame(plan, posture, () => fn(args.data, plan.tenantJwt)));
+      // The ledger and approval hashes above are of the arguments as the model sent them; only the service sees the pinned campus.
+      const callArgs = inCallCampus(definition, scope, args.data);
+      return await inTenantScope(plan.tenantJwt, () => this.runInFrame(plan, posture, () => fn(callArgs, plan.tenantJwt)));
     } catch (error) {
       return { error: toToolError(error, 'execute') };
     }

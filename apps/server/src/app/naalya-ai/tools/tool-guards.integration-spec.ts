@@ -7,7 +7,7 @@ import { auditFixtureViolations, type GuardContext } from '../../../testing/audi
 import { dispatchEnvelope } from '../../../testing/dispatch-envelope.js';
 import { gateParityViolations, handlerCoverageViolations } from '../../../testing/handler-guards.js';
 import { createTestApp, type TestApp } from '../../../testing/test-app.js';
-import { invokeTool } from '../../../testing/tool-handlers.js';
+import { inMessageFrame, invokeTool } from '../../../testing/tool-handlers.js';
 import { TOOL_FIXTURES } from './fixtures/tool-fixtures.js';
 import { TOOL_HANDLER_CONTROLLERS } from './naalya-ai-tools.module.js';
 import { ToolExecutor } from './tool-executor.js';
@@ -59,15 +59,17 @@ describe('audit-fixture guard', () => {
   it('catches a read posture that passes audit', async () => {
     const executor = testApp.module.get(ToolExecutor);
     const auditedRead = (_module: GuardContext['module'], tool: AnyAgentTool, payload: unknown) =>
-      executor.execute(
-        payload,
-        listStaffTool.schema,
-        {
-          auth: 'casl',
-          gate: { action: Action.LIST, resource: Resource.STAFF },
-          audit: { action: ActionAuditAction.CREATE, resourceType: 'staff' },
-        },
-        async () => [tool.name],
+      inMessageFrame(tool.event, () =>
+        executor.execute(
+          payload,
+          listStaffTool.schema,
+          {
+            auth: 'casl',
+            gate: { action: Action.LIST, resource: Resource.STAFF },
+            audit: { action: ActionAuditAction.CREATE, resourceType: 'staff' },
+          },
+          async () => [tool.name],
+        ),
       );
     const violations = await auditFixtureViolations(context, [listStaffTool], TOOL_FIXTURES, auditedRead);
     expect(violations).toContain('list_staff: a read posture must not pass audit');

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { abilityInScope } from '../../core/authorization/permission-scope.store.js';
 import { dispatchEnvelope } from '../../../testing/dispatch-envelope.js';
 import { createTestApp, type TestApp } from '../../../testing/test-app.js';
-import { invokeTool } from '../../../testing/tool-handlers.js';
+import { inMessageFrame, invokeTool } from '../../../testing/tool-handlers.js';
 import { ToolExecutor } from './tool-executor.js';
 
 let testApp: TestApp;
@@ -32,22 +32,18 @@ describe('the ambient ability store on relationship tools', () => {
   it('the RPC path populates the store, so the fallback does not fail open for a teacher', async () => {
     const executor = testApp.module.get(ToolExecutor);
     const teacher = testApp.demo.schools[0].personas.teacher;
-    const result = await executor.execute(
-      await dispatchEnvelope(teacher, listDepartmentsTool, {}),
-      listDepartmentsTool.schema,
-      { auth: 'relationship' },
-      serviceWithAdminFallback,
+    const envelope = await dispatchEnvelope(teacher, listDepartmentsTool, {});
+    const result = await inMessageFrame(listDepartmentsTool.event, () =>
+      executor.execute(envelope, listDepartmentsTool.schema, { auth: 'relationship' }, serviceWithAdminFallback),
     );
     expect(result).toMatchObject({ data: 'own rows only' });
   });
 
   it('and still gives a director of studies what their permissions allow', async () => {
     const executor = testApp.module.get(ToolExecutor);
-    const result = await executor.execute(
-      await dispatchEnvelope(testApp.demo.schools[0].personas.directorOfStudies, listDepartmentsTool, {}),
-      listDepartmentsTool.schema,
-      { auth: 'relationship' },
-      serviceWithAdminFallback,
+    const envelope = await dispatchEnvelope(testApp.demo.schools[0].personas.directorOfStudies, listDepartmentsTool, {});
+    const result = await inMessageFrame(listDepartmentsTool.event, () =>
+      executor.execute(envelope, listDepartmentsTool.schema, { auth: 'relationship' }, serviceWithAdminFallback),
     );
     expect(result).toMatchObject({ data: 'everything' });
   });

@@ -5,7 +5,6 @@ import { listClassStudentsTool, listMyClassesTool, recordAttendanceTool, type Ag
 import { ClassService, type AttendanceRecord } from '../../../classes/class.service.js';
 import { ClassroomAccessService } from '../../../classes/classroom-access.service.js';
 import { ToolExecutor } from '../tool-executor.js';
-import { pinnedCampusId } from './pinned-campus.js';
 
 export type ListMyClassesPayload = AgentToolPayload[typeof listMyClassesTool.event];
 export type ListClassStudentsPayload = AgentToolPayload[typeof listClassStudentsTool.event];
@@ -25,18 +24,13 @@ export class ClassesToolsController {
 
   @MessagePattern(listMyClassesTool.event)
   listMyClasses(@Payload() payload: ListMyClassesPayload) {
-    const pinned = pinnedCampusId(payload);
-    return this.executor.execute(payload, listMyClassesTool.schema, { auth: 'relationship' }, ({ campusId: requested }, jwt) =>
-      this.classService.listMine({ campusId: pinned ?? requested }, jwt),
-    );
+    return this.executor.execute(payload, listMyClassesTool.schema, { auth: 'relationship' }, (dto, jwt) => this.classService.listMine(dto, jwt));
   }
 
   /** The relationship is asserted before anything is loaded: class teacher, or a director of studies over the campus. */
   @MessagePattern(listClassStudentsTool.event)
   listClassStudents(@Payload() payload: ListClassStudentsPayload) {
-    const pinned = pinnedCampusId(payload);
-    return this.executor.execute(payload, listClassStudentsTool.schema, { auth: 'relationship', scopeNote: CLASS_STUDENTS_SCOPE_NOTE }, async ({ campusId: requested, classId }, jwt) => {
-      const dto = { classId, campusId: pinned ?? requested };
+    return this.executor.execute(payload, listClassStudentsTool.schema, { auth: 'relationship', scopeNote: CLASS_STUDENTS_SCOPE_NOTE }, async (dto, jwt) => {
       await this.classroomAccess.assertClassStudentReadAccess(dto.classId, jwt, dto.campusId);
       return this.classService.listStudents(dto, jwt);
     });
@@ -44,7 +38,6 @@ export class ClassesToolsController {
 
   @MessagePattern(recordAttendanceTool.event)
   recordAttendance(@Payload() payload: RecordAttendancePayload) {
-    const pinned = pinnedCampusId(payload);
     return this.executor.execute(
       payload,
       recordAttendanceTool.schema,
@@ -56,7 +49,7 @@ export class ClassesToolsController {
           resourceId: (result: AttendanceRecord) => result.classId,
         },
       },
-      ({ campusId: requested, ...dto }, jwt) => this.classService.recordAttendance({ ...dto, campusId: pinned ?? requested }, jwt),
+      (dto, jwt) => this.classService.recordAttendance(dto, jwt),
     );
   }
 }

@@ -11,7 +11,6 @@ import {
 import type { DepartmentEntity } from '../../../departments/department.entity.js';
 import { DepartmentService, type DepartmentMembership } from '../../../departments/department.service.js';
 import { ToolExecutor } from '../tool-executor.js';
-import { pinnedCampusId } from './pinned-campus.js';
 
 export type ListDepartmentsPayload = AgentToolPayload[typeof listDepartmentsTool.event];
 export type CreateDepartmentPayload = AgentToolPayload[typeof createDepartmentTool.event];
@@ -27,18 +26,16 @@ export class DepartmentToolsController {
 
   @MessagePattern(listDepartmentsTool.event)
   listDepartments(@Payload() payload: ListDepartmentsPayload) {
-    const pinned = pinnedCampusId(payload);
     return this.executor.execute(
       payload,
       listDepartmentsTool.schema,
       { auth: 'casl', gate: { action: Action.LIST, resource: Resource.DEPARTMENT } },
-      ({ campusId: requested }, jwt) => this.departmentService.list({ campusId: pinned ?? requested }, jwt),
+      (dto, jwt) => this.departmentService.list(dto, jwt),
     );
   }
 
   @MessagePattern(createDepartmentTool.event)
   createDepartment(@Payload() payload: CreateDepartmentPayload) {
-    const pinned = pinnedCampusId(payload);
     return this.executor.execute(
       payload,
       createDepartmentTool.schema,
@@ -51,7 +48,7 @@ export class DepartmentToolsController {
           resourceId: (result: DepartmentEntity) => result.id,
         },
       },
-      ({ campusId: requested, ...dto }, jwt) => this.departmentService.create({ ...dto, campusId: pinned ?? requested }, jwt),
+      (dto, jwt) => this.departmentService.create(dto, jwt),
     );
   }
 

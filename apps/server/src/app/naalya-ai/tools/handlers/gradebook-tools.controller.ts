@@ -4,7 +4,6 @@ import { Action, ActionAuditAction, AuditResourceType, Resource } from '@naalya/
 import { getGradebookTool, getResultsSummaryTool, recordMarksTool, type AgentToolPayload } from '@naalya/agent-tools';
 import { GradebookService, type MarksRecorded } from '../../../gradebook/gradebook.service.js';
 import { ToolExecutor } from '../tool-executor.js';
-import { pinnedCampusId } from './pinned-campus.js';
 
 export type GetGradebookPayload = AgentToolPayload[typeof getGradebookTool.event];
 export type RecordMarksPayload = AgentToolPayload[typeof recordMarksTool.event];
@@ -20,19 +19,17 @@ export class GradebookToolsController {
   /** Relationship, never STUDENT READ: only the subjects and streams the caller teaches. */
   @MessagePattern(getGradebookTool.event)
   getGradebook(@Payload() payload: GetGradebookPayload) {
-    const pinned = pinnedCampusId(payload);
     return this.executor.execute(
       payload,
       getGradebookTool.schema,
       { auth: 'relationship', scopeNote: 'This covers only the subjects you teach in this class, not the whole class.' },
-      ({ campusId: requested, ...dto }, jwt) => this.gradebookService.getGradebook({ ...dto, campusId: pinned ?? requested }, jwt),
+      (dto, jwt) => this.gradebookService.getGradebook(dto, jwt),
     );
   }
 
   /** One audit row for one call, however many marks it writes. */
   @MessagePattern(recordMarksTool.event)
   recordMarks(@Payload() payload: RecordMarksPayload) {
-    const pinned = pinnedCampusId(payload);
     return this.executor.execute(
       payload,
       recordMarksTool.schema,
@@ -44,18 +41,17 @@ export class GradebookToolsController {
           resourceId: (result: MarksRecorded) => result.teachingAssignmentId,
         },
       },
-      ({ campusId: requested, ...dto }, jwt) => this.gradebookService.recordMarks({ ...dto, campusId: pinned ?? requested }, jwt),
+      (dto, jwt) => this.gradebookService.recordMarks(dto, jwt),
     );
   }
 
   @MessagePattern(getResultsSummaryTool.event)
   getResultsSummary(@Payload() payload: GetResultsSummaryPayload) {
-    const pinned = pinnedCampusId(payload);
     return this.executor.execute(
       payload,
       getResultsSummaryTool.schema,
       { auth: 'casl', gate: { action: Action.READ, resource: Resource.RESULT } },
-      ({ campusId: requested, ...dto }, jwt) => this.gradebookService.resultsSummary({ ...dto, campusId: pinned ?? requested }, jwt),
+      (dto, jwt) => this.gradebookService.resultsSummary(dto, jwt),
     );
   }
 }

@@ -11,7 +11,6 @@ import {
 import type { LessonPlanEntity } from '../../../lesson-plans/lesson-plan.entity.js';
 import { LessonPlanService } from '../../../lesson-plans/lesson-plan.service.js';
 import { ToolExecutor } from '../tool-executor.js';
-import { pinnedCampusId } from './pinned-campus.js';
 
 export type CreateLessonPlanPayload = AgentToolPayload[typeof createLessonPlanTool.event];
 export type ListLessonPlansPayload = AgentToolPayload[typeof listLessonPlansTool.event];
@@ -50,18 +49,16 @@ export class LessonPlansToolsController {
 
   @MessagePattern(listPendingLessonPlansTool.event)
   listPendingLessonPlans(@Payload() payload: ListPendingLessonPlansPayload) {
-    const pinned = pinnedCampusId(payload);
     return this.executor.execute(
       payload,
       listPendingLessonPlansTool.schema,
       { auth: 'casl', gate: { action: Action.LIST, resource: Resource.LESSON_PLAN } },
-      ({ campusId: requested }, jwt) => this.lessonPlanService.listPending({ campusId: pinned ?? requested }, jwt),
+      (dto, jwt) => this.lessonPlanService.listPending(dto, jwt),
     );
   }
 
   @MessagePattern(approveLessonPlanTool.event)
   approveLessonPlan(@Payload() payload: ApproveLessonPlanPayload) {
-    const pinned = pinnedCampusId(payload);
     return this.executor.execute(
       payload,
       approveLessonPlanTool.schema,
@@ -70,7 +67,7 @@ export class LessonPlansToolsController {
         gate: { action: Action.APPROVE, resource: Resource.LESSON_PLAN },
         audit: { action: ActionAuditAction.APPROVE, ...LESSON_PLAN_AUDIT },
       },
-      ({ campusId: requested, ...dto }, jwt) => this.lessonPlanService.approve({ ...dto, campusId: pinned ?? requested }, jwt),
+      (dto, jwt) => this.lessonPlanService.approve(dto, jwt),
     );
   }
 }

@@ -4,7 +4,6 @@ import { Action, Resource } from '@naalya/access';
 import { listStaffTool, type AgentToolPayload } from '@naalya/agent-tools';
 import { StaffService } from '../../../staff/staff.service.js';
 import { ToolExecutor } from '../tool-executor.js';
-import { pinnedCampusId } from './pinned-campus.js';
 
 export type ListStaffPayload = AgentToolPayload[typeof listStaffTool.event];
 
@@ -17,12 +16,11 @@ export class StaffToolsController {
 
   @MessagePattern(listStaffTool.event)
   listStaff(@Payload() payload: ListStaffPayload) {
-    const pinned = pinnedCampusId(payload);
     return this.executor.execute(
       payload,
       listStaffTool.schema,
       { auth: 'casl', gate: { action: Action.LIST, resource: Resource.STAFF } },
-      ({ campusId: requested }, jwt) => this.staffService.list({ campusId: pinned ?? requested }, jwt),
+      (dto, jwt) => this.staffService.list(dto, jwt),
     );
   }
 }

@@ -5,7 +5,6 @@ import { assignSubjectTeacherTool, listMyTeachingAssignmentsTool, type AgentTool
 import type { TeachingAssignmentEntity } from '../../../teaching/teaching-assignment.entity.js';
 import { TeachingService } from '../../../teaching/teaching.service.js';
 import { ToolExecutor } from '../tool-executor.js';
-import { pinnedCampusId } from './pinned-campus.js';
 
 export type ListMyTeachingAssignmentsPayload = AgentToolPayload[typeof listMyTeachingAssignmentsTool.event];
 export type AssignSubjectTeacherPayload = AgentToolPayload[typeof assignSubjectTeacherTool.event];
@@ -19,16 +18,14 @@ export class TeachingToolsController {
 
   @MessagePattern(listMyTeachingAssignmentsTool.event)
   listMyTeachingAssignments(@Payload() payload: ListMyTeachingAssignmentsPayload) {
-    const pinned = pinnedCampusId(payload);
-    return this.executor.execute(payload, listMyTeachingAssignmentsTool.schema, { auth: 'relationship' }, ({ campusId: requested }, jwt) =>
-      this.teachingService.listMine({ campusId: pinned ?? requested }, jwt),
+    return this.executor.execute(payload, listMyTeachingAssignmentsTool.schema, { auth: 'relationship' }, (dto, jwt) =>
+      this.teachingService.listMine(dto, jwt),
     );
   }
 
   /** casl: assigning teachers is a seeded permission, the same pair as PUT /teaching-assignments. */
   @MessagePattern(assignSubjectTeacherTool.event)
   assignSubjectTeacher(@Payload() payload: AssignSubjectTeacherPayload) {
-    const pinned = pinnedCampusId(payload);
     return this.executor.execute(
       payload,
       assignSubjectTeacherTool.schema,
@@ -41,7 +38,7 @@ export class TeachingToolsController {
           resourceId: (result: TeachingAssignmentEntity) => result.id,
         },
       },
-      ({ campusId: requested, ...dto }, jwt) => this.teachingService.assign({ ...dto, campusId: pinned ?? requested }, jwt),
+      (dto, jwt) => this.teachingService.assign(dto, jwt),
     );
   }
 }
