@@ -17,7 +17,7 @@ import { AuditLogService } from '../../core/audit/audit-log.service.js';
 import { IDENTITY_REFUSED_ERROR } from '../../core/auth/identity.service.js';
 import { withSchool } from '../../core/tenancy/tenant-context.js';
 import { PLATFORM_WRITE_NEEDS_SCHOOL_ERROR } from '../../core/tenancy/tenant-scope.js';
-import type { DemoPersona } from '../../core/database/seed/demo-seed.js';
+import type { DemoPersona } from '../../seed/demo-seed.js';
 import { DepartmentService } from '../../departments/department.service.js';
 import { dispatchEnvelope } from '../../../testing/dispatch-envelope.js';
 import { createTestApp, type TestApp } from '../../../testing/test-app.js';
