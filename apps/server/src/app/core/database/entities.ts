@@ -8,7 +8,7 @@ import { UserRoleEntity } from '../../roles/user-role.entity.js';
 import { SchoolEntity } from '../../schools/school.entity.js';
 import { UserEntity } from '../../staff/user.entity.js';
 import { ToolCallLedgerEntity } from '../../naalya-ai/tools/tool-call-ledger.entity.js';
-import { AGENT_RUN_ENTITIES } from '../../naalya-ai/agent-runs/agent-runs.entities.js';
+import { AGENT_RUN_ENTITIES } from '../../naalya-ai/agent-runs.entities.js';
 import { SCHOOL_DOMAIN_ENTITIES } from './school-domain.entities.js';
 
 export const ENTITIES = [

@@ -2,8 +2,8 @@ import { Injectable } from '@nestjs/common';
 import type { AgentRunEvent } from '@naalya/agent-tools';
 import { DataSource } from 'typeorm';
 import { currentManager, runUnscoped, withSchool } from '../../core/tenancy/tenant-context.js';
-import type { AgentRunStatus, StoredInterrupt } from './agent-run.entity.js';
-import { runStateAfter } from './agent-run-state.js';
+import type { AgentRunStatus, StoredInterrupt } from '../runs/agent-run.entity.js';
+import { runStateAfter } from '../runs/agent-run-state.js';
 
 export type RunTenant = { schoolId: string | null; ownerId: string };
 

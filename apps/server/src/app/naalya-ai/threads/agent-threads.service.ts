@@ -5,12 +5,12 @@ import { In } from 'typeorm';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { IdentityService } from '../../core/auth/identity.service.js';
 import { currentManager, repo } from '../../core/tenancy/tenant-context.js';
-import { AgentContextService } from './agent-context.service.js';
+import { AgentContextService } from '../dispatch/agent-context.service.js';
 import { asCaller } from './agent-caller.guard.js';
-import { AGENT_UNAVAILABLE_ERROR, AgentRunPublisher } from './agent-run-publisher.service.js';
-import { ACTIVE_RUN_STATUSES, AgentRunEntity, type AgentRunStatus, type StoredInterrupt } from './agent-run.entity.js';
+import { AGENT_UNAVAILABLE_ERROR, AgentRunPublisher } from '../dispatch/agent-run-publisher.service.js';
+import { ACTIVE_RUN_STATUSES, AgentRunEntity, type AgentRunStatus, type StoredInterrupt } from '../runs/agent-run.entity.js';
 import { AgentThreadEntity } from './agent-thread.entity.js';
-import { recordConfirmationAnswer } from './tool-call-approvals.js';
+import { recordConfirmationAnswer } from '../runs/tool-call-approvals.js';
 
 export const THREAD_NOT_FOUND_ERROR = 'Thread not found.';
 export const RUN_NOT_FOUND_ERROR = 'Run not found.';

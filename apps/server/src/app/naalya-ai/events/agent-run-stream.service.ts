@@ -3,10 +3,10 @@ import { BadRequestException, Injectable, Logger } from '@nestjs/common';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { IdentityService } from '../../core/auth/identity.service.js';
 import { currentManager } from '../../core/tenancy/tenant-context.js';
-import { asCaller } from './agent-caller.guard.js';
+import { asCaller } from '../threads/agent-caller.guard.js';
 import { AgentRunNotifier } from './agent-run-notifier.service.js';
-import type { AgentRunStatus } from './agent-run.entity.js';
-import { AgentThreadsService } from './agent-threads.service.js';
+import type { AgentRunStatus } from '../runs/agent-run.entity.js';
+import { AgentThreadsService } from '../threads/agent-threads.service.js';
 
 export const LAST_EVENT_ID_ERROR = 'Last-Event-ID must be the id of an event of this stream.';
 

@@ -2,7 +2,7 @@ import type { AgentRunEvent } from '@naalya/agent-tools';
 import { describe, expect, it } from 'vitest';
 import type { StoredInterrupt } from './agent-run.entity.js';
 import { PAUSED_WITHOUT_QUESTION_ERROR, runStateAfter, type RunState } from './agent-run-state.js';
-import { LAST_EVENT_ID_ERROR, formatServerSentEvent, parseLastEventId } from './agent-run-stream.service.js';
+import { LAST_EVENT_ID_ERROR, formatServerSentEvent, parseLastEventId } from '../events/agent-run-stream.service.js';
 
 const ids = { runId: 'run-1', threadId: 'thread-1' };
 const running: RunState = { status: 'running', pendingInterrupts: [], error: null };

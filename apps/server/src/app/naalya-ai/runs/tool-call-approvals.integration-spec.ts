@@ -7,8 +7,8 @@ import { dispatchEnvelope, personaRun, type DispatchOptions } from '../../../tes
 import type { TestApp } from '../../../testing/test-app.js';
 import { invokeTool } from '../../../testing/tool-handlers.js';
 import { CONFIRMATION_REQUIRED_ERROR } from '../tools/tool-executor.js';
-import { AgentRunEventStore } from './agent-run-event-store.service.js';
-import { agentRequest, createAgentTestApp, createTestBroker, type TestBroker } from './fixtures/agent-run-test-kit.js';
+import { AgentRunEventStore } from '../events/agent-run-event-store.service.js';
+import { agentRequest, createAgentTestApp, createTestBroker, type TestBroker } from '../fixtures/agent-run-test-kit.js';
 
 let broker: TestBroker;
 let testApp: TestApp;

@@ -16,8 +16,8 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { DemoPersona } from '../../core/database/seed/demo-seed.js';
 import type { TestApp } from '../../../testing/test-app.js';
-import { AgentRunEventStore } from './agent-run-event-store.service.js';
-import { AGENT_UNAVAILABLE_ERROR, AgentRunPublisher } from './agent-run-publisher.service.js';
+import { AgentRunEventStore } from '../events/agent-run-event-store.service.js';
+import { AGENT_UNAVAILABLE_ERROR, AgentRunPublisher } from '../dispatch/agent-run-publisher.service.js';
 import type { AgentMap } from './agent-map.js';
 import {
   ALREADY_ANSWERED_ERROR,
@@ -35,7 +35,7 @@ import {
   openEventStream,
   runEvents,
   type TestBroker,
-} from './fixtures/agent-run-test-kit.js';
+} from '../fixtures/agent-run-test-kit.js';
 
 let broker: TestBroker;
 let testApp: TestApp;
