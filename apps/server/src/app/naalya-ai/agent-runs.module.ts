@@ -9,6 +9,7 @@ import { AgentRunIngest } from './events/agent-run-ingest.service.js';
 import { AgentRunNotifier } from './events/agent-run-notifier.service.js';
 import { AgentRunPublisher } from './dispatch/agent-run-publisher.service.js';
 import { AgentRunStreamService } from './events/agent-run-stream.service.js';
+import { AgentRunStore } from './runs/agent-run-store.service.js';
 import { AgentThreadsController } from './threads/agent-threads.controller.js';
 import { AgentThreadsService } from './threads/agent-threads.service.js';
 
@@ -19,6 +20,7 @@ import { AgentThreadsService } from './threads/agent-threads.service.js';
     AgentCallerGuard,
     AgentContextService,
     AgentThreadsService,
+    AgentRunStore,
     AgentRunPublisher,
     AgentRunEventStore,
     AgentRunIngest,

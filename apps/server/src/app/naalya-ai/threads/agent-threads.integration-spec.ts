@@ -23,9 +23,9 @@ import {
   ALREADY_ANSWERED_ERROR,
   RUN_IN_PROGRESS_ERROR,
   STALE_INTERRUPT_ERROR,
-  THREAD_NOT_FOUND_ERROR,
   UNKNOWN_INTERRUPT_ERROR,
-} from './agent-threads.service.js';
+} from '../runs/agent-run-store.service.js';
+import { THREAD_NOT_FOUND_ERROR } from './agent-threads.service.js';
 import {
   RMQ_URL,
   agentRequest,
