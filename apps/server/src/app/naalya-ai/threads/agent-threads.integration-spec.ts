@@ -16,15 +16,10 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { DemoPersona } from '../../core/database/seed/demo-seed.js';
 import type { TestApp } from '../../../testing/test-app.js';
-import { AgentRunEventStore } from '../events/agent-run-event-store.service.js';
 import { AGENT_UNAVAILABLE_ERROR, AgentRunPublisher } from '../dispatch/agent-run-publisher.service.js';
+import { AgentRunEventStore } from '../events/agent-run-event-store.service.js';
+import { ALREADY_ANSWERED_ERROR, RUN_IN_PROGRESS_ERROR, STALE_INTERRUPT_ERROR, UNKNOWN_INTERRUPT_ERROR } from '../runs/agent-run-store.service.js';
 import type { AgentMap } from './agent-map.js';
-import {
-  ALREADY_ANSWERED_ERROR,
-  RUN_IN_PROGRESS_ERROR,
-  STALE_INTERRUPT_ERROR,
-  UNKNOWN_INTERRUPT_ERROR,
-} from '../runs/agent-run-store.service.js';
 import { THREAD_NOT_FOUND_ERROR } from './agent-threads.service.js';
 import {
   RMQ_URL,
