@@ -5,7 +5,7 @@ import { AppModule } from './app/app.module.js';
 import { ConfigError, loadServerConfig, nestLogLevels } from './app/core/config/server-config.js';
 import { serveHub } from './app/core/http/hub-static.js';
 import { connectToolTransport } from './app/core/transport/tool-transport.js';
-import { startAgentRunMessaging } from './app/naalya-ai/agent-runs/agent-run-messaging.js';
+import { startAgentRunMessaging } from './app/naalya-ai/agent-run-messaging.js';
 
 const bootstrap = async () => {
   const config = loadServerConfig();

@@ -10,7 +10,7 @@ import { DepartmentEntity } from './departments/department.entity.js';
 import { MarkEntity } from './gradebook/mark.entity.js';
 import { TermEntity } from './gradebook/term.entity.js';
 import { LessonPlanEntity } from './lesson-plans/lesson-plan.entity.js';
-import { AGENT_RUN_ENTITIES } from './naalya-ai/agent-runs/agent-runs.entities.js';
+import { AGENT_RUN_ENTITIES } from './naalya-ai/agent-runs.entities.js';
 import { ToolCallLedgerEntity } from './naalya-ai/tools/tool-call-ledger.entity.js';
 import { SubjectEntity } from './subjects/subject.entity.js';
 import { DirectorOfStudiesAppointmentEntity } from './teaching/director-of-studies-appointment.entity.js';

@@ -8,7 +8,7 @@ import { CoreModule } from './core/core.module.js';
 import { DepartmentModule } from './departments/department.module.js';
 import { GradebookModule } from './gradebook/gradebook.module.js';
 import { LessonPlansModule } from './lesson-plans/lesson-plans.module.js';
-import { AgentRunsModule } from './naalya-ai/agent-runs/agent-runs.module.js';
+import { AgentRunsModule } from './naalya-ai/agent-runs.module.js';
 import { NaalyaAiToolsModule } from './naalya-ai/tools/naalya-ai-tools.module.js';
 import { StaffModule } from './staff/staff.module.js';
 import { SubjectsModule } from './subjects/subjects.module.js';

@@ -11,8 +11,8 @@ import {
 } from '@naalya/agent-tools';
 import type { DataSource } from 'typeorm';
 import type { DemoData, DemoPersona } from '../app/seed/demo-seed.js';
-import { signDispatchToken } from '../app/naalya-ai/agent-runs/dispatch-token.js';
-import { APPROVAL_TTL_SECONDS } from '../app/naalya-ai/agent-runs/tool-call-approvals.js';
+import { signDispatchToken } from '../app/naalya-ai/dispatch/dispatch-token.js';
+import { APPROVAL_TTL_SECONDS } from '../app/naalya-ai/runs/tool-call-approvals.js';
 import { canonicalHash } from '../app/naalya-ai/tools/canonical-hash.js';
 
 /** The signing key of every test server (testConfig); dispatchEnvelope signs with it as dispatch does. */

@@ -71,7 +71,7 @@ type DispatchTokenModule = { signDispatchToken: (key: string, claims: DispatchCl
 
 /** Signs dispatch claims as the server does (its own function), with its key or a forger's. */
 export const loadSigner = async (stack: ReliabilityStack): Promise<(claims: DispatchClaims, key?: string) => string> => {
-  const { signDispatchToken } = await fromServerDist<DispatchTokenModule>('app/naalya-ai/agent-runs/dispatch-token.js');
+  const { signDispatchToken } = await fromServerDist<DispatchTokenModule>('app/naalya-ai/dispatch/dispatch-token.js');
   const serverKey = stack.env['DISPATCH_SIGNING_KEY'];
   if (!serverKey) throw new Error('The stack has no DISPATCH_SIGNING_KEY.');
   return (claims, key = serverKey) => signDispatchToken(key, claims);

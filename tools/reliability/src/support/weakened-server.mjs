@@ -17,7 +17,7 @@ const fromServer = (path) => import(pathToFileURL(`${SERVER_DIST}${path}`).href)
 const { AppModule } = await fromServer('app/app.module.js');
 const { loadServerConfig, nestLogLevels } = await fromServer('app/core/config/server-config.js');
 const { connectToolTransport } = await fromServer('app/core/transport/tool-transport.js');
-const { startAgentRunMessaging } = await fromServer('app/naalya-ai/agent-runs/agent-run-messaging.js');
+const { startAgentRunMessaging } = await fromServer('app/naalya-ai/agent-run-messaging.js');
 const { ToolCallLedgerService } = await fromServer('app/naalya-ai/tools/tool-call-ledger.service.js');
 const { AuditLogService } = await fromServer('app/core/audit/audit-log.service.js');
 const { BrokerStatus } = await fromServer('app/core/health/broker-status.js');

@@ -19,7 +19,7 @@ import {
   runEvents,
   type OpenStream,
   type TestBroker,
-} from './fixtures/agent-run-test-kit.js';
+} from '../fixtures/agent-run-test-kit.js';
 
 const run = promisify(execFile);
 

@@ -1,6 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
-import { AgentRunIngest } from './agent-run-ingest.service.js';
-import { AgentRunPublisher } from './agent-run-publisher.service.js';
+import { AgentRunPublisher } from './dispatch/agent-run-publisher.service.js';
+import { AgentRunIngest } from './events/agent-run-ingest.service.js';
 
 /**
  * Connects run dispatch and run event ingest to the broker (both plain amqplib, declared by the topology step).

@@ -16,16 +16,11 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { DemoPersona } from '../../seed/demo-seed.js';
 import type { TestApp } from '../../../testing/test-app.js';
-import { AgentRunEventStore } from './agent-run-event-store.service.js';
-import { AGENT_UNAVAILABLE_ERROR, AgentRunPublisher } from './agent-run-publisher.service.js';
+import { AGENT_UNAVAILABLE_ERROR, AgentRunPublisher } from '../dispatch/agent-run-publisher.service.js';
+import { AgentRunEventStore } from '../events/agent-run-event-store.service.js';
+import { ALREADY_ANSWERED_ERROR, RUN_IN_PROGRESS_ERROR, STALE_INTERRUPT_ERROR, UNKNOWN_INTERRUPT_ERROR } from '../runs/agent-run-store.service.js';
 import type { AgentMap } from './agent-map.js';
-import {
-  ALREADY_ANSWERED_ERROR,
-  RUN_IN_PROGRESS_ERROR,
-  STALE_INTERRUPT_ERROR,
-  THREAD_NOT_FOUND_ERROR,
-  UNKNOWN_INTERRUPT_ERROR,
-} from './agent-threads.service.js';
+import { THREAD_NOT_FOUND_ERROR } from './agent-threads.service.js';
 import {
   RMQ_URL,
   agentRequest,
@@ -35,7 +30,7 @@ import {
   openEventStream,
   runEvents,
   type TestBroker,
-} from './fixtures/agent-run-test-kit.js';
+} from '../fixtures/agent-run-test-kit.js';
 
 let broker: TestBroker;
 let testApp: TestApp;

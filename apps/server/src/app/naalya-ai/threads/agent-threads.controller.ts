@@ -6,10 +6,11 @@ import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { IdentityService } from '../../core/auth/identity.service.js';
 import { parseDto } from '../../core/http/parse-dto.js';
 import { CapabilitiesService } from '../../teaching/capabilities.service.js';
+import { AgentRunStreamService } from '../events/agent-run-stream.service.js';
+import { RUN_NOT_FOUND_ERROR } from '../runs/agent-run-store.service.js';
 import { AgentCaller, AgentRoutes, asCaller } from './agent-caller.guard.js';
 import { agentMapFor } from './agent-map.js';
-import { AgentRunStreamService } from './agent-run-stream.service.js';
-import { AgentThreadsService, RUN_NOT_FOUND_ERROR, THREAD_NOT_FOUND_ERROR } from './agent-threads.service.js';
+import { AgentThreadsService, THREAD_NOT_FOUND_ERROR } from './agent-threads.service.js';
 
 const createThreadSchema = z.strictObject({ title: z.string().trim().min(1).max(200).optional() });
 const startRunSchema = z.strictObject({

@@ -1,28 +1,18 @@
 import { randomUUID } from 'node:crypto';
-import { ConflictException, Injectable, Logger, NotFoundException } from '@nestjs/common';
+import { Injectable, Logger, NotFoundException } from '@nestjs/common';
 import type { AgentRunRequest, AgentRuntimeContext } from '@naalya/agent-tools';
-import { In } from 'typeorm';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { IdentityService } from '../../core/auth/identity.service.js';
-import { currentManager, repo } from '../../core/tenancy/tenant-context.js';
-import { AgentContextService } from './agent-context.service.js';
+import { repo } from '../../core/tenancy/tenant-context.js';
+import { AgentContextService } from '../dispatch/agent-context.service.js';
+import { AGENT_UNAVAILABLE_ERROR, AgentRunPublisher } from '../dispatch/agent-run-publisher.service.js';
+import type { AgentRunEntity, AgentRunStatus, StoredInterrupt } from '../runs/agent-run.entity.js';
+import { AgentRunStore } from '../runs/agent-run-store.service.js';
 import { asCaller } from './agent-caller.guard.js';
-import { AGENT_UNAVAILABLE_ERROR, AgentRunPublisher } from './agent-run-publisher.service.js';
-import { ACTIVE_RUN_STATUSES, AgentRunEntity, type AgentRunStatus, type StoredInterrupt } from './agent-run.entity.js';
 import { AgentThreadEntity } from './agent-thread.entity.js';
-import { recordConfirmationAnswer } from './tool-call-approvals.js';
 
 export const THREAD_NOT_FOUND_ERROR = 'Thread not found.';
-export const RUN_NOT_FOUND_ERROR = 'Run not found.';
-export const RUN_IN_PROGRESS_ERROR =
-  'This thread already has a run in progress or waiting for an answer. Wait for it to finish, or answer its question.';
-export const UNKNOWN_INTERRUPT_ERROR = 'No question with this id was asked in this thread.';
-export const ALREADY_ANSWERED_ERROR = 'This question has already been answered.';
-export const STALE_INTERRUPT_ERROR = 'This question is no longer waiting for an answer: its run has moved on.';
-
-const UNIQUE_VIOLATION = '23505';
 export const DIRECT_RUN_TITLE = 'Direct tool calls';
-const ONE_ACTIVE_RUN_INDEX = 'uq_agent_runs_one_active_per_thread';
 const TITLE_LENGTH = 80;
 
 export type CreateThreadDto = { title?: string };
@@ -46,14 +36,6 @@ export type RunSummary = {
 };
 export type ThreadDetail = ThreadSummary & { runs: RunSummary[] };
 export type ResumeResult = { runId: string; resumed: boolean; pendingInterruptIds: string[] };
-
-type LockedRun = {
-  id: string;
-  status: AgentRunStatus;
-  campus_id: string | null;
-  target_school_id: string | null;
-  pending_interrupts: StoredInterrupt[];
-};
 
 const threadSummary = (thread: AgentThreadEntity): ThreadSummary => ({
   id: thread.id,
@@ -81,16 +63,12 @@ const runSummary = (run: AgentRunEntity): RunSummary => ({
   updatedAt: run.updatedAt,
 });
 
-const isActiveRunConflict = (error: unknown): boolean => {
-  const driverError = (error as { driverError?: { code?: string; constraint?: string } }).driverError;
-  return driverError?.code === UNIQUE_VIOLATION && driverError.constraint === ONE_ACTIVE_RUN_INDEX;
-};
-
 /**
- * Threads and their runs. Every call is one short unit of work as the caller, checks that the caller owns the
- * thread (another user's thread, in any school, reads as not found), and is backed by RLS, which binds the rows
- * to their school and owner. Starting and resuming publish the run step once that unit of work has committed (see
- * dispatch): a step the broker did not take fails its run and answers 503.
+ * Threads, and the conversation in them as the caller drives it. Every call is one short unit of work as the caller,
+ * checks that the caller owns the thread (another user's thread, in any school, reads as not found), and is backed
+ * by RLS, which binds the rows to their school and owner. The run rows themselves are AgentRunStore's. Starting and
+ * resuming publish the run step once that unit of work has committed (see dispatch): a step the broker did not take
+ * fails its run and answers 503.
  */
 @Injectable()
 export class AgentThreadsService {
@@ -100,6 +78,7 @@ export class AgentThreadsService {
     private readonly identityService: IdentityService,
     private readonly contextService: AgentContextService,
     private readonly publisher: AgentRunPublisher,
+    private readonly runs: AgentRunStore,
   ) {}
 
   createThread(dto: CreateThreadDto, caller: JwtPayload): Promise<ThreadSummary> {
@@ -128,43 +107,24 @@ export class AgentThreadsService {
     return asCaller(caller, async () => {
       await this.identityService.assertCurrent(caller);
       const thread = await this.ownedThread(threadId, caller);
-      const runs = await repo(AgentRunEntity).find({ where: { threadId: thread.id }, order: { createdAt: 'ASC' } });
+      const runs = await this.runs.runsOf(thread.id);
       return { ...threadSummary(thread), runs: runs.map(runSummary) };
     });
   }
 
   async startRun(threadId: string, dto: StartRunDto, caller: JwtPayload): Promise<{ runId: string }> {
     const { runId, context } = await asCaller(caller, async () => {
-      // Locking the thread serialises starts on it; the partial unique index is the floor under this check.
+      // Locking the thread serialises starts on it, so the store's check for an active run cannot race another start.
       const thread = await this.ownedThread(threadId, caller, { lock: true });
-      if (await repo(AgentRunEntity).existsBy({ threadId: thread.id, status: In([...ACTIVE_RUN_STATUSES]) })) {
-        throw new ConflictException(RUN_IN_PROGRESS_ERROR);
-      }
-      const runId = randomUUID();
-      // Identity, campus and target school are checked and minted here, from the token and the database.
-      const context = await this.contextService.mint({ campusId: dto.campusId, targetSchoolId: dto.targetSchoolId, runId, threadId }, caller);
-      try {
-        await repo(AgentRunEntity).insert({
-          id: runId,
-          threadId: thread.id,
-          schoolId: thread.schoolId,
-          ownerId: thread.ownerId,
-          status: 'running',
-          message: dto.message,
-          campusId: context.runMode.mode === 'campus' ? context.runMode.campus.id : null,
-          targetSchoolId: context.runMode.mode === 'school' ? (context.runMode.targetSchoolId ?? null) : null,
-          pendingInterrupts: [],
-          lastSeq: 0,
-        });
-      } catch (error) {
-        if (isActiveRunConflict(error)) throw new ConflictException(RUN_IN_PROGRESS_ERROR);
-        throw error;
-      }
+      const started = await this.runs.start(thread, dto.message, (runId) =>
+        // Identity, campus and target school are checked and minted here, from the token and the database.
+        this.contextService.mint({ campusId: dto.campusId, targetSchoolId: dto.targetSchoolId, runId, threadId: thread.id }, caller),
+      );
       await repo(AgentThreadEntity).update(
         { id: thread.id },
         { updatedAt: new Date(), ...(thread.title ? {} : { title: dto.message.slice(0, TITLE_LENGTH) }) },
       );
-      return { runId, context };
+      return started;
     });
     await this.dispatch(caller, runId, { kind: 'start', context, message: dto.message });
     return { runId };
@@ -174,53 +134,13 @@ export class AgentThreadsService {
     const { result, step } = await asCaller(caller, async () => {
       await this.identityService.assertCurrent(caller);
       const thread = await this.ownedThread(threadId, caller);
-      // The run's row lock makes answers to one run take turns: of two answers to one question, one wins.
-      const [run] = (await currentManager().query(
-        `SELECT id, status, campus_id, target_school_id, pending_interrupts FROM agent_runs
-          WHERE thread_id = $1 AND pending_interrupts @> $2::jsonb
-          ORDER BY created_at DESC LIMIT 1 FOR UPDATE`,
-        [thread.id, JSON.stringify([{ interruptId: dto.interruptId }])],
-      )) as LockedRun[];
-      const interrupt = run?.pending_interrupts.find((candidate) => candidate.interruptId === dto.interruptId);
-      if (!run || !interrupt) throw new ConflictException(UNKNOWN_INTERRUPT_ERROR);
-      if (interrupt.answered) throw new ConflictException(ALREADY_ANSWERED_ERROR);
-      if (run.status !== 'interrupted') throw new ConflictException(STALE_INTERRUPT_ERROR);
-
-      Object.assign(interrupt, { answered: true, answer: dto.answer, answeredAt: new Date().toISOString() });
-      // The approval is bound to what the worker asked about (stored with the question), never to anything the
-      // client sends, and commits with the answered question or not at all.
-      if (interrupt.confirmation && interrupt.argsHash) {
-        await recordConfirmationAnswer({
-          schoolId: thread.schoolId,
-          threadId: thread.id,
-          runId: run.id,
-          interruptId: interrupt.interruptId,
-          event: interrupt.confirmation.event,
-          callId: interrupt.confirmation.callId,
-          argsHash: interrupt.argsHash,
-          userId: caller.sub,
-          answer: dto.answer,
-        });
-      }
-      const pendingInterruptIds = run.pending_interrupts.filter((candidate) => !candidate.answered).map((candidate) => candidate.interruptId);
-      const resumed = pendingInterruptIds.length === 0;
-      let answers: Record<string, string> = {};
-      if (resumed) {
-        const undelivered = run.pending_interrupts.filter((candidate) => !candidate.delivered);
-        answers = Object.fromEntries(undelivered.map((candidate) => [candidate.interruptId, candidate.answer ?? '']));
-        for (const candidate of undelivered) candidate.delivered = true;
-      }
-      await currentManager().query(`UPDATE agent_runs SET pending_interrupts = $2, status = $3, updated_at = now() WHERE id = $1`, [
-        run.id,
-        JSON.stringify(run.pending_interrupts),
-        resumed ? 'running' : 'interrupted',
-      ]);
+      const { run, resumed, pendingInterruptIds, answers } = await this.runs.recordAnswer(thread, dto, caller.sub);
       // Re-minted, not replayed: the caller's identity and reach are read again for the next step.
       const step: AgentRunRequest | undefined = resumed
         ? {
             kind: 'resume',
             context: await this.contextService.mint(
-              { campusId: run.campus_id ?? undefined, targetSchoolId: run.target_school_id ?? undefined, runId: run.id, threadId: thread.id },
+              { campusId: run.campusId ?? undefined, targetSchoolId: run.targetSchoolId ?? undefined, runId: run.id, threadId: thread.id },
               caller,
             ),
             answers,
@@ -243,12 +163,7 @@ export class AgentThreadsService {
     try {
       await this.publisher.publish(step);
     } catch (error) {
-      await asCaller(caller, () =>
-        currentManager().query(`UPDATE agent_runs SET status = 'failed', error = $2, updated_at = now() WHERE id = $1 AND status = 'running'`, [
-          runId,
-          AGENT_UNAVAILABLE_ERROR,
-        ]),
-      ).catch((failure: unknown) =>
+      await asCaller(caller, () => this.runs.failIfRunning(runId, AGENT_UNAVAILABLE_ERROR)).catch((failure: unknown) =>
         this.logger.error(`Run ${runId} was not published and could not be marked failed: ${failure instanceof Error ? failure.message : String(failure)}`),
       );
       throw error;
@@ -265,28 +180,11 @@ export class AgentThreadsService {
       const threadId = randomUUID();
       const runId = randomUUID();
       const context = await this.contextService.mint({ ...dto, runId, threadId }, caller);
-      await repo(AgentThreadEntity).insert({ id: threadId, schoolId: user.schoolId, ownerId: user.id, title: DIRECT_RUN_TITLE });
-      await repo(AgentRunEntity).insert({
-        id: runId,
-        threadId,
-        schoolId: user.schoolId,
-        ownerId: user.id,
-        status: 'running',
-        message: DIRECT_RUN_TITLE,
-        campusId: context.runMode.mode === 'campus' ? context.runMode.campus.id : null,
-        targetSchoolId: context.runMode.mode === 'school' ? (context.runMode.targetSchoolId ?? null) : null,
-        pendingInterrupts: [],
-        lastSeq: 0,
-      });
+      const thread = { id: threadId, schoolId: user.schoolId, ownerId: user.id };
+      await repo(AgentThreadEntity).insert({ ...thread, title: DIRECT_RUN_TITLE });
+      await this.runs.openDirect(runId, thread, DIRECT_RUN_TITLE, context);
       return context;
     });
-  }
-
-  /** The caller's run in the caller's thread, or 404. Inside a unit of work. */
-  async ownedRun(threadId: string, runId: string, caller: JwtPayload): Promise<AgentRunEntity> {
-    const run = await repo(AgentRunEntity).findOneBy({ id: runId, threadId, ownerId: caller.sub });
-    if (!run) throw new NotFoundException(RUN_NOT_FOUND_ERROR);
-    return run;
   }
 
   /** Another user's thread, from any school, is indistinguishable from one that does not exist. */

@@ -3,10 +3,10 @@ import { BadRequestException, Injectable, Logger } from '@nestjs/common';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { IdentityService } from '../../core/auth/identity.service.js';
 import { currentManager } from '../../core/tenancy/tenant-context.js';
-import { asCaller } from './agent-caller.guard.js';
+import type { AgentRunStatus } from '../runs/agent-run.entity.js';
+import { AgentRunStore } from '../runs/agent-run-store.service.js';
+import { asCaller } from '../threads/agent-caller.guard.js';
 import { AgentRunNotifier } from './agent-run-notifier.service.js';
-import type { AgentRunStatus } from './agent-run.entity.js';
-import { AgentThreadsService } from './agent-threads.service.js';
 
 export const LAST_EVENT_ID_ERROR = 'Last-Event-ID must be the id of an event of this stream.';
 
@@ -39,7 +39,7 @@ export class AgentRunStreamService {
 
   constructor(
     private readonly identityService: IdentityService,
-    private readonly threads: AgentThreadsService,
+    private readonly runs: AgentRunStore,
     private readonly notifier: AgentRunNotifier,
   ) {}
 
@@ -53,7 +53,7 @@ export class AgentRunStreamService {
     // Thrown from here (before any byte is written) these reach the client as ordinary JSON errors: 404, 403.
     await asCaller(caller, async () => {
       await this.identityService.assertCurrent(caller);
-      await this.threads.ownedRun(ids.threadId, ids.runId, caller);
+      await this.runs.ownedRun(ids.threadId, ids.runId, caller);
     });
 
     let isDirty = true;
@@ -119,13 +119,12 @@ export class AgentRunStreamService {
 
   /** Status first, then events: each statement has its own snapshot, and this order never ends a stream early. */
   private async read(runId: string, afterSeq: number): Promise<{ status: AgentRunStatus | null; events: StoredRunEvent[] }> {
-    const manager = currentManager();
-    const [run] = (await manager.query(`SELECT status FROM agent_runs WHERE id = $1`, [runId])) as { status: AgentRunStatus }[];
-    const events = (await manager.query(
+    const status = await this.runs.statusOf(runId);
+    const events = (await currentManager().query(
       `SELECT seq, type, payload FROM agent_run_events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
       [runId, afterSeq, BATCH],
     )) as StoredRunEvent[];
-    return { status: run?.status ?? null, events };
+    return { status, events };
   }
 
   /** Respects backpressure: waits for the socket to drain, or for the client to go. */

@@ -2,7 +2,6 @@ import type { AgentRunEvent } from '@naalya/agent-tools';
 import { describe, expect, it } from 'vitest';
 import type { StoredInterrupt } from './agent-run.entity.js';
 import { PAUSED_WITHOUT_QUESTION_ERROR, runStateAfter, type RunState } from './agent-run-state.js';
-import { LAST_EVENT_ID_ERROR, formatServerSentEvent, parseLastEventId } from './agent-run-stream.service.js';
 
 const ids = { runId: 'run-1', threadId: 'thread-1' };
 const running: RunState = { status: 'running', pendingInterrupts: [], error: null };
@@ -34,21 +33,5 @@ describe('runStateAfter', () => {
     const earlier = { ...running, pendingInterrupts: [answered('a')] };
     expect(runStateAfter(earlier, pause('a'))).toEqual({ status: 'failed', pendingInterrupts: [answered('a')], error: PAUSED_WITHOUT_QUESTION_ERROR });
     expect(runStateAfter(running, pause())).toMatchObject({ status: 'failed', error: PAUSED_WITHOUT_QUESTION_ERROR });
-  });
-});
-
-describe('server-sent events', () => {
-  it('frames one event as id, event and a single data line', () => {
-    const payload = { ...ids, type: 'TEXT_MESSAGE_CONTENT', messageId: 'm', delta: 'two\nlines' };
-    expect(formatServerSentEvent({ seq: 7, type: 'TEXT_MESSAGE_CONTENT', payload })).toBe(
-      `id: 7\nevent: TEXT_MESSAGE_CONTENT\ndata: ${JSON.stringify(payload)}\n\n`,
-    );
-  });
-
-  it('reads Last-Event-ID as a seq, and refuses anything else', () => {
-    expect(parseLastEventId(undefined)).toBe(0);
-    expect(parseLastEventId('')).toBe(0);
-    expect(parseLastEventId('42')).toBe(42);
-    for (const bad of ['-1', '1.5', 'abc', '9999999999']) expect(() => parseLastEventId(bad)).toThrow(LAST_EVENT_ID_ERROR);
   });
 });

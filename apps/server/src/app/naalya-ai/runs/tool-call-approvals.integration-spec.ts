@@ -6,9 +6,9 @@ import type { DemoPersona } from '../../seed/demo-seed.js';
 import { dispatchEnvelope, personaRun, type DispatchOptions } from '../../../testing/dispatch-envelope.js';
 import type { TestApp } from '../../../testing/test-app.js';
 import { invokeTool } from '../../../testing/tool-handlers.js';
+import { AgentRunEventStore } from '../events/agent-run-event-store.service.js';
+import { agentRequest, createAgentTestApp, createTestBroker, type TestBroker } from '../fixtures/agent-run-test-kit.js';
 import { CONFIRMATION_REQUIRED_ERROR } from '../tools/tool-executor.js';
-import { AgentRunEventStore } from './agent-run-event-store.service.js';
-import { agentRequest, createAgentTestApp, createTestBroker, type TestBroker } from './fixtures/agent-run-test-kit.js';
 
 let broker: TestBroker;
 let testApp: TestApp;
