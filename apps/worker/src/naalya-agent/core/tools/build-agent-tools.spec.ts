@@ -30,7 +30,7 @@ import {
   toolCallIdempotencyKey,
   withoutEmDash,
 } from './build-agent-tools.js';
-import { CONTEXT_MISSING_ERROR } from './tool-context.js';
+import { CONTEXT_MISSING_ERROR, resolveCallScope, resolveIdentity } from './tool-context.js';
 import {
   OTHER_CAMPUS_ID,
   OTHER_SCHOOL_ID,
@@ -93,6 +93,19 @@ describe('toRpcProxy', () => {
     expect(caller.calls[0].event).toBe('list.staff');
     expect(caller.calls[0].payload.identity).toEqual(identityFromUserDetails(context.userDetails));
     expect(caller.calls[0].payload.scope).toEqual({ mode: 'school' });
+  });
+
+  it('takes identity and call scope through resolveIdentity and resolveCallScope, resolved once per context', async () => {
+    const context = campusContext();
+    const proxy = toRpcProxy(definitionNamed('list_staff'), caller);
+    await invokeProxy(proxy, {}, { context, toolCallId: 'call-1' });
+    await invokeProxy(proxy, {}, { context, toolCallId: 'call-2' });
+
+    // The very objects the helpers resolved for this context, not copies the proxy built beside them.
+    for (const { payload } of caller.calls) {
+      expect(payload.identity).toBe(resolveIdentity({ context }));
+      expect(payload.scope).toBe(resolveCallScope({ context }));
+    }
   });
 
   it('campus mode: the envelope campus wins over a model-supplied campusId', async () => {
