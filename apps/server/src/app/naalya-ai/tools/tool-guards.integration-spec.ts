@@ -9,6 +9,7 @@ import { gateParityViolations, handlerCoverageViolations } from '../../../testin
 import { createTestApp, type TestApp } from '../../../testing/test-app.js';
 import { invokeTool } from '../../../testing/tool-handlers.js';
 import { IDENTITY_REFUSED_ERROR } from '../../core/auth/identity.service.js';
+import { listClassStudentsFixture } from './fixtures/list-class-students.fixture.js';
 import type { ToolFixture } from './fixtures/tool-fixture.js';
 import { TOOL_FIXTURES } from './fixtures/tool-fixtures.js';
 import { TOOL_HANDLER_CONTROLLERS } from './naalya-ai-tools.module.js';
@@ -44,11 +45,13 @@ describe('audit-fixture guard', () => {
   });
 
   it('catches a denied call refused for another reason than the one its fixture declares', async () => {
-    const fixture = TOOL_FIXTURES.find((candidate) => candidate.tool === listClassStudentsTool)!;
     // Refused, but by the identity check: this call never reaches the relationship it is meant to prove.
     const deactivated: ToolFixture = {
-      ...fixture,
-      denied: async (fixtureContext) => ({ ...(await fixture.denied(fixtureContext)), persona: fixtureContext.demo.schools[0].personas.deactivated }),
+      ...listClassStudentsFixture,
+      denied: async (fixtureContext) => ({
+        ...(await listClassStudentsFixture.denied(fixtureContext)),
+        persona: fixtureContext.demo.schools[0].personas.deactivated,
+      }),
     };
     expect(await auditFixtureViolations(context, [listClassStudentsTool], [deactivated])).toEqual([
       `list_class_students: the denied call was refused with "${IDENTITY_REFUSED_ERROR}", expected "Only the class teacher or a director of studies can see this class's students."`,
