@@ -1,6 +1,5 @@
 export * from './lib/rmq-names.js';
 export * from './lib/rmq-topology.js';
-export * from './lib/rmq-client-options.js';
 export * from './lib/current-rmq-message.js';
 export * from './lib/rmq-packet.js';
 export * from './lib/ack-after-reply.transport.js';

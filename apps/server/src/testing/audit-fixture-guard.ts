@@ -33,8 +33,9 @@ const auditRowsSince = async (owner: DataSource, mark: string[]): Promise<AuditR
 
 /**
  * The audit-fixture guard: for every tool, its fixture proves through execute() on real PostgreSQL that
- * a successful mutating call writes exactly one correct audit row, and that reads, denials and failures
- * write none. Returns the violations, so a deliberately broken case can show that it catches them.
+ * a successful mutating call writes exactly one correct audit row, that the denied call is refused for the
+ * reason its fixture declares, and that reads, denials and failures write none. Returns the violations, so a
+ * deliberately broken case can show that it catches them.
  */
 export const auditFixtureViolations = async (
   context: GuardContext,
@@ -96,6 +97,9 @@ export const auditFixtureViolations = async (
       const deniedMark = await auditMark(context.owner);
       const deniedResult = await invoke(context.module, tool, deniedEnvelope);
       if (!('error' in deniedResult)) violations.push(`${tool.name}: the denied call was allowed`);
+      else if (deniedResult.error !== denied.refusal) {
+        violations.push(`${tool.name}: the denied call was refused with "${deniedResult.error}", expected "${denied.refusal}"`);
+      }
       const deniedRows = await auditRowsSince(context.owner, deniedMark);
       if (deniedRows.length) violations.push(`${tool.name}: a denied call wrote ${deniedRows.length} audit rows`);
 

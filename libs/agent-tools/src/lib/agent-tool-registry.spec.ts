@@ -11,7 +11,7 @@ import {
   type AnyAgentTool,
 } from './define-agent-tool.js';
 import { RPC_AGENT_TOOLS, toolsForMode, toolsForRole } from './agent-tool-registry.js';
-import { AGENT_TOOL_ROLES, eligibleAgentRoles } from './agent-tool-role.js';
+import { eligibleAgentRoles } from './agent-tool-role.js';
 
 const IDENTITY_FIELDS = ['schoolId', 'userId', 'sub', 'type'];
 const tools: readonly AnyAgentTool[] = RPC_AGENT_TOOLS;
@@ -116,6 +116,7 @@ describe('isMutatingEvent', () => {
 });
 
 describe('tool placement', () => {
+  const names = (placed: readonly AnyAgentTool[]) => placed.map((tool) => tool.name);
   const roleTool = defineAgentTool({
     name: 'list_probe',
     event: 'list.probe',
@@ -126,14 +127,42 @@ describe('tool placement', () => {
   });
 
   it('offers a tool only in its modes', () => {
-    expect(toolsForMode('school').map((tool) => tool.name)).toContain('list_staff');
-    expect(roleTool.modes).toEqual(['campus']);
+    expect(names(toolsForMode('school', [...RPC_AGENT_TOOLS, roleTool]))).not.toContain('list_probe');
+    expect(names(toolsForMode('campus', [...RPC_AGENT_TOOLS, roleTool]))).toContain('list_probe');
+    expect(names(toolsForRole('class_teacher', 'school', [roleTool]))).toEqual([]);
+    expect(names(toolsForRole('class_teacher', 'campus', [roleTool]))).toEqual(['list_probe']);
+    // In the registry, list_campuses is the one tool limited to a mode (school): a campus chat lists no campuses.
+    expect(names(toolsForMode('school'))).toContain('list_campuses');
+    expect(names(toolsForMode('campus'))).not.toContain('list_campuses');
   });
 
   it('gives each role its tools plus the shared ones', () => {
-    for (const role of AGENT_TOOL_ROLES) {
-      for (const tool of toolsForRole(role, 'school')) expect(tool.shared || tool.roles?.includes(role)).toBe(true);
-    }
+    expect(names(tools.filter((tool) => tool.shared))).toEqual(['list_subjects', 'get_tool_call_outcome']);
+    expect(names(toolsForRole('class_teacher', 'school'))).toEqual([
+      'list_subjects',
+      'list_my_classes',
+      'list_class_students',
+      'record_attendance',
+      'get_tool_call_outcome',
+    ]);
+    expect(names(toolsForRole('subject_teacher', 'school'))).toEqual([
+      'list_subjects',
+      'list_my_teaching_assignments',
+      'get_gradebook',
+      'record_marks',
+      'create_lesson_plan',
+      'list_lesson_plans',
+      'get_tool_call_outcome',
+    ]);
+    expect(names(toolsForRole('dos', 'school'))).toEqual([
+      'list_subjects',
+      'list_class_students',
+      'assign_subject_teacher',
+      'get_results_summary',
+      'list_pending_lesson_plans',
+      'approve_lesson_plan',
+      'get_tool_call_outcome',
+    ]);
   });
 });
 

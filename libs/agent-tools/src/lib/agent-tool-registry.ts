@@ -62,10 +62,13 @@ export type AgentToolPayload = {
 const offeredIn = (definition: AnyAgentTool, mode: AgentRunModeName) =>
   !definition.modes || definition.modes.includes(mode);
 
-/** The tools offered in a run mode. */
-export const toolsForMode = (mode: AgentRunModeName): AnyAgentTool[] =>
-  RPC_AGENT_TOOLS.filter((definition: AnyAgentTool) => offeredIn(definition, mode));
+/** The tools offered in a run mode (of RPC_AGENT_TOOLS, or of another list: a test's probes). */
+export const toolsForMode = (mode: AgentRunModeName, registry: readonly AnyAgentTool[] = RPC_AGENT_TOOLS): AnyAgentTool[] =>
+  registry.filter((definition) => offeredIn(definition, mode));
 
 /** One specialist's RPC tools in a run mode: those tagged with the role, plus the shared ones. */
-export const toolsForRole = (role: AgentToolRole, mode: AgentRunModeName): AnyAgentTool[] =>
-  toolsForMode(mode).filter((definition) => definition.shared || definition.roles?.includes(role));
+export const toolsForRole = (
+  role: AgentToolRole,
+  mode: AgentRunModeName,
+  registry: readonly AnyAgentTool[] = RPC_AGENT_TOOLS,
+): AnyAgentTool[] => toolsForMode(mode, registry).filter((definition) => definition.shared || definition.roles?.includes(role));

@@ -10,8 +10,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { closeConnectionByName, queueCounts, rmqTestUrl, waitUntil, type QueueCounts } from '../test/rmq-test-broker.js';
 import { AckAfterReplyTransport, PUBLISHER_REFUSED_ERROR, type AckAfterReplyTransportOptions } from './ack-after-reply.transport.js';
 import { currentRmqMessage, type RmqMessageFrame } from './current-rmq-message.js';
-import { rmqClientOptions } from './rmq-client-options.js';
-import { rmqNames } from './rmq-names.js';
+import { DIRECT_REPLY_TO, rmqNames } from './rmq-names.js';
 import { declareTopology, deleteTopology } from './rmq-topology.js';
 
 const url = rmqTestUrl();
@@ -240,7 +239,16 @@ beforeAll(async () => {
   inspector = await inspectorConnection.createConfirmChannel();
   replyQueue = (await inspector.assertQueue('', { exclusive: true, autoDelete: true })).queue;
   await inspector.consume(replyQueue, (message) => message && rawReplies.push(message), { noAck: true });
-  client = new ClientRMQ(rmqClientOptions({ url, queue: names.toolsQueue }));
+  // A Nest client as a caller of the transport: it never asserts the queue the topology step declared (other arguments
+  // are refused, 406) and reads replies by direct reply-to; noAck stays unset, which the reply consumer needs (nestjs/nest#11966).
+  client = new ClientRMQ({
+    urls: [url],
+    queue: names.toolsQueue,
+    noAssert: true,
+    replyQueue: DIRECT_REPLY_TO,
+    persistent: false,
+    socketOptions: { connectionOptions: { noDelay: true } },
+  });
   await client.connect();
 });
 

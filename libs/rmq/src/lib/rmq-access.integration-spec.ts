@@ -4,9 +4,8 @@ import { connect, type Channel, type ChannelModel, type ConfirmChannel, type Con
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteBrokerAccess, permissionsOf, rabbitmqctl, rmqTestUrl, rmqTestUrlFor, waitUntil } from '../test/rmq-test-broker.js';
 import { AckAfterReplyTransport, PUBLISHER_REFUSED_ERROR, type AckAfterReplyTransportOptions } from './ack-after-reply.transport.js';
-import { DIRECT_REPLY_TO } from './rmq-client-options.js';
 import { brokerCredentialsOf, brokerPermissions, setupBroker, type BrokerAccessInput } from './rmq-access.js';
-import { rmqNames, runEventsIngestQueue } from './rmq-names.js';
+import { DIRECT_REPLY_TO, rmqNames, runEventsIngestQueue } from './rmq-names.js';
 import { RmqRpcClient } from './rmq-rpc-client.js';
 
 // A vhost and two users of this file's own, made by the project's setup exactly as `npm run rmq:setup` makes them.

@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
-import { DIRECT_REPLY_TO } from './rmq-client-options.js';
-import { runEventsIngestQueue, type RmqNames } from './rmq-names.js';
+import { DIRECT_REPLY_TO, runEventsIngestQueue, type RmqNames } from './rmq-names.js';
 import { declareTopology, type RmqTopologyOptions } from './rmq-topology.js';
 
 /**

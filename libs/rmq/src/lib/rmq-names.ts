@@ -16,6 +16,9 @@ export type RmqNames = {
   deadLetterQueue: string;
 };
 
+/** RabbitMQ's direct reply-to pseudo-queue: callers read replies here, with no reply queue to declare or leak. */
+export const DIRECT_REPLY_TO = 'amq.rabbitmq.reply-to';
+
 export const rmqNames = (toolsQueue = 'agent-tools', runsQueue = 'agent-runs'): RmqNames => ({
   toolsQueue,
   toolsExchange: `${toolsQueue}.calls`,

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { LoggerService } from '@nestjs/common';
 import type { Channel, ChannelModel, ConsumeMessage, RecoveringChannelModel } from 'amqplib';
 import { connectRecovering } from './rmq-connection.js';
-import { DIRECT_REPLY_TO } from './rmq-client-options.js';
+import { DIRECT_REPLY_TO } from './rmq-names.js';
 import type { RmqIncomingPacket, RmqReplyPacket } from './rmq-packet.js';
 
 export type RmqRpcClientOptions = {

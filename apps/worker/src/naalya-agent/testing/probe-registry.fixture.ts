@@ -77,15 +77,21 @@ export const withProbeTools = (original: AgentToolsModule): AgentToolsModule => 
       shared: true,
     }),
   ];
-  // Real tools with a place of their own (roles or shared) are left out, and a real tool of a probe's name is
-  // replaced, so each specialist's belt is exactly the probes whatever lands in the registry.
+  return withRegistryProbes(original, probes);
+};
+
+/**
+ * The contract whose registry is the real tools with no place of their own (no roles, not shared) plus the given
+ * probes, which replace a real tool of the same name; placed by the contract's own toolsForMode and toolsForRole.
+ * Each specialist's belt is then exactly its probes, whatever lands in the registry.
+ */
+export const withRegistryProbes = (original: AgentToolsModule, probes: readonly AnyAgentTool[]): AgentToolsModule => {
   const probeNames = new Set(probes.map((probe) => probe.name));
   const registry: AnyAgentTool[] = [
     ...original.RPC_AGENT_TOOLS.filter((definition: AnyAgentTool) => !probeNames.has(definition.name) && !definition.roles?.length && !definition.shared),
     ...probes,
   ];
-  const toolsForMode = (mode: AgentRunModeName) => registry.filter((definition) => !definition.modes || definition.modes.includes(mode));
-  const toolsForRole = (role: AgentToolRole, mode: AgentRunModeName) =>
-    toolsForMode(mode).filter((definition) => definition.shared || definition.roles?.includes(role));
+  const toolsForMode = (mode: AgentRunModeName) => original.toolsForMode(mode, registry);
+  const toolsForRole = (role: AgentToolRole, mode: AgentRunModeName) => original.toolsForRole(role, mode, registry);
   return { ...original, RPC_AGENT_TOOLS: registry as unknown as AgentToolsModule['RPC_AGENT_TOOLS'], toolsForMode, toolsForRole };
 };

@@ -174,6 +174,9 @@ export class ClubsToolsController {
     const fixture = read(tree, 'apps/server/src/app/naalya-ai/tools/fixtures/list-club-members.fixture.ts');
     expect(fixture).toContain('export const listClubMembersFixture: ToolFixture = {');
     expect(fixture).toContain("throw new Error('Fill in the list_club_members fixture: a call that succeeds");
+    expect(fixture).toContain(
+      "throw new Error('Fill in the list_club_members fixture: a call by someone of the same school that the rules refuse, and its refusal (the error sentence it must get).');",
+    );
     expect(fixture).toContain("method: 'GET'");
     expect(fixture).not.toContain('audit');
     expect(read(tree, FIXTURES_FILE)).toContain("import { listClubMembersFixture } from './list-club-members.fixture.js';");

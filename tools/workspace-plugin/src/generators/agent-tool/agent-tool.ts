@@ -275,7 +275,7 @@ export const agentToolGenerator = async (tree: Tree, options: AgentToolGenerator
         `  1. ${toolsFileOf(plan.domain.kebab)}: the description and the arguments of ${plan.toolConst}.`,
         `  2. ${controllerFileOf(plan.domain.kebab)}: inject the domain service (add its module to NaalyaAiToolsModule's imports)`,
         `     and replace the NotImplementedException with the REST route's service method and DTO${plan.audit ? ', and the audit resourceId' : ''}.`,
-        `  3. ${fixtureFileOf(plan)}: allowed, denied${plan.audit ? ', audit' : ''} and rest.`,
+        `  3. ${fixtureFileOf(plan)}: allowed, denied with its refusal${plan.audit ? ', audit' : ''} and rest.`,
       ].join('\n'),
     );
   };

@@ -130,7 +130,7 @@ export const renderFixture = (plan: ToolPlan) =>
     `    throw new Error('${fixtureMessage(plan, 'a call that succeeds, with the rows it needs made as the owner.')}');`,
     '  },',
     '  denied: async () => {',
-    `    throw new Error('${fixtureMessage(plan, 'a call by someone of the same school that the rules refuse.')}');`,
+    `    throw new Error('${fixtureMessage(plan, 'a call by someone of the same school that the rules refuse, and its refusal (the error sentence it must get).')}');`,
     '  },',
     ...(plan.audit
       ? [

@@ -1,13 +1,16 @@
 import { Controller } from '@nestjs/common';
 import { MessagePattern } from '@nestjs/microservices';
 import { Action, ActionAuditAction, Resource } from '@naalya/access';
-import { RPC_AGENT_TOOLS, createDepartmentTool, listStaffTool, type AnyAgentTool } from '@naalya/agent-tools';
+import { RPC_AGENT_TOOLS, createDepartmentTool, listClassStudentsTool, listStaffTool, type AnyAgentTool } from '@naalya/agent-tools';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { auditFixtureViolations, type GuardContext } from '../../../testing/audit-fixture-guard.js';
 import { dispatchEnvelope } from '../../../testing/dispatch-envelope.js';
 import { gateParityViolations, handlerCoverageViolations } from '../../../testing/handler-guards.js';
 import { createTestApp, type TestApp } from '../../../testing/test-app.js';
 import { inMessageFrame, invokeTool } from '../../../testing/tool-handlers.js';
+import { IDENTITY_REFUSED_ERROR } from '../../core/auth/identity.service.js';
+import { listClassStudentsFixture } from './fixtures/list-class-students.fixture.js';
+import type { ToolFixture } from './fixtures/tool-fixture.js';
 import { TOOL_FIXTURES } from './fixtures/tool-fixtures.js';
 import { TOOL_HANDLER_CONTROLLERS } from './naalya-ai-tools.module.js';
 import { ToolExecutor } from './tool-executor.js';
@@ -39,6 +42,20 @@ describe('audit-fixture guard', () => {
     const wrong = { ...fixture, audit: { ...fixture.audit!, resourceType: 'campus' } };
     const violations = await auditFixtureViolations(context, [createDepartmentTool], [wrong]);
     expect(violations).toContainEqual(expect.stringContaining('audit resource_type is department, expected campus'));
+  });
+
+  it('catches a denied call refused for another reason than the one its fixture declares', async () => {
+    // Refused, but by the identity check: this call never reaches the relationship it is meant to prove.
+    const deactivated: ToolFixture = {
+      ...listClassStudentsFixture,
+      denied: async (fixtureContext) => ({
+        ...(await listClassStudentsFixture.denied(fixtureContext)),
+        persona: fixtureContext.demo.schools[0].personas.deactivated,
+      }),
+    };
+    expect(await auditFixtureViolations(context, [listClassStudentsTool], [deactivated])).toEqual([
+      `list_class_students: the denied call was refused with "${IDENTITY_REFUSED_ERROR}", expected "Only the class teacher or a director of studies can see this class's students."`,
+    ]);
   });
 
   it('catches a handler that writes two audit rows for one call', async () => {

@@ -6,6 +6,7 @@ import { dispatchEnvelope } from '../../../testing/dispatch-envelope.js';
 import { createTestApp, type TestApp } from '../../../testing/test-app.js';
 import { inMessageFrame, invokeTool } from '../../../testing/tool-handlers.js';
 import { ToolExecutor } from './tool-executor.js';
+import { inTenantScope, toJwtPayload } from './tool-scope.js';
 
 let testApp: TestApp;
 
@@ -25,8 +26,17 @@ const serviceWithAdminFallback = async (): Promise<'everything' | 'own rows only
 };
 
 describe('the ambient ability store on relationship tools', () => {
+  // The control for the two cases below: the same teacher, in a unit of work of their own tenant that nothing
+  // populated, meets the fallback failing open. Were an ability left in the store by an earlier call (or put there by
+  // the frame itself), the RPC case below would pass whether or not the RPC path populates the store.
   it('an admin fallback fails open when nothing populated the store (the hazard)', async () => {
-    expect(await serviceWithAdminFallback()).toBe('everything');
+    const executor = testApp.module.get(ToolExecutor);
+    const envelope = await dispatchEnvelope(testApp.demo.schools[0].personas.teacher, listDepartmentsTool, {});
+    expect(await executor.execute(envelope, listDepartmentsTool.schema, { auth: 'relationship' }, serviceWithAdminFallback)).toMatchObject({
+      data: 'own rows only',
+    });
+
+    expect(await inTenantScope(toJwtPayload(envelope.identity), serviceWithAdminFallback)).toBe('everything');
   });
 
   it('the RPC path populates the store, so the fallback does not fail open for a teacher', async () => {

@@ -1,4 +1,4 @@
-import { AGENT_RUN_MODES, AGENT_TOOL_ROLES, toolsForRole, type AgentToolRole } from '@naalya/agent-tools';
+import { AGENT_RUN_MODES, AGENT_TOOL_ROLES, type AgentRunModeName, type AgentToolRole } from '@naalya/agent-tools';
 import { fakeModel } from 'langchain';
 import { describe, expect, it, vi } from 'vitest';
 import { schoolContext } from '../tools/tool-context.fixture.js';
@@ -34,6 +34,22 @@ describe('SUBAGENT_FACTORIES and selectSubagents', () => {
     expect(only({ isClassTeacher: false, isSubjectTeacher: false, isDirectorOfStudies: false })).toEqual([]);
   });
 
+  // The probe registry's belts, written out (testing/probe-registry.fixture.ts): approve_lesson_plan is school mode only.
+  const BELTS: Record<AgentToolRole, Record<AgentRunModeName, string[]>> = {
+    class_teacher: {
+      school: ['list_my_classes', 'list_class_students', 'record_attendance', 'get_branding', 'ask_user'],
+      campus: ['list_my_classes', 'list_class_students', 'record_attendance', 'get_branding', 'ask_user'],
+    },
+    subject_teacher: {
+      school: ['list_my_teaching_assignments', 'get_gradebook', 'get_branding', 'ask_user'],
+      campus: ['list_my_teaching_assignments', 'get_gradebook', 'get_branding', 'ask_user'],
+    },
+    dos: {
+      school: ['list_pending_lesson_plans', 'approve_lesson_plan', 'get_branding', 'ask_user'],
+      campus: ['list_pending_lesson_plans', 'get_branding', 'ask_user'],
+    },
+  };
+
   it.each(AGENT_TOOL_ROLES.flatMap((role) => AGENT_RUN_MODES.map((mode) => [role, mode] as const)))(
     'the %s specialist in %s mode has explicit tools: its role belt plus ask_user, and its own model',
     (role, mode) => {
@@ -42,7 +58,7 @@ describe('SUBAGENT_FACTORIES and selectSubagents', () => {
       const subagent = SUBAGENT_FACTORIES[role](context, caller, { modelFor: (speaker) => (speaker === role ? model : fakeModel()) });
 
       expect(subagent.name).toBe(role);
-      expect(names(subagent.tools)).toEqual([...toolsForRole(role, mode).map((definition) => definition.name), 'ask_user']);
+      expect(names(subagent.tools)).toEqual(BELTS[role][mode]);
       expect(subagent.model).toBe(model);
       expect(subagent.description).not.toContain('\u2014');
       expect(String(subagent.systemPrompt)).not.toContain('\u2014');

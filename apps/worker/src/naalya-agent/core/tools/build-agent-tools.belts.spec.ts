@@ -1,19 +1,17 @@
-import { RPC_AGENT_TOOLS, type AgentRunModeName, type AgentToolRole, type AnyAgentTool } from '@naalya/agent-tools';
+import type { AnyAgentTool } from '@naalya/agent-tools';
 import { describe, expect, it, vi } from 'vitest';
 import type { AgentToolCaller } from './agent-tool-caller.js';
 import { buildAgentTools, buildRoleTools } from './build-agent-tools.js';
 
-// The real registry has no role-tagged or shared tool yet, so belt placement would be tested
-// vacuously. This suite runs the same code against the real registry plus four probes.
+// The real registry has no tool with two roles and no role tool limited to a mode, so those placements are tested
+// here with four probes beside the real tools that have no place of their own.
 vi.mock('@naalya/agent-tools', async (importOriginal) => {
   const original = await importOriginal<typeof import('@naalya/agent-tools')>();
+  const { withRegistryProbes } = await import('../../testing/probe-registry.fixture.js');
   const { z } = await import('zod');
   const { defineAgentTool } = original;
   const schema = z.strictObject({});
-  // The real tools that have a place of their own (roles or shared) are left out, so the probes alone are placed here
-  // however the registry grows.
-  const registry: AnyAgentTool[] = [
-    ...original.RPC_AGENT_TOOLS.filter((definition: AnyAgentTool) => !definition.roles?.length && !definition.shared),
+  const probes: AnyAgentTool[] = [
     defineAgentTool({ name: 'list_my_classes', event: 'list.my-classes', description: 'Probe.', schema, roles: ['class_teacher'] }),
     defineAgentTool({
       name: 'record_marks',
@@ -32,11 +30,7 @@ vi.mock('@naalya/agent-tools', async (importOriginal) => {
     }),
     defineAgentTool({ name: 'get_branding', event: 'get.branding', description: 'Probe.', schema, shared: true }),
   ];
-  const toolsForMode = (mode: AgentRunModeName) =>
-    registry.filter((definition) => !definition.modes || definition.modes.includes(mode));
-  const toolsForRole = (role: AgentToolRole, mode: AgentRunModeName) =>
-    toolsForMode(mode).filter((definition) => definition.shared || definition.roles?.includes(role));
-  return { ...original, RPC_AGENT_TOOLS: registry, toolsForMode, toolsForRole };
+  return withRegistryProbes(original, probes);
 });
 
 const caller: AgentToolCaller = {
@@ -44,13 +38,23 @@ const caller: AgentToolCaller = {
   call: async () => ({ error: 'not used' }),
 };
 const names = (belt: Array<{ name: string }>) => belt.map((beltTool) => beltTool.name);
-// The real registry grows as tools land; the probes below are what this suite places.
-const PROBES = new Set(['list_my_classes', 'record_marks', 'approve_lesson_plan', 'get_branding']);
-const REGISTRY_TOOLS = RPC_AGENT_TOOLS.map((definition: AnyAgentTool) => definition.name).filter((name: string) => !PROBES.has(name));
 
 describe('belt placement with role-tagged and shared tools', () => {
   it("Rover's belt excludes every role-tagged tool and keeps the shared one", () => {
-    expect(names(buildAgentTools(caller, 'school'))).toEqual([...REGISTRY_TOOLS, 'get_branding', 'clock', 'get_agent_map', 'ask_user']);
+    expect(names(buildAgentTools(caller, 'school'))).toEqual([
+      'list_staff',
+      'list_departments',
+      'create_department',
+      'delete_department',
+      'add_department_member',
+      'get_school_branding',
+      'update_school_branding',
+      'list_campuses',
+      'get_branding',
+      'clock',
+      'get_agent_map',
+      'ask_user',
+    ]);
   });
 
   it("a role's belt has its own tools plus the shared one, and no other role's tools", () => {

@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import {
   EM_DASH,
   RPC_AGENT_TOOLS,
-  identityFromUserDetails,
   isApprovalAnswer,
   toolsForMode,
   toolsForRole,
@@ -22,7 +21,7 @@ import { argsHash } from './args-hash.js';
 import { agentMapTool } from './local/agent-map.tool.js';
 import { createAskUserTool } from './local/ask-user.tool.js';
 import { clockTool } from './local/clock.tool.js';
-import { CONTEXT_MISSING_ERROR, callScopeFromContext, resolveRuntimeContext } from './tool-context.js';
+import { CONTEXT_MISSING_ERROR, resolveCallScope, resolveIdentity, resolveRuntimeContext } from './tool-context.js';
 
 // A last pass over agent-facing copy: the model must not learn the character from us.
 export const withoutEmDash = (text: string): string => text.replaceAll(` ${EM_DASH} `, ', ').replaceAll(EM_DASH, ', ');
@@ -79,9 +78,12 @@ export const toRpcProxy = (definition: AnyAgentTool, toolCaller: AgentToolCaller
   const event = registeredEventOf(definition);
   return rpcTool(
     async (args: ParsedToolArgs, runtime: ToolRuntime): Promise<string> => {
+      // Identity and campus pinning come only from the context; the schema is strict, so args cannot carry them.
       const context = resolveRuntimeContext(runtime);
+      const identity = resolveIdentity(runtime);
+      const scope = resolveCallScope(runtime);
       // Without a tool call id there is no stable idempotency key, so the call cannot run safely either.
-      if (!context || !runtime.toolCallId) return contextMissing();
+      if (!context || !identity || !scope || !runtime.toolCallId) return contextMissing();
       const callId = toolCallIdempotencyKey(context.run.threadId, runtime.toolCallId);
       // The question says exactly what these arguments will do; the server records an approving answer against
       // this call id, event and argument hash, and runs the call only with that approval.
@@ -98,10 +100,9 @@ export const toRpcProxy = (definition: AnyAgentTool, toolCaller: AgentToolCaller
         return JSON.stringify({ error: CONFIRMATION_DECLINED_ERROR });
       }
 
-      // Identity and campus pinning come only from the context; the schema is strict, so args cannot carry them.
       const request: AgentToolRequest<ParsedToolArgs> = {
-        identity: identityFromUserDetails(context.userDetails),
-        scope: callScopeFromContext(context),
+        identity,
+        scope,
         args,
         meta: {
           callId,

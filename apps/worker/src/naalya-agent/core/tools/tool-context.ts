@@ -8,11 +8,16 @@ import {
 
 type RuntimeWithContext = { context?: unknown };
 
+// What one dispatch context resolves to: the context itself, the caller's identity and the call scope. Every tool
+// call of a run reads the same three from the same context object.
+type ResolvedContext = { context: AgentRuntimeContext; identity: AgentIdentity; scope: AgentCallScope };
+
 // A run hands the same context object to every tool call, and parsing it again cost every call several microseconds
 // (bench/, variant (b)). Keyed by that object: a rebuilt context is a new key and is parsed anew, and an object edited in
-// place after its first call keeps its first verdict (the identity minted at dispatch). The result is frozen; the input
-// is not, since it belongs to LangGraph's config (freezing it broke confirmation resumes in the e2e tests).
-const resolvedContexts = new WeakMap<object, AgentRuntimeContext | null>();
+// place after its first call keeps its first verdict (the identity minted at dispatch). Identity and call scope are
+// derived once with the parse, so the proxy's per-call read of them is a lookup, not a rebuild. The result is frozen;
+// the input is not, since it belongs to LangGraph's config (freezing it broke confirmation resumes in the e2e tests).
+const resolvedContexts = new WeakMap<object, ResolvedContext | null>();
 
 const deepFreeze = <T>(value: T): T => {
   if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
@@ -20,25 +25,6 @@ const deepFreeze = <T>(value: T): T => {
     for (const child of Object.values(value)) deepFreeze(child);
   }
   return value;
-};
-
-// The proxy never trusts model arguments for "who is calling" or "which campus": it reads the
-// context the server minted at dispatch, and a malformed one reads as no context at all.
-export const resolveRuntimeContext = (runtime: RuntimeWithContext): AgentRuntimeContext | null => {
-  const context = runtime?.context;
-  if (typeof context !== 'object' || context === null) return null;
-  let resolved = resolvedContexts.get(context);
-  if (resolved === undefined) {
-    const parsed = agentRuntimeContextSchema.safeParse(context);
-    resolved = parsed.success ? deepFreeze(parsed.data) : null;
-    resolvedContexts.set(context, resolved);
-  }
-  return resolved;
-};
-
-export const resolveIdentity = (runtime: RuntimeWithContext): AgentIdentity | null => {
-  const context = resolveRuntimeContext(runtime);
-  return context ? identityFromUserDetails(context.userDetails) : null;
 };
 
 // Campus mode pins campusId here, so campus-scoped handlers read it from the envelope and ignore a
@@ -50,10 +36,36 @@ export const callScopeFromContext = ({ runMode }: AgentRuntimeContext): AgentCal
     : { mode: 'school', targetSchoolId: runMode.targetSchoolId };
 };
 
-export const resolveCallScope = (runtime: RuntimeWithContext): AgentCallScope | null => {
-  const context = resolveRuntimeContext(runtime);
-  return context ? callScopeFromContext(context) : null;
+// A tool call reads its context, identity and scope in a row: the context resolved last is checked first, so the
+// second and third reads are a comparison, not another lookup (the proxy does no more per call than when it built
+// identity and scope itself). It holds at most that one context alive.
+let lastContext: object | undefined;
+let lastResolved: ResolvedContext | null = null;
+
+// The proxy never trusts model arguments for "who is calling" or "which campus": it reads the
+// context the server minted at dispatch, and a malformed one reads as no context at all.
+const resolve = (runtime: RuntimeWithContext): ResolvedContext | null => {
+  const context = runtime?.context;
+  if (typeof context !== 'object' || context === null) return null;
+  if (context === lastContext) return lastResolved;
+  let resolved = resolvedContexts.get(context);
+  if (resolved === undefined) {
+    const parsed = agentRuntimeContextSchema.safeParse(context);
+    resolved = parsed.success
+      ? deepFreeze({ context: parsed.data, identity: identityFromUserDetails(parsed.data.userDetails), scope: callScopeFromContext(parsed.data) })
+      : null;
+    resolvedContexts.set(context, resolved);
+  }
+  lastContext = context;
+  lastResolved = resolved;
+  return resolved;
 };
+
+export const resolveRuntimeContext = (runtime: RuntimeWithContext): AgentRuntimeContext | null => resolve(runtime)?.context ?? null;
+
+export const resolveIdentity = (runtime: RuntimeWithContext): AgentIdentity | null => resolve(runtime)?.identity ?? null;
+
+export const resolveCallScope = (runtime: RuntimeWithContext): AgentCallScope | null => resolve(runtime)?.scope ?? null;
 
 // For shaping what Rover offers (display), never for deciding whether a tool may run: the server decides.
 export const resolvePermissions = (runtime: RuntimeWithContext) => resolveRuntimeContext(runtime)?.userPermissions ?? [];
