@@ -32,9 +32,10 @@ describe('the ambient ability store on relationship tools', () => {
   it('an admin fallback fails open when nothing populated the store (the hazard)', async () => {
     const executor = testApp.module.get(ToolExecutor);
     const envelope = await dispatchEnvelope(testApp.demo.schools[0].personas.teacher, listDepartmentsTool, {});
-    expect(await executor.execute(envelope, listDepartmentsTool.schema, { auth: 'relationship' }, serviceWithAdminFallback)).toMatchObject({
-      data: 'own rows only',
-    });
+    const own = await inMessageFrame(listDepartmentsTool.event, () =>
+      executor.execute(envelope, listDepartmentsTool.schema, { auth: 'relationship' }, serviceWithAdminFallback),
+    );
+    expect(own).toMatchObject({ data: 'own rows only' });
 
     expect(await inTenantScope(toJwtPayload(envelope.identity), serviceWithAdminFallback)).toBe('everything');
   });
