@@ -5,7 +5,7 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { ServerRMQ } from '@nestjs/microservices';
 import { RPC_AGENT_TOOLS, requiresConfirmation } from '@naalya/agent-tools';
-import { AckAfterReplyTransport, rmqNames, runInRmqMessageFrame } from '@naalya/rmq';
+import { runInRmqMessageFrame } from '@naalya/rmq';
 import {
   APP_ENTITIES,
   AppModule,
@@ -156,20 +156,9 @@ if (weakening.transport === 'stock') {
     }),
   });
 } else if (weakening.transport === 'any-publisher') {
-  const names = rmqNames(config.AGENT_TOOLS_QUEUE, config.AGENT_RUNS_QUEUE);
-  // connectToolTransport's options, minus requireUserId.
-  const transport = new AckAfterReplyTransport({
-    url: config.RABBITMQ_URL,
-    queue: names.toolsQueue,
-    prefetch: config.DATABASE_POOL_SIZE,
-    deadLetterExchange: names.deadLetterExchange,
-    handlerTimeoutMs: config.TOOL_HANDLER_TIMEOUT_MS,
-    drainTimeoutMs: config.SHUTDOWN_DRAIN_TIMEOUT_MS,
-    logger: new Logger('ToolTransport'),
-  });
-  const brokerStatus = app.get(BrokerStatus);
-  transport.status.subscribe((status) => brokerStatus.report(status === 'connected'));
-  app.connectMicroservice({ strategy: transport });
+  // The server's own tool transport without a broker user to require: connectToolTransport passes WORKER_BROKER_USER
+  // as the transport's requireUserId, and the transport checks no publisher without one.
+  connectToolTransport(app, { ...config, WORKER_BROKER_USER: undefined });
 } else {
   connectToolTransport(app, config);
 }
