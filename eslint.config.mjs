@@ -1,6 +1,6 @@
 import nx from '@nx/eslint-plugin';
 
-export default [
+const config = [
   ...nx.configs['flat/base'],
   ...nx.configs['flat/typescript'],
   ...nx.configs['flat/javascript'],
@@ -39,8 +39,14 @@ export default [
             },
             // Workspace generators may use the shared contract libs, never the apps.
             { sourceTag: 'scope:tooling', onlyDependOnLibsWithTags: ['scope:tooling', 'scope:shared'] },
-            // The reliability battery drives the built apps as processes; in code it may use only the shared libs.
-            { sourceTag: 'scope:reliability', onlyDependOnLibsWithTags: ['scope:reliability', 'scope:shared'] },
+            // The test stack runs the built apps as processes; in code it uses only the shared libs.
+            { sourceTag: 'scope:test-stack', onlyDependOnLibsWithTags: ['scope:test-stack', 'scope:shared'] },
+            // The reliability battery and the bench drive the built apps as processes through the test stack; in code
+            // they may use the shared libs, and an app only through its testing entry point (testingEntriesOfApps).
+            { sourceTag: 'scope:reliability', onlyDependOnLibsWithTags: ['scope:reliability', 'scope:shared', 'scope:test-stack'] },
+            { sourceTag: 'scope:bench', onlyDependOnLibsWithTags: ['scope:bench', 'scope:shared', 'scope:test-stack'] },
+            // An app's production code depends on no test code (its own tests may: appTestsUseTheTestStack).
+            { sourceTag: 'type:app', notDependOnLibsWithTags: ['type:test'] },
           ],
         },
       ],
@@ -53,3 +59,37 @@ export default [
     },
   },
 ];
+
+export default config;
+
+const BOUNDARIES = '@nx/enforce-module-boundaries';
+const [level, options] = config.find((entry) => entry.rules?.[BOUNDARIES]).rules[BOUNDARIES];
+const APP_SCOPES = ['scope:server', 'scope:worker', 'scope:hub'];
+
+/** For an app's project config: its tests start the built apps through the test stack. */
+export const appTestsUseTheTestStack = {
+  files: ['**/test/**/*.ts', '**/*.spec.ts', '**/*.integration-spec.ts', '**/*.e2e-spec.ts', '**/*.browser-spec.ts'],
+  rules: {
+    [BOUNDARIES]: [
+      level,
+      {
+        ...options,
+        depConstraints: options.depConstraints
+          .filter((constraint) => constraint.sourceTag !== 'type:app')
+          .map((constraint) =>
+            APP_SCOPES.includes(constraint.sourceTag) ? { ...constraint, onlyDependOnLibsWithTags: [...constraint.onlyDependOnLibsWithTags, 'scope:test-stack'] } : constraint,
+          ),
+      },
+    ],
+  },
+};
+
+/**
+ * For the projects that test the built apps from outside (the battery, the bench): the rule forbids importing an app
+ * whatever its tags, so its testing entry point, which exports what they drive it with, is allowed by name; its main
+ * entry and its `dist/` paths stay forbidden.
+ */
+export const testingEntriesOfApps = {
+  files: ['**/*.ts', '**/*.js', '**/*.mjs', '**/*.mts'],
+  rules: { [BOUNDARIES]: [level, { ...options, allow: [...options.allow, '^@naalya/(server|worker)/testing$'] }] },
+};

@@ -12,19 +12,17 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 import { Logger } from '@nestjs/common';
 import { createDepartmentTool, identityFromUserDetails, listDepartmentsTool } from '@naalya/agent-tools';
 import { declareTopology, deleteTopology, rmqNames } from '@naalya/rmq';
 import amqplib from 'amqplib';
-import { AgentToolService } from '../apps/worker/dist/naalya-agent/core/tools/agent-tool.service.js';
-import { toRpcProxy, toolCallIdempotencyKey } from '../apps/worker/dist/naalya-agent/core/tools/build-agent-tools.js';
-import { callScopeFromContext } from '../apps/worker/dist/naalya-agent/core/tools/tool-context.js';
+import { APP_ROLE, RABBITMQ_URL, converse, createTestStack, login, stopChild } from '@naalya/test-stack';
+import { AgentToolService, callScopeFromContext, toRpcProxy, toolCallIdempotencyKey } from '@naalya/worker/testing';
 import { brokerPid, cpuMicros, rssBytes, selfCpuMicros } from './lib/proc.mjs';
 import { createRawClient } from './lib/raw-client.mjs';
 import { VARIANTS, aggregate, markdown, ratios, svgChart, targets } from './lib/report.mjs';
 import { profileMarkdown, summariseProfile } from './lib/profile-summary.mjs';
-import { APP_ROLE, RABBITMQ_URL, ROOT, createStack, login, mintContext, startServer, startWorker, stopChild } from './lib/stack.mjs';
-import { createClient } from '../tools/scripts/agent-client.mjs';
 import { logOffset, readStatements, setStatementLogging } from './lib/statement-log.mjs';
 
 const argv = process.argv.slice(2);
@@ -40,8 +38,8 @@ const CONCURRENCIES = option('concurrency', '1,16,64,256').split(',').map(Number
 const POOL_SIZE = Number(option('pool', 8)); // .env.example's DATABASE_POOL_SIZE; the transport's prefetch equals it
 const PREFETCH = POOL_SIZE;
 const TIMEOUT_MS = 15_000;
-const RESULTS = `${ROOT}bench/results/`;
-const BENCH = `${ROOT}bench/`;
+const BENCH = fileURLToPath(new URL('./', import.meta.url));
+const RESULTS = `${BENCH}results/`;
 // --variants=a,b runs only those (e.g. to profile one of them); ratios and targets need both of their variants.
 const VARIANT_ORDER = option('variants', 'a0,a,b,bt,c,d,er,ew').split(',');
 
@@ -65,7 +63,13 @@ const main = async () => {
   const startedAt = new Date().toISOString();
   const loadBefore = loadavg().map((l) => l.toFixed(2)).join(' ');
   log(`mode ${MODE}; setting up a database and queues of the bench's own (load ${loadBefore})`);
-  const stack = await createStack({ poolSize: POOL_SIZE });
+  const stack = await createTestStack({
+    name: 'bench',
+    poolSize: POOL_SIZE,
+    // One user at thousands of calls a second is a load test, not a person: the per-minute quotas (an in-memory flood
+    // brake, no statement) still run on every call, with limits the bench never reaches.
+    env: { TOOL_CALLS_PER_MINUTE_PER_SCHOOL: '1000000000', TOOL_CALLS_PER_MINUTE_PER_USER: '1000000000', LOG_LEVEL: 'error' },
+  });
   const suffix = stack.suffix;
   const queues = { a: rmqNames(`bench-a-${suffix}`, `bench-a-runs-${suffix}`), b: rmqNames(`bench-b-${suffix}`, `bench-b-runs-${suffix}`), e: rmqNames(`bench-e-${suffix}`, `bench-e-runs-${suffix}`) };
   for (const names of Object.values(queues)) await declareTopology(RABBITMQ_URL, names);
@@ -75,7 +79,6 @@ const main = async () => {
     for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
     for (const child of children.splice(0)) await child.stop('SIGKILL').catch(() => undefined);
     for (const names of Object.values(queues)) await deleteTopology(RABBITMQ_URL, names).catch(() => undefined);
-    await deleteTopology(RABBITMQ_URL, rmqNames(stack.env.AGENT_TOOLS_QUEUE, stack.env.AGENT_RUNS_QUEUE)).catch(() => undefined);
     await setStatementLogging(stack.owner, APP_ROLE.name, stack.database, false).catch(() => undefined);
     await stack.teardown().catch(() => undefined);
   };
@@ -98,19 +101,19 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
   if (MODE === 'soak') rmSync(heapFile, { force: true });
   // --profile profiles the server, or with --profile-target=ideal the ideal pipeline under the same load: the gap between
   // the two profiles is what execute() costs over the statements themselves.
-  const profiled = { nodeArgs: ['--import', `${BENCH}lib/cpu-profile-preload.mjs`], extraEnv: { BENCH_CPU_PROFILE_FILE: profilePath() } };
+  const profiled = { nodeArgs: ['--import', `${BENCH}lib/cpu-profile-preload.mjs`], env: { BENCH_CPU_PROFILE_FILE: profilePath() } };
   const serverArgs =
     MODE === 'profile' && !profileIdeal
       ? profiled
       : MODE === 'soak' && flag('heap')
-        ? { nodeArgs: ['--expose-gc', '--import', `${BENCH}lib/heap-preload.mjs`], extraEnv: { BENCH_HEAP_FILE: heapFile } }
+        ? { nodeArgs: ['--expose-gc', '--import', `${BENCH}lib/heap-preload.mjs`], env: { BENCH_HEAP_FILE: heapFile } }
         : {};
-  let server = await startServer(stack, serverArgs);
+  let server = await stack.startServer(serverArgs);
   children.push(server);
   const ctx = {};
   const mint = async () => {
-    ctx.read = await mintContext(server.baseUrl, await login(server.baseUrl, 'admin@greenhill.school'));
-    ctx.write = await mintContext(server.baseUrl, await login(server.baseUrl, 'admin@lakeside.school'));
+    ctx.read = await stack.contextFor('admin@greenhill.school');
+    ctx.write = await stack.contextFor('admin@lakeside.school');
   };
   await mint();
 
@@ -127,7 +130,7 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
   let ideal;
   // The profiler's preload only starts on SIGUSR2, so every ideal of a profile run may carry it.
   const startIdeal = () =>
-    profileIdeal ? forkServer('ideal.mjs', { ...idealEnv, ...profiled.extraEnv }, profiled.nodeArgs) : forkServer('ideal.mjs', idealEnv);
+    profileIdeal ? forkServer('ideal.mjs', { ...idealEnv, ...profiled.env }, profiled.nodeArgs) : forkServer('ideal.mjs', idealEnv);
 
   const newToolService = async (queue) => {
     const service = new AgentToolService({ rabbitmqUrl: RABBITMQ_URL, toolsQueue: queue, timeoutMs: TIMEOUT_MS });
@@ -205,7 +208,7 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
   if (capture && !SMOKE) {
     // Fresh sessions without statement logging for the timed phases (the smoke run keeps its sessions: it judges no number).
     await server.stop();
-    server = await startServer(stack);
+    server = await stack.startServer();
     children.push(server);
     await mint();
     await ideal.stop();
@@ -456,12 +459,11 @@ const scaleOut = async ({ stack, server }) => {
   const seconds = SMOKE ? 3 : 9;
   const lanes = 8;
   log(`scale-out: two servers, two worker processes, ${lanes} conversations at a time for ${seconds} s; SIGKILL of one server after ${seconds / 3} s`);
-  const second = await startServer(stack);
+  const second = await stack.startServer();
   const workers = [];
   try {
-    for (let i = 0; i < 2; i++) workers.push(await startWorker(stack, { TOOL_CALL_TIMEOUT_MS: String(TIMEOUT_MS) }));
-    const client = createClient(second.baseUrl);
-    await client.login('admin@lakeside.school', 'naalya-demo');
+    for (let i = 0; i < 2; i++) workers.push(await stack.startWorker({ TOOL_CALL_TIMEOUT_MS: String(TIMEOUT_MS) }));
+    const token = await login(second.baseUrl, 'admin@lakeside.school');
     const cpu = () => ({ servers: [cpuMicros(server.pid), cpuMicros(second.pid)], workers: workers.map((worker) => cpuMicros(worker.pid)) });
     const before = cpu();
     const outcomes = [];
@@ -473,21 +475,18 @@ const scaleOut = async ({ stack, server }) => {
       atKill = { conversations: outcomes.length, cpu: cpu() };
       server.child.kill('SIGKILL');
     });
-    const converse = async (name) => {
-      const { id: threadId } = await client.createThread();
-      const { runId } = await client.startRun(threadId, `create a department called ${name}`);
-      const results = [];
-      const { finish } = await client.stream(threadId, runId, 0, (event) => {
-        if (event.type === 'TOOL_CALL_RESULT') results.push(JSON.parse(event.content));
-      });
-      const ok = finish.type === 'RUN_FINISHED' && results.length === 1 && !('error' in results[0]);
-      return { name, ok, detail: ok ? undefined : JSON.stringify({ finish: finish.type, results }).slice(0, 300) };
+    const createDepartment = async (name) => {
+      const events = await converse(second.baseUrl, token, `create a department called ${name}`, 120_000);
+      const results = events.filter((event) => event.type === 'TOOL_CALL_RESULT').map((event) => JSON.parse(event.content));
+      const finish = events.findLast((event) => event.type === 'RUN_FINISHED' || event.type === 'RUN_ERROR');
+      const ok = finish?.type === 'RUN_FINISHED' && results.length === 1 && !('error' in results[0]);
+      return { name, ok, detail: ok ? undefined : JSON.stringify({ finish: finish?.type, results }).slice(0, 300) };
     };
     await Promise.all(
       Array.from({ length: lanes }, async () => {
         while (performance.now() < end) {
           const name = `${prefix} ${++n}`;
-          outcomes.push(await converse(name).catch((error) => ({ name, ok: false, detail: String(error?.message ?? error).slice(0, 300) })));
+          outcomes.push(await createDepartment(name).catch((error) => ({ name, ok: false, detail: String(error?.message ?? error).slice(0, 300) })));
         }
       }),
     );

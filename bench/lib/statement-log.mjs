@@ -30,7 +30,7 @@ export const readStatements = (offset, user, database) => {
   const text = readFrom(offset);
   const entries = [];
   let current;
-  const head = /^\d{4}-\d\d-\d\d [\d:.]+ \w+ \[(\d+)\] (\S*)@(\S*) (LOG|DETAIL|ERROR|STATEMENT|WARNING|HINT|CONTEXT):  (.*)$/;
+  const head = /^\d{4}-\d\d-\d\d [\d:.]+ \w+ \[(\d+)\] (\S*)@(\S*) (LOG|DETAIL|ERROR|STATEMENT|WARNING|HINT|CONTEXT): {2}(.*)$/;
   for (const line of text.split('\n')) {
     const match = head.exec(line);
     if (match) {

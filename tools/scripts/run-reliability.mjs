@@ -8,8 +8,8 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ROWS = `${ROOT}tmp/reliability/`;
 const REPORT = `${ROOT}tmp/reliability-report.json`;
 
-// The battery runs the built server and worker as processes.
-for (const dist of ['apps/server/dist/main.js', 'apps/worker/dist/main.js']) {
+// The battery runs the built server and worker as processes, and drives them through their testing entry points.
+for (const dist of ['apps/server/dist/main.js', 'apps/server/dist/testing-api.js', 'apps/worker/dist/main.js', 'apps/worker/dist/testing-api.js']) {
   if (!existsSync(`${ROOT}${dist}`)) {
     console.error(`${dist} is missing: build first (npx nx run-many -t build --projects=server,worker).`);
     console.log('0 passed, 1 failed');

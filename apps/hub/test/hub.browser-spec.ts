@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureChromium, startHubStack, type HubStack } from './support/stack';
+import { ensureChromium, startHubStack, type HubStack } from './support/hub-stack';
 
 // The built Hub in Debian's chromium, served by the built server, talking to the built worker over RabbitMQ: the
 // whole path a member of staff takes, with the scripted model. One browser, one page, one user per test.

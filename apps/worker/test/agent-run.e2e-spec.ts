@@ -1,25 +1,18 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import type { AgentRunEvent } from '@naalya/agent-tools';
 import { AGENT_RUN_PATTERN } from '@naalya/agent-tools';
-import { deleteTopology, rmqNames } from '@naalya/rmq';
+import { rmqNames } from '@naalya/rmq';
+import { RABBITMQ_URL, createTestStack, type BuiltProcess, type TestStack } from '@naalya/test-stack';
 import { connect } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RABBITMQ_URL, createServerStack, type ServerStack } from './support/server-process.js';
 
 // Both services as processes, the way `npm start` runs them: the built server and the built worker, with the
 // scripted model, talking over the real RabbitMQ; the worker's checkpoints in PostgreSQL under its own role.
-const WORKER_MAIN = fileURLToPath(new URL('../dist/main.js', import.meta.url));
-const SERVER_DIST = fileURLToPath(new URL('../../server/dist/', import.meta.url));
-const CHECKPOINT_ROLE = { name: 'naalya_checkpoint_e2e', password: 'naalya_checkpoint_e2e' };
-
-let stack: ServerStack;
-let worker: ChildProcess | undefined;
-let workerOutput = '';
+let stack: TestStack;
+let worker: BuiltProcess | undefined;
 let token: string;
 
 const api = async <T>(path: string, body?: unknown, as = token): Promise<T> => {
-  const response = await fetch(`${stack.baseUrl}${path}`, {
+  const response = await fetch(`${stack.server().baseUrl}${path}`, {
     method: body === undefined ? 'GET' : 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${as}` },
     body: body === undefined ? undefined : JSON.stringify(body),
@@ -32,7 +25,7 @@ type StoredEvent = { seq: number; event: AgentRunEvent };
 
 /** Reads the run's server-sent events until the server ends the stream (the step finished). */
 const readStep = async (threadId: string, runId: string, afterSeq = 0, as = token): Promise<StoredEvent[]> => {
-  const response = await fetch(`${stack.baseUrl}/agent/threads/${threadId}/runs/${runId}/events`, {
+  const response = await fetch(`${stack.server().baseUrl}/agent/threads/${threadId}/runs/${runId}/events`, {
     headers: { authorization: `Bearer ${as}`, ...(afterSeq ? { 'last-event-id': String(afterSeq) } : {}) },
     signal: AbortSignal.timeout(30_000),
   });
@@ -44,56 +37,15 @@ const readStep = async (threadId: string, runId: string, afterSeq = 0, as = toke
     .map((fields) => ({ seq: Number(fields['id']), event: JSON.parse(fields['data'] ?? '{}') as AgentRunEvent }));
 };
 
-let workerEnv: Record<string, string>;
-
-const startWorker = async (env: Record<string, string>) => {
-  workerEnv = env;
-  workerOutput = '';
-  worker = spawn(process.execPath, [WORKER_MAIN], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  worker.stdout?.on('data', (chunk) => (workerOutput += chunk));
-  worker.stderr?.on('data', (chunk) => (workerOutput += chunk));
-  // Generous: loading LangChain takes seconds, and longer while every other suite runs beside this one.
-  const deadline = Date.now() + 60_000;
-  while (!workerOutput.includes('Worker ready')) {
-    if (worker.exitCode !== null) throw new Error(`The worker exited at start-up:\n${workerOutput}`);
-    if (Date.now() > deadline) throw new Error(`The worker was not ready within 60 s:\n${workerOutput}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-};
-
 beforeAll(async () => {
-  stack = await createServerStack();
-  const checkpointUrl = new URL(stack.env['DATABASE_OWNER_URL'] ?? '');
-  checkpointUrl.username = CHECKPOINT_ROLE.name;
-  checkpointUrl.password = CHECKPOINT_ROLE.password;
-  // The database setup again, now with the worker's checkpoint URL, as `npm start` runs it.
-  const setup = spawnSync(process.execPath, [`${SERVER_DIST}cli/db-setup.js`], {
-    env: { ...process.env, ...stack.env, CHECKPOINT_DATABASE_URL: checkpointUrl.toString() },
-    encoding: 'utf8',
-  });
-  if (setup.status !== 0) throw new Error(`db-setup failed: ${setup.stderr || setup.stdout}`);
-  await stack.start();
-  await startWorker({
-    RABBITMQ_URL,
-    AGENT_TOOLS_QUEUE: stack.env['AGENT_TOOLS_QUEUE'] ?? '',
-    AGENT_RUNS_QUEUE: stack.env['AGENT_RUNS_QUEUE'] ?? '',
-    CHECKPOINT_DATABASE_URL: checkpointUrl.toString(),
-    AGENT_MODEL: 'scripted',
-    TOOL_CALL_TIMEOUT_MS: '5000',
-    // 'log' prints the readiness line this test waits for.
-    LOG_LEVEL: 'log',
-  });
+  stack = await createTestStack({ name: 'e2e' });
+  await stack.startServer();
+  worker = await stack.startWorker();
   token = await stack.login('admin@greenhill.school');
 }, 120_000);
 
 afterAll(async () => {
-  if (worker && worker.exitCode === null) {
-    const exited = new Promise((resolve) => worker?.once('exit', resolve));
-    worker.kill('SIGTERM');
-    await exited;
-  }
   await stack?.teardown();
-  if (stack) await deleteTopology(RABBITMQ_URL, rmqNames(stack.env['AGENT_TOOLS_QUEUE'], stack.env['AGENT_RUNS_QUEUE']));
 });
 
 describe('a conversation through the server, the runs queue, the worker and back', () => {
@@ -320,10 +272,8 @@ describe('resilience', () => {
     const ledger = { marks: await ledgerCount('record.marks'), plans: await ledgerCount('create.lesson-plan') };
 
     // Between the question and the answer the worker dies without a chance to clean up, and a new one starts.
-    const killed = new Promise((resolve) => worker?.once('exit', resolve));
-    worker?.kill('SIGKILL');
-    await killed;
-    await startWorker(workerEnv);
+    await worker?.stop('SIGKILL');
+    worker = await stack.startWorker();
 
     const done = await benjamin.answer(asked, 'Mathematics in S1 Kisasi');
 
@@ -343,7 +293,7 @@ describe('resilience', () => {
     const connection = await connect(RABBITMQ_URL);
     const channel = await connection.createChannel();
     // With the server stopped, any tool message the worker published would wait in the tools queue to be counted.
-    await stack.stop();
+    await stack.server().stop();
     try {
       const before = { deadLetters: (await channel.checkQueue(names.deadLetterQueue)).messageCount, ledger: await ledgerCount('create.department') };
       const genuine = (await stack.owner.query(`SELECT id FROM users WHERE email = 'admin@greenhill.school'`)).rows[0]?.id as string;
@@ -357,17 +307,17 @@ describe('resilience', () => {
 
       const deadline = Date.now() + 15_000;
       while ((await channel.checkQueue(names.deadLetterQueue)).messageCount <= before.deadLetters) {
-        if (Date.now() > deadline) throw new Error(`the malformed run was not dead-lettered:\n${workerOutput}`);
+        if (Date.now() > deadline) throw new Error(`the malformed run was not dead-lettered:\n${worker?.output()}`);
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
-      expect(workerOutput).toContain('Malformed run request, dead-lettered');
+      expect(worker?.output()).toContain('Malformed run request, dead-lettered');
       expect((await channel.checkQueue(names.toolsQueue)).messageCount).toBe(0);
       expect((await channel.checkQueue(names.runsQueue)).messageCount).toBe(0);
       expect(await ledgerCount('create.department')).toBe(before.ledger);
       expect((await stack.owner.query(`SELECT 1 FROM departments WHERE name = 'Forged'`)).rowCount).toBe(0);
     } finally {
       await connection.close();
-      await stack.start();
+      await stack.startServer();
     }
   });
 });

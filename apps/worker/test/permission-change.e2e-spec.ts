@@ -1,14 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { createDepartmentTool, listDepartmentsTool, type AgentRuntimeContext, type AgentToolResult, type AnyAgentTool } from '@naalya/agent-tools';
-import { deleteTopology, rmqNames } from '@naalya/rmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentToolService } from '../src/naalya-agent/core/tools/agent-tool.service.js';
 import { toRpcProxy } from '../src/naalya-agent/core/tools/build-agent-tools.js';
-import { RABBITMQ_URL, createServerStack, type ServerStack } from './support/server-process.js';
+import { RABBITMQ_URL, createTestStack, type TestStack } from '@naalya/test-stack';
 
 // The ability is rebuilt from the database inside every call's transaction and never cached: a permission taken away
 // (or given back) in the database is in force on the very next tool call, with no restart, no new context, no wait.
-let stack: ServerStack;
+let stack: TestStack;
 let caller: AgentToolService;
 let teacher: AgentRuntimeContext;
 let campusAdmin: AgentRuntimeContext;
@@ -47,18 +46,17 @@ const grant = (row: { id: string; school_id: string; role_id: string; conditions
   ]);
 
 beforeAll(async () => {
-  stack = await createServerStack();
-  await stack.start();
+  stack = await createTestStack({ name: 'e2e' });
+  await stack.startServer();
   caller = new AgentToolService({ rabbitmqUrl: RABBITMQ_URL, toolsQueue: stack.toolsQueue, timeoutMs: 8_000 });
   await caller.onModuleInit();
-  teacher = (await stack.mintContext(await stack.login('teacher@greenhill.school'))) as AgentRuntimeContext;
-  campusAdmin = (await stack.mintContext(await stack.login('campus.admin@greenhill.school'))) as AgentRuntimeContext;
+  teacher = await stack.contextFor('teacher@greenhill.school');
+  campusAdmin = await stack.contextFor('campus.admin@greenhill.school');
 }, 120_000);
 
 afterAll(async () => {
   await caller?.onModuleDestroy();
   await stack?.teardown();
-  if (stack) await deleteTopology(RABBITMQ_URL, rmqNames(stack.env['AGENT_TOOLS_QUEUE'], stack.env['AGENT_RUNS_QUEUE']));
 });
 
 describe('a permission change takes effect on the very next call', () => {

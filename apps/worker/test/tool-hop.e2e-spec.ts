@@ -13,16 +13,16 @@ import {
   type AnyAgentTool,
 } from '@naalya/agent-tools';
 import { Command, MemorySaver } from '@langchain/langgraph';
-import { deleteTopology, rmqNames } from '@naalya/rmq';
+import { rmqNames } from '@naalya/rmq';
 import amqplib from 'amqplib';
 import { AIMessage, HumanMessage, ToolMessage, createAgent, fakeModel } from 'langchain';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AgentToolService } from '../src/naalya-agent/core/tools/agent-tool.service.js';
 import { toRpcProxy, toolCallIdempotencyKey } from '../src/naalya-agent/core/tools/build-agent-tools.js';
 import { CONTEXT_MISSING_ERROR } from '../src/naalya-agent/core/tools/tool-context.js';
-import { RABBITMQ_URL, createServerStack, type ServerStack } from './support/server-process.js';
+import { RABBITMQ_URL, createTestStack, type TestStack } from '@naalya/test-stack';
 
-let stack: ServerStack;
+let stack: TestStack;
 let caller: AgentToolService;
 const contexts: Record<string, AgentRuntimeContext> = {};
 let ids: {
@@ -116,8 +116,8 @@ const count = async (sql: string, parameters: unknown[] = []) =>
   Number((await stack.owner.query<{ count: string }>(sql, parameters)).rows[0].count);
 
 beforeAll(async () => {
-  stack = await createServerStack();
-  await stack.start();
+  stack = await createTestStack({ name: 'e2e' });
+  await stack.startServer();
   caller = await newCaller();
   const { rows } = await stack.owner.query<{ key: string; id: string }>(`
     SELECT 'schoolA' AS key, id FROM schools WHERE name = 'Greenhill Academy'
@@ -147,14 +147,13 @@ beforeAll(async () => {
     ['subjectTeacherA', 'subject.teacher@greenhill.school', {}],
     ['dosA', 'dos@greenhill.school', {}],
   ] as const) {
-    contexts[key] = (await stack.mintContext(await stack.login(email), body)) as AgentRuntimeContext;
+    contexts[key] = await stack.contextFor(email, body);
   }
 }, 120_000);
 
 afterAll(async () => {
   await caller?.onModuleDestroy();
   await stack?.teardown();
-  if (stack) await deleteTopology(RABBITMQ_URL, rmqNames(stack.env['AGENT_TOOLS_QUEUE'], stack.env['AGENT_RUNS_QUEUE']));
 });
 
 describe('every tool crosses the hop', () => {
@@ -334,7 +333,7 @@ describe('security across the hop', () => {
 
 describe('faults', () => {
   it('server stopped: the infrastructure sentence within the timeout, and the expired request never runs when it comes back', async () => {
-    await stack.stop('SIGTERM');
+    await stack.server().stop('SIGTERM');
     const name = `While Down ${randomUUID().slice(0, 6)}`;
     const shortCaller = await newCaller(1_500);
     try {
@@ -346,7 +345,7 @@ describe('faults', () => {
       await shortCaller.onModuleDestroy();
     }
     await new Promise((resolve) => setTimeout(resolve, 500));
-    await stack.start();
+    await stack.startServer();
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(await count(`SELECT count(*) FROM departments WHERE name = $1`, [name])).toBe(0);
   });
@@ -361,9 +360,9 @@ describe('faults', () => {
       await blocker.query('BEGIN; LOCK TABLE departments IN EXCLUSIVE MODE');
       const pending = viaProxy(createDepartmentTool, { name, campusId: ids.kisasi }, contexts['adminA'], { caller: longCaller });
       await waitFor(async () => (await count(`SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'departments'::regclass`)) > 0);
-      await stack.stop('SIGKILL');
+      await stack.server().stop('SIGKILL');
       await blocker.query('ROLLBACK');
-      await stack.start();
+      await stack.startServer();
       const result = await pending;
       expect(result).toMatchObject({ data: { name }, auditId: expect.any(String) });
       expect(await count(`SELECT count(*) FROM departments WHERE name = $1`, [name])).toBe(1);

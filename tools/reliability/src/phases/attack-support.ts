@@ -11,7 +11,18 @@ import {
   type AnyAgentTool,
 } from '@naalya/agent-tools';
 import type pg from 'pg';
-import { fromServerDist, type CallOutcome, type EffectProbe, type ReliabilityStack } from '../support/index.js';
+import {
+  CALL_ID_REUSED_ERROR,
+  CONFIRMATION_REQUIRED_ERROR,
+  DEADLINE_PASSED_ERROR,
+  DISPATCH_REFUSED_ERROR,
+  MALFORMED_ENVELOPE_ERROR,
+  MISSING_IDENTITY_ERROR,
+  SCHOOL_QUOTA_ERROR,
+  USER_QUOTA_ERROR,
+  signDispatchToken,
+} from '@naalya/server/testing';
+import { type CallOutcome, type EffectProbe, type ReliabilityStack } from '../support/index.js';
 import { openRawPublisher, readReply } from './raw-publisher.js';
 import { PERSONA_EMAILS, type PersonaKey, type Query, type SchoolWorld } from './seeded-world.js';
 
@@ -46,32 +57,21 @@ export type ServerTexts = {
   userQuota: string;
 };
 
-export const loadServerTexts = async (): Promise<ServerTexts> => {
-  const executor = await fromServerDist<Record<string, string | undefined>>('app/naalya-ai/tools/tool-executor.js');
-  const ledger = await fromServerDist<Record<string, string>>('app/naalya-ai/tools/tool-call-ledger.service.js');
-  const quota = await fromServerDist<Record<string, string>>('app/naalya-ai/tools/tool-call-quota.js');
-  const required = (value: string | undefined, name: string) => {
-    if (!value) throw new Error(`The built server exports no ${name}: rebuild it (npx nx run server:build).`);
-    return value;
-  };
-  return {
-    dispatchRefused: required(executor['DISPATCH_REFUSED_ERROR'], 'DISPATCH_REFUSED_ERROR'),
-    malformedEnvelope: required(executor['MALFORMED_ENVELOPE_ERROR'], 'MALFORMED_ENVELOPE_ERROR'),
-    missingIdentity: required(executor['MISSING_IDENTITY_ERROR'], 'MISSING_IDENTITY_ERROR'),
-    deadlinePassed: required(executor['DEADLINE_PASSED_ERROR'], 'DEADLINE_PASSED_ERROR'),
-    callIdReused: required(ledger['CALL_ID_REUSED_ERROR'], 'CALL_ID_REUSED_ERROR'),
-    ...(executor['CONFIRMATION_REQUIRED_ERROR'] ? { confirmationRequired: executor['CONFIRMATION_REQUIRED_ERROR'] } : {}),
-    schoolQuota: required(quota['SCHOOL_QUOTA_ERROR'], 'SCHOOL_QUOTA_ERROR'),
-    userQuota: required(quota['USER_QUOTA_ERROR'], 'USER_QUOTA_ERROR'),
-  };
-};
+export const loadServerTexts = async (): Promise<ServerTexts> => ({
+  dispatchRefused: DISPATCH_REFUSED_ERROR,
+  malformedEnvelope: MALFORMED_ENVELOPE_ERROR,
+  missingIdentity: MISSING_IDENTITY_ERROR,
+  deadlinePassed: DEADLINE_PASSED_ERROR,
+  callIdReused: CALL_ID_REUSED_ERROR,
+  confirmationRequired: CONFIRMATION_REQUIRED_ERROR,
+  schoolQuota: SCHOOL_QUOTA_ERROR,
+  userQuota: USER_QUOTA_ERROR,
+});
 
 export type DispatchClaims = { identity: AgentIdentity; scope: AgentCallScope; runId: string; threadId: string; exp: number };
-type DispatchTokenModule = { signDispatchToken: (key: string, claims: DispatchClaims) => string };
 
 /** Signs dispatch claims as the server does (its own function), with its key or a forger's. */
 export const loadSigner = async (stack: ReliabilityStack): Promise<(claims: DispatchClaims, key?: string) => string> => {
-  const { signDispatchToken } = await fromServerDist<DispatchTokenModule>('app/naalya-ai/dispatch/dispatch-token.js');
   const serverKey = stack.env['DISPATCH_SIGNING_KEY'];
   if (!serverKey) throw new Error('The stack has no DISPATCH_SIGNING_KEY.');
   return (claims, key = serverKey) => signDispatchToken(key, claims);

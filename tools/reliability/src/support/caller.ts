@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Logger } from '@nestjs/common';
-import { identityFromUserDetails, isMutatingEvent, type AgentCallScope, type AgentRuntimeContext, type AgentToolEvent, type AgentToolRequest, type AgentToolResult, type AnyAgentTool } from '@naalya/agent-tools';
-import { fromServerDist, fromWorkerDist } from './stack.js';
+import { identityFromUserDetails, isMutatingEvent, type AgentRuntimeContext, type AgentToolEvent, type AgentToolRequest, type AgentToolResult, type AnyAgentTool } from '@naalya/agent-tools';
+import { OUTCOME_UNKNOWN_ERROR } from '@naalya/server/testing';
+import { AgentToolService, callScopeFromContext, toRpcProxy, toolCallIdempotencyKey, transportFailureMessage } from '@naalya/worker/testing';
 
 /** What the model was told, in the battery's terms. */
 export type OutcomeKind = 'ok' | 'refused' | 'unknown';
@@ -20,24 +21,6 @@ export type CallOutcome = {
   effectKey?: string;
 };
 
-// The worker's own modules from its dist (see fromWorkerDist): the caller is the worker's client code, not a copy.
-type WorkerToolCaller = {
-  readonly timeoutMs: number;
-  call: (event: AgentToolEvent, payload: never) => Promise<AgentToolResult>;
-  onModuleInit: () => Promise<void>;
-  onModuleDestroy: () => Promise<void>;
-};
-type AgentToolServiceModule = {
-  AgentToolService: new (options: { rabbitmqUrl: string; toolsQueue: string; timeoutMs: number }) => WorkerToolCaller;
-  transportFailureMessage: (event: AgentToolEvent, failure: 'timeout' | 'unreachable', callId?: string) => string;
-};
-type BuildAgentToolsModule = {
-  toRpcProxy: (definition: AnyAgentTool, caller: WorkerToolCaller) => { invoke: (args: unknown, runtime: unknown) => Promise<unknown> };
-  toolCallIdempotencyKey: (threadId: string, toolCallId: string) => string;
-};
-type ToolContextModule = { callScopeFromContext: (context: AgentRuntimeContext) => AgentCallScope };
-type ToolErrorModule = { OUTCOME_UNKNOWN_ERROR: string };
-
 export type ToolCaller = {
   readonly timeoutMs: number;
   /** As the model triggers it: the worker's generic proxy with a runtime context the server minted. */
@@ -54,10 +37,6 @@ export type ToolCaller = {
  * the worker's broker user, with its timeout and expiration. Every outcome is classified as the model would read it.
  */
 export const createToolCaller = async (options: { brokerUrl: string; toolsQueue: string; timeoutMs: number }): Promise<ToolCaller> => {
-  const { AgentToolService, transportFailureMessage } = await fromWorkerDist<AgentToolServiceModule>('naalya-agent/core/tools/agent-tool.service.js');
-  const { toRpcProxy, toolCallIdempotencyKey } = await fromWorkerDist<BuildAgentToolsModule>('naalya-agent/core/tools/build-agent-tools.js');
-  const { callScopeFromContext } = await fromWorkerDist<ToolContextModule>('naalya-agent/core/tools/tool-context.js');
-  const { OUTCOME_UNKNOWN_ERROR } = await fromServerDist<ToolErrorModule>('app/naalya-ai/tools/tool-error.js');
   // The worker's client logs a warning per failed call: thousands under faults, and the table says it better.
   Logger.overrideLogger(['error', 'fatal']);
   const service = new AgentToolService({ rabbitmqUrl: options.brokerUrl, toolsQueue: options.toolsQueue, timeoutMs: options.timeoutMs });

@@ -1,7 +1,5 @@
-import { deleteTopology, rmqNames } from '@naalya/rmq';
+import { createTestStack } from '@naalya/test-stack';
 import type { TestProject } from 'vitest/node';
-// eslint-disable-next-line @nx/enforce-module-boundaries -- bench/ is a folder of scripts, not an Nx project (see stack.ts)
-import { RABBITMQ_URL, createStack } from '../../../../bench/lib/stack.mjs';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -15,10 +13,9 @@ declare module 'vitest' {
  * second instead of running the setup again (about half a minute per phase on a busy 2-core machine).
  */
 export default async function setup(project: TestProject) {
-  const template = await createStack({ poolSize: 1, prefix: 'naalya_rel_template' });
+  const template = await createTestStack({ name: 'rel_template', poolSize: 1, broker: false });
   // A template with a session open cannot be copied.
   await template.owner.end();
-  await deleteTopology(RABBITMQ_URL, rmqNames(template.env.AGENT_TOOLS_QUEUE, template.env.AGENT_RUNS_QUEUE)).catch(() => undefined);
   project.provide('templateDatabase', template.database);
   return () => template.teardown();
 }

@@ -1,34 +1,12 @@
-import type { ChildProcess } from 'node:child_process';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import type { AgentRuntimeContext } from '@naalya/agent-tools';
-import { deleteTopology, rmqNames } from '@naalya/rmq';
-import pg from 'pg';
+import { OWNER_URL, RABBITMQ_URL, createTestStack, type BuiltProcess, type ServerProcess } from '@naalya/test-stack';
+import type pg from 'pg';
 import { inject } from 'vitest';
-// bench/ is not an Nx project but a folder of scripts: its stack (the server's own setup CLIs, the server as a process)
-// is shared with it by file rather than copied here.
-// eslint-disable-next-line @nx/enforce-module-boundaries
-import { OWNER_URL, RABBITMQ_URL, createStack, login, mintContext, startServer, startWorker as startBenchWorker, stopChild } from '../../../../bench/lib/stack.mjs';
 import { startFaultProxy, type FaultProxy } from './fault-proxy.js';
 
-const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
-const SERVER_DIST = `${ROOT}apps/server/dist/`;
-const WORKER_DIST = `${ROOT}apps/worker/dist/`;
-
-/**
- * A module of the built server or worker, loaded at run time: the battery tests the artifacts it runs as processes,
- * and apps are not libraries other projects may import from source.
- */
-export const fromServerDist = <T>(path: string): Promise<T> => import(pathToFileURL(`${SERVER_DIST}${path}`).href) as Promise<T>;
-export const fromWorkerDist = <T>(path: string): Promise<T> => import(pathToFileURL(`${WORKER_DIST}${path}`).href) as Promise<T>;
-
-export type ServerProcess = {
-  child: ChildProcess;
-  baseUrl: string;
-  output: () => string;
-  stop: (signal?: NodeJS.Signals) => Promise<void>;
-};
-
-export type WorkerProcess = { child: ChildProcess; output: () => string; stop: (signal?: NodeJS.Signals) => Promise<void> };
+export type { ServerProcess };
+export type WorkerProcess = BuiltProcess;
 
 export type ReliabilityStack = {
   /** The server's environment, with the broker and database reached through the fault proxies. */
@@ -65,53 +43,35 @@ export type Weakening =
   | 'no-quota';
 const WEAKENED_SERVER = fileURLToPath(new URL('./weakened-server.mjs', import.meta.url));
 
+// Quotas are a flood brake with their own phase; fault phases load the server far beyond a person's rate.
+const RELIABILITY_SERVER_ENV: Record<string, string> = {
+  TOOL_CALLS_PER_MINUTE_PER_SCHOOL: '1000000000',
+  TOOL_CALLS_PER_MINUTE_PER_USER: '1000000000',
+  LOG_LEVEL: 'error',
+};
+
 /**
- * Its own database and queues, set up by the server's own CLIs (bench/lib/stack.mjs), and the server and worker as
- * processes of the built dist pointed at the fault proxies. Teardown drops the database and deletes the queues.
+ * A test stack (@naalya/test-stack) copied from the run's seeded template, with the server and worker pointed at fault
+ * proxies in front of the shared broker and database. Teardown drops the database and deletes the queues.
  */
 export const createReliabilityStack = async (options: { poolSize?: number; serverEnv?: Record<string, string> } = {}): Promise<ReliabilityStack> => {
-  const base = await createStack({ poolSize: options.poolSize ?? 8, template: inject('templateDatabase'), prefix: 'naalya_rel' });
+  const base = await createTestStack({
+    name: 'rel',
+    poolSize: options.poolSize ?? 8,
+    template: inject('templateDatabase'),
+    env: { ...RELIABILITY_SERVER_ENV, ...options.serverEnv },
+  });
   const ownerUrl = new URL(OWNER_URL);
-  const brokerUrl = new URL(base.env.RABBITMQ_URL);
+  const brokerUrl = new URL(base.env['RABBITMQ_URL']);
   const broker = await startFaultProxy({ host: brokerUrl.hostname, port: Number(brokerUrl.port || 5672) });
   const database = await startFaultProxy({ host: ownerUrl.hostname, port: Number(ownerUrl.port || 5432) }, { postgres: true });
 
   const env: Record<string, string> = {
     ...base.env,
-    DATABASE_URL: database.rewrite(base.env.DATABASE_URL),
-    RABBITMQ_URL: broker.rewrite(base.env.RABBITMQ_URL),
-    // Quotas are a flood brake with their own phase; fault phases load the server far beyond a person's rate.
-    ...options.serverEnv,
+    DATABASE_URL: database.rewrite(base.env['DATABASE_URL']),
+    RABBITMQ_URL: broker.rewrite(base.env['RABBITMQ_URL']),
   };
   const workerBrokerUrl = broker.rewrite(process.env['RABBITMQ_WORKER_TEST_URL'] ?? RABBITMQ_URL);
-  let current: ServerProcess | undefined;
-  const workers: WorkerProcess[] = [];
-  const servers: ServerProcess[] = [];
-
-  const startServerProcess = async (start: { weakening?: Weakening; extraEnv?: Record<string, string> } = {}) => {
-    const started = await startServer(
-      { env },
-      start.weakening
-        ? { script: WEAKENED_SERVER, extraEnv: { ...start.extraEnv, RELIABILITY_WEAKENING: start.weakening } }
-        : { extraEnv: start.extraEnv ?? {} },
-    );
-    const server: ServerProcess = { child: started.child, baseUrl: started.baseUrl, output: started.output, stop: (signal) => stopChild(started.child, signal) };
-    servers.push(server);
-    current = server;
-    return server;
-  };
-
-  const startWorker = async (extraEnv: Record<string, string> = {}) => {
-    const started = await startBenchWorker(base, { RABBITMQ_URL: workerBrokerUrl, TOOL_CALL_TIMEOUT_MS: '5000', ...extraEnv });
-    const worker: WorkerProcess = { child: started.child, output: started.output, stop: started.stop };
-    workers.push(worker);
-    return worker;
-  };
-
-  const server = () => {
-    if (!current) throw new Error('No server started: call stack.startServer() first');
-    return current;
-  };
 
   return {
     env,
@@ -120,18 +80,23 @@ export const createReliabilityStack = async (options: { poolSize?: number; serve
     database,
     workerBrokerUrl,
     toolsQueue: base.toolsQueue,
-    server,
-    startServer: startServerProcess,
-    startWorker,
-    login: (email) => login(server().baseUrl, email),
-    contextFor: async (email, body = {}) => (await mintContext(server().baseUrl, await login(server().baseUrl, email), body)) as AgentRuntimeContext,
+    server: base.server,
+    startServer: (start = {}) =>
+      base.startServer(
+        start.weakening
+          ? { script: WEAKENED_SERVER, env: { ...env, ...start.extraEnv, RELIABILITY_WEAKENING: start.weakening } }
+          : { env: { ...env, ...start.extraEnv } },
+      ),
+    startWorker: (extraEnv = {}) => base.startWorker({ RABBITMQ_URL: workerBrokerUrl, ...extraEnv }),
+    login: base.login,
+    contextFor: base.contextFor,
     teardown: async () => {
-      for (const process of [...workers, ...servers]) await process.stop('SIGKILL');
-      await broker.close();
-      await database.close();
-      await base.teardown();
-      await deleteTopology(base.env.RABBITMQ_URL, rmqNames(env['AGENT_TOOLS_QUEUE'], env['AGENT_RUNS_QUEUE'])).catch(() => undefined);
+      try {
+        await base.teardown();
+      } finally {
+        await broker.close();
+        await database.close();
+      }
     },
   };
 };
-

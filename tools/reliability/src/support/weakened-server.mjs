@@ -2,27 +2,29 @@
 // bootstrap as apps/server/dist/main.js, assembled with Nest's testing module so a provider or the transport can be
 // replaced from outside. Production code has no switch for any of this. The weakening is named by RELIABILITY_WEAKENING (see stack.ts).
 import 'reflect-metadata';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Logger } from '@nestjs/common';
 import { ServerRMQ } from '@nestjs/microservices';
 import { RPC_AGENT_TOOLS, requiresConfirmation } from '@naalya/agent-tools';
-import { AckAfterReplyTransport, rmqNames, runInRmqMessageFrame } from '@naalya/rmq';
+import { runInRmqMessageFrame } from '@naalya/rmq';
+import {
+  APP_ENTITIES,
+  AppModule,
+  AuditLogService,
+  BrokerStatus,
+  ToolCallLedgerService,
+  ToolCallQuota,
+  ToolExecutor,
+  canonicalHash,
+  connectToolTransport,
+  createAppDataSource,
+  loadServerConfig,
+  nestLogLevels,
+  registerDataSource,
+  startAgentRunMessaging,
+} from '@naalya/server/testing';
 import { Test } from '@nestjs/testing';
 import pg from 'pg';
 import { Observable, isObservable } from 'rxjs';
-
-const SERVER_DIST = fileURLToPath(new URL('../../../../apps/server/dist/', import.meta.url));
-const fromServer = (path) => import(pathToFileURL(`${SERVER_DIST}${path}`).href);
-
-const { AppModule } = await fromServer('app/app.module.js');
-const { loadServerConfig, nestLogLevels } = await fromServer('app/core/config/server-config.js');
-const { connectToolTransport } = await fromServer('app/core/transport/tool-transport.js');
-const { startAgentRunMessaging } = await fromServer('app/naalya-ai/agent-run-messaging.js');
-const { ToolCallLedgerService } = await fromServer('app/naalya-ai/tools/tool-call-ledger.service.js');
-const { AuditLogService } = await fromServer('app/core/audit/audit-log.service.js');
-const { BrokerStatus } = await fromServer('app/core/health/broker-status.js');
-const { ToolCallQuota } = await fromServer('app/naalya-ai/tools/tool-call-quota.js');
-const { ToolExecutor } = await fromServer('app/naalya-ai/tools/tool-executor.js');
 
 const config = loadServerConfig();
 
@@ -63,9 +65,6 @@ const WEAKENINGS = {
     providers: [],
     setup: async () => {
       const { DataSource } = await import('typeorm');
-      const { createAppDataSource } = await fromServer('app/core/database/data-source.js');
-      const { registerDataSource } = await fromServer('app/core/tenancy/tenant-context.js');
-      const { APP_ENTITIES } = await fromServer('app/app.entities.js');
       const dataSource = createAppDataSource({ url: config.DATABASE_OWNER_URL, entities: APP_ENTITIES, poolSize: config.DATABASE_POOL_SIZE, statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS });
       await dataSource.initialize();
       registerDataSource(dataSource);
@@ -89,7 +88,6 @@ const WEAKENINGS = {
   'auto-approve': {
     providers: [],
     afterCompile: async (moduleRef) => {
-      const { canonicalHash } = await fromServer('app/naalya-ai/tools/canonical-hash.js');
       const pool = new pg.Pool({ connectionString: config.DATABASE_OWNER_URL, max: 2 });
       const executor = moduleRef.get(ToolExecutor);
       const execute = executor.execute.bind(executor);
@@ -158,20 +156,9 @@ if (weakening.transport === 'stock') {
     }),
   });
 } else if (weakening.transport === 'any-publisher') {
-  const names = rmqNames(config.AGENT_TOOLS_QUEUE, config.AGENT_RUNS_QUEUE);
-  // connectToolTransport's options, minus requireUserId.
-  const transport = new AckAfterReplyTransport({
-    url: config.RABBITMQ_URL,
-    queue: names.toolsQueue,
-    prefetch: config.DATABASE_POOL_SIZE,
-    deadLetterExchange: names.deadLetterExchange,
-    handlerTimeoutMs: config.TOOL_HANDLER_TIMEOUT_MS,
-    drainTimeoutMs: config.SHUTDOWN_DRAIN_TIMEOUT_MS,
-    logger: new Logger('ToolTransport'),
-  });
-  const brokerStatus = app.get(BrokerStatus);
-  transport.status.subscribe((status) => brokerStatus.report(status === 'connected'));
-  app.connectMicroservice({ strategy: transport });
+  // The server's own tool transport without a broker user to require: connectToolTransport passes WORKER_BROKER_USER
+  // as the transport's requireUserId, and the transport checks no publisher without one.
+  connectToolTransport(app, { ...config, WORKER_BROKER_USER: undefined });
 } else {
   connectToolTransport(app, config);
 }

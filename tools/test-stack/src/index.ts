@@ -1,0 +1,3 @@
+export * from './api.js';
+export * from './processes.js';
+export * from './stack.js';
