@@ -1,7 +1,7 @@
 import type { AuditLogRow, CallerProfile } from '@naalya/access';
 import type { AgentRunModeName, AgentSpeaker } from '@naalya/agent-tools';
 import type { RunSummary } from './run-view';
-import { HttpError, errorMessageOf } from './sse';
+import { httpErrorOf } from './sse';
 
 const TOKEN_KEY = 'naalya.hub.token';
 
@@ -31,7 +31,7 @@ export const request = async <T>(path: string, init: { method?: string; body?: u
     },
     body: init.body === undefined ? undefined : JSON.stringify(init.body),
   });
-  if (!response.ok) throw new HttpError(response.status, await errorMessageOf(response));
+  if (!response.ok) throw await httpErrorOf(response);
   return (await response.json()) as T;
 };
 

@@ -1,11 +1,11 @@
-import type { AgentRunEvent, AgentSpeaker } from '@naalya/agent-tools';
+import { LOCAL_TOOL_NAMES, OUTCOME_UNKNOWN_CODES, isToolErrorCode, type AgentRunEvent, type AgentSpeaker, type ToolErrorCode } from '@naalya/agent-tools';
 import { isWriteTool } from './labels';
 
 export type ToolStatus = 'running' | 'done' | 'refused' | 'failed' | 'unknown';
 export type QuestionState = 'pending' | 'sending' | 'answered' | 'expired';
 export type RunStatus = 'running' | 'interrupted' | 'finished' | 'failed';
 
-export type ToolResultView = { data?: unknown; scopeContext?: string; auditId?: string; error?: string };
+export type ToolResultView = { data?: unknown; scopeContext?: string; auditId?: string; error?: string; code?: ToolErrorCode };
 /** While a write's outcome is unknown: whether the Hub is still looking for its audit row, and what it found. */
 export type OutcomeCheck = 'checking' | 'confirmed' | 'not-found' | 'unavailable';
 
@@ -68,12 +68,12 @@ export const emptyThread = (threadId: string | null = null): ThreadView => ({ th
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** The tool's JSON result, as the worker relays it: { data, scopeContext, auditId? } or { error }. */
+/** The tool's JSON result, as the worker relays it: { data, scopeContext, auditId? } or { error, code }. */
 export const parseToolResult = (content: string): ToolResultView => {
   try {
     const parsed: unknown = JSON.parse(content);
     if (!isRecord(parsed)) return { data: parsed };
-    if (typeof parsed['error'] === 'string') return { error: parsed['error'] };
+    if (typeof parsed['error'] === 'string') return { error: parsed['error'], ...(isToolErrorCode(parsed['code']) ? { code: parsed['code'] } : {}) };
     return {
       data: parsed['data'],
       ...(typeof parsed['scopeContext'] === 'string' ? { scopeContext: parsed['scopeContext'] } : {}),
@@ -85,19 +85,19 @@ export const parseToolResult = (content: string): ToolResultView => {
   }
 };
 
-// The worker's and the server's sentences for a call whose answer was lost, or whose commit was not confirmed.
-const OUTCOME_UNKNOWN = /outcome is unknown|could not confirm whether/i;
-// Broken rather than refused: the masked error, a transport failure, arguments the platform could not read.
-const BROKEN = /could not be completed|infrastructure issue|timed out|could not reach|^invalid/i;
+const OUTCOME_UNKNOWN: ReadonlySet<ToolErrorCode | undefined> = new Set(OUTCOME_UNKNOWN_CODES);
+// Broken rather than refused: the masked error, arguments the platform could not read, a lookup of an outcome that
+// found none (which may still be running).
+const BROKEN: ReadonlySet<ToolErrorCode | undefined> = new Set<ToolErrorCode>(['TOOL_FAILED', 'INVALID_ARGUMENTS', 'NO_RECORDED_OUTCOME']);
 
 /**
- * A result's status. An error the platform explains (no permission, not yours, not found) is a refusal; a masked
- * error or a transport failure is a failure; a write whose answer was lost is "outcome unknown", never a failure.
+ * A result's status, by its code. An error the platform explains (no permission, not yours, not found) is a refusal;
+ * a masked error or a transport failure is a failure; a write whose answer was lost is "outcome unknown", never a failure.
  */
 export const toolStatusOf = (result: ToolResultView, isWrite: boolean): ToolStatus => {
   if (result.error === undefined) return 'done';
-  if (OUTCOME_UNKNOWN.test(result.error)) return isWrite ? 'unknown' : 'failed';
-  if (BROKEN.test(result.error)) return isWrite && /timed out|could not reach/i.test(result.error) ? 'unknown' : 'failed';
+  if (OUTCOME_UNKNOWN.has(result.code)) return isWrite ? 'unknown' : 'failed';
+  if (BROKEN.has(result.code)) return 'failed';
   return 'refused';
 };
 
@@ -230,7 +230,7 @@ const applyEvent = (state: ThreadView, runId: string, event: AgentRunEvent): Thr
 const settleTools = (items: ChatItem[], runId: string, how: 'finished' | 'failed', waiting: ReadonlySet<string> = new Set()): ChatItem[] =>
   mapItems(
     items,
-    (item) => item.kind === 'tool' && item.runId === runId && item.status === 'running' && item.name !== 'ask_user' && !waiting.has(item.id),
+    (item) => item.kind === 'tool' && item.runId === runId && item.status === 'running' && item.name !== LOCAL_TOOL_NAMES.askUser && !waiting.has(item.id),
     (item) => {
       if (item.kind !== 'tool') return item;
       if (isWriteTool(item.name, item.event)) return { ...item, status: 'unknown', check: 'checking' };

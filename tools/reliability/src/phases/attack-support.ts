@@ -15,7 +15,7 @@ import { fromServerDist, type CallOutcome, type EffectProbe, type ReliabilitySta
 import { openRawPublisher, readReply } from './raw-publisher.js';
 import { PERSONA_EMAILS, type PersonaKey, type Query, type SchoolWorld } from './seeded-world.js';
 
-/** What the attack phases share: the server's own refusal sentences, its token signer, contexts per persona, probes. */
+/** What the attack phases share: the server's token signer, contexts per persona, probes. */
 
 const queues = new WeakMap<pg.Client, Promise<unknown>>();
 
@@ -33,38 +33,6 @@ export const queryOf =
   (owner: pg.Client): Query =>
   async <R>(sql: string, parameters: unknown[] = []) =>
     (await serially(owner, () => owner.query(sql, parameters))).rows as R[];
-
-/** The refusal sentences, from the built server the battery runs, so a reworded sentence cannot drift from the checks. */
-export type ServerTexts = {
-  dispatchRefused: string;
-  malformedEnvelope: string;
-  missingIdentity: string;
-  deadlinePassed: string;
-  callIdReused: string;
-  confirmationRequired?: string;
-  schoolQuota: string;
-  userQuota: string;
-};
-
-export const loadServerTexts = async (): Promise<ServerTexts> => {
-  const executor = await fromServerDist<Record<string, string | undefined>>('app/naalya-ai/tools/tool-executor.js');
-  const ledger = await fromServerDist<Record<string, string>>('app/naalya-ai/tools/tool-call-ledger.service.js');
-  const quota = await fromServerDist<Record<string, string>>('app/naalya-ai/tools/tool-call-quota.js');
-  const required = (value: string | undefined, name: string) => {
-    if (!value) throw new Error(`The built server exports no ${name}: rebuild it (npx nx run server:build).`);
-    return value;
-  };
-  return {
-    dispatchRefused: required(executor['DISPATCH_REFUSED_ERROR'], 'DISPATCH_REFUSED_ERROR'),
-    malformedEnvelope: required(executor['MALFORMED_ENVELOPE_ERROR'], 'MALFORMED_ENVELOPE_ERROR'),
-    missingIdentity: required(executor['MISSING_IDENTITY_ERROR'], 'MISSING_IDENTITY_ERROR'),
-    deadlinePassed: required(executor['DEADLINE_PASSED_ERROR'], 'DEADLINE_PASSED_ERROR'),
-    callIdReused: required(ledger['CALL_ID_REUSED_ERROR'], 'CALL_ID_REUSED_ERROR'),
-    ...(executor['CONFIRMATION_REQUIRED_ERROR'] ? { confirmationRequired: executor['CONFIRMATION_REQUIRED_ERROR'] } : {}),
-    schoolQuota: required(quota['SCHOOL_QUOTA_ERROR'], 'SCHOOL_QUOTA_ERROR'),
-    userQuota: required(quota['USER_QUOTA_ERROR'], 'USER_QUOTA_ERROR'),
-  };
-};
 
 export type DispatchClaims = { identity: AgentIdentity; scope: AgentCallScope; runId: string; threadId: string; exp: number };
 type DispatchTokenModule = { signDispatchToken: (key: string, claims: DispatchClaims) => string };
@@ -129,6 +97,8 @@ export const outcomeOf = (input: {
   effectKey?: string;
 }): CallOutcome => {
   const error = input.error ?? (input.result && 'error' in input.result ? input.result.error : undefined);
+  // No tool result came back (a transport refusal, or nothing): the worker's own client reads that as unreachable.
+  const code = input.result && 'error' in input.result ? input.result.code : 'PLATFORM_UNREACHABLE';
   const kind = input.result && 'data' in input.result ? 'ok' : input.result === undefined && input.error === undefined ? 'unknown' : 'refused';
   return {
     callId: input.callId,
@@ -136,8 +106,8 @@ export const outcomeOf = (input: {
     event: input.tool?.event ?? 'none',
     mutating: input.tool ? isMutatingEvent(input.tool.event) : false,
     kind,
-    ...(error === undefined ? {} : { error }),
-    result: input.result ?? { error: error ?? 'no reply' },
+    ...(error === undefined ? {} : { error, code }),
+    result: input.result ?? { error: error ?? 'no reply', code },
     ms: Date.now() - input.started,
     ...(input.effectKey ? { effectKey: input.effectKey } : {}),
   };

@@ -1,7 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { Logger } from '@nestjs/common';
-import { identityFromUserDetails, isMutatingEvent, type AgentCallScope, type AgentRuntimeContext, type AgentToolEvent, type AgentToolRequest, type AgentToolResult, type AnyAgentTool } from '@naalya/agent-tools';
-import { fromServerDist, fromWorkerDist } from './stack.js';
+import {
+  OUTCOME_UNKNOWN_CODES,
+  identityFromUserDetails,
+  isMutatingEvent,
+  type AgentCallScope,
+  type AgentRuntimeContext,
+  type AgentToolEvent,
+  type AgentToolRequest,
+  type AgentToolResult,
+  type AnyAgentTool,
+  type ToolErrorCode,
+} from '@naalya/agent-tools';
+import { fromWorkerDist } from './stack.js';
 
 /** What the model was told, in the battery's terms. */
 export type OutcomeKind = 'ok' | 'refused' | 'unknown';
@@ -12,8 +23,9 @@ export type CallOutcome = {
   event: string;
   mutating: boolean;
   kind: OutcomeKind;
-  /** The error text the model saw, if any. */
+  /** The error text the model saw, if any, and the code that tells its kind. */
   error?: string;
+  code?: ToolErrorCode;
   result: AgentToolResult;
   ms: number;
   /** Set by the phase: the key its effect probe counts this call's domain effect by (for example a unique name). */
@@ -29,14 +41,14 @@ type WorkerToolCaller = {
 };
 type AgentToolServiceModule = {
   AgentToolService: new (options: { rabbitmqUrl: string; toolsQueue: string; timeoutMs: number }) => WorkerToolCaller;
-  transportFailureMessage: (event: AgentToolEvent, failure: 'timeout' | 'unreachable', callId?: string) => string;
 };
 type BuildAgentToolsModule = {
   toRpcProxy: (definition: AnyAgentTool, caller: WorkerToolCaller) => { invoke: (args: unknown, runtime: unknown) => Promise<unknown> };
   toolCallIdempotencyKey: (threadId: string, toolCallId: string) => string;
 };
 type ToolContextModule = { callScopeFromContext: (context: AgentRuntimeContext) => AgentCallScope };
-type ToolErrorModule = { OUTCOME_UNKNOWN_ERROR: string };
+
+const UNKNOWN_CODES: ReadonlySet<ToolErrorCode> = new Set(OUTCOME_UNKNOWN_CODES);
 
 export type ToolCaller = {
   readonly timeoutMs: number;
@@ -54,23 +66,21 @@ export type ToolCaller = {
  * the worker's broker user, with its timeout and expiration. Every outcome is classified as the model would read it.
  */
 export const createToolCaller = async (options: { brokerUrl: string; toolsQueue: string; timeoutMs: number }): Promise<ToolCaller> => {
-  const { AgentToolService, transportFailureMessage } = await fromWorkerDist<AgentToolServiceModule>('naalya-agent/core/tools/agent-tool.service.js');
+  const { AgentToolService } = await fromWorkerDist<AgentToolServiceModule>('naalya-agent/core/tools/agent-tool.service.js');
   const { toRpcProxy, toolCallIdempotencyKey } = await fromWorkerDist<BuildAgentToolsModule>('naalya-agent/core/tools/build-agent-tools.js');
   const { callScopeFromContext } = await fromWorkerDist<ToolContextModule>('naalya-agent/core/tools/tool-context.js');
-  const { OUTCOME_UNKNOWN_ERROR } = await fromServerDist<ToolErrorModule>('app/naalya-ai/tools/tool-error.js');
   // The worker's client logs a warning per failed call: thousands under faults, and the table says it better.
   Logger.overrideLogger(['error', 'fatal']);
   const service = new AgentToolService({ rabbitmqUrl: options.brokerUrl, toolsQueue: options.toolsQueue, timeoutMs: options.timeoutMs });
   await service.onModuleInit();
 
-  // "Unknown" is anything that tells the model the platform could not say: the worker's transport sentences and the
-  // server's unknown-commit sentence. Everything else with an error is a definite refusal.
+  // "Unknown" is anything that tells the model the platform could not say: the worker's transport failures and the
+  // server's unknown commit. Everything else with an error is a definite refusal.
   const classify = (tool: AnyAgentTool, callId: string, result: AgentToolResult, started: number): CallOutcome => {
     const event = tool.event as AgentToolEvent;
-    const error = 'error' in result ? result.error : undefined;
-    const transport = new Set([transportFailureMessage(event, 'timeout', callId), transportFailureMessage(event, 'unreachable', callId)]);
-    const kind: OutcomeKind = error === undefined ? 'ok' : transport.has(error) || error === OUTCOME_UNKNOWN_ERROR ? 'unknown' : 'refused';
-    return { callId, tool: tool.name, event, mutating: isMutatingEvent(event), kind, ...(error === undefined ? {} : { error }), result, ms: Date.now() - started };
+    const failure = 'error' in result ? { error: result.error, code: result.code } : undefined;
+    const kind: OutcomeKind = failure === undefined ? 'ok' : UNKNOWN_CODES.has(failure.code) ? 'unknown' : 'refused';
+    return { callId, tool: tool.name, event, mutating: isMutatingEvent(event), kind, ...failure, result, ms: Date.now() - started };
   };
 
   // What toRpcProxy builds, from the same helpers, for phases that must send one envelope more than once.

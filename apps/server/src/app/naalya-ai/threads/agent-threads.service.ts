@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable, Logger, NotFoundException } from '@nestjs/common';
-import type { AgentRunRequest, AgentRuntimeContext } from '@naalya/agent-tools';
+import { ERROR_SENTENCES, type AgentRunRequest, type AgentRuntimeContext } from '@naalya/agent-tools';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { IdentityService } from '../../core/auth/identity.service.js';
+import { withCode } from '../../core/http/error-code.js';
 import { repo } from '../../core/tenancy/tenant-context.js';
 import { AgentContextService } from '../dispatch/agent-context.service.js';
 import { AGENT_UNAVAILABLE_ERROR, AgentRunPublisher } from '../dispatch/agent-run-publisher.service.js';
@@ -11,7 +12,7 @@ import { AgentRunStore } from '../runs/agent-run-store.service.js';
 import { asCaller } from './agent-caller.guard.js';
 import { AgentThreadEntity } from './agent-thread.entity.js';
 
-export const THREAD_NOT_FOUND_ERROR = 'Thread not found.';
+export const THREAD_NOT_FOUND_ERROR = ERROR_SENTENCES.THREAD_NOT_FOUND;
 export const DIRECT_RUN_TITLE = 'Direct tool calls';
 const TITLE_LENGTH = 80;
 
@@ -193,7 +194,7 @@ export class AgentThreadsService {
       where: { id: threadId, ownerId: caller.sub },
       ...(options.lock ? { lock: { mode: 'pessimistic_write' as const } } : {}),
     });
-    if (!thread) throw new NotFoundException(THREAD_NOT_FOUND_ERROR);
+    if (!thread) throw withCode('THREAD_NOT_FOUND', new NotFoundException(THREAD_NOT_FOUND_ERROR));
     return thread;
   }
 }
