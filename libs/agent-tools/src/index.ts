@@ -6,6 +6,7 @@ export * from './lib/agent-tool-registry.js';
 export * from './lib/agent-run.js';
 export * from './lib/agent-errors.js';
 export * from './lib/agent-roster.js';
+export * from './lib/agent-rest.js';
 export * from './lib/canonical-json.js';
 export * from './lib/confirmation.js';
 export * from './lib/tools/staff.tools.js';

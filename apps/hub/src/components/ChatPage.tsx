@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useReducer, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
-import { LOCAL_TOOL_NAMES, SPEAKER_HATS, agentRunEventSchema } from '@naalya/agent-tools';
-import { api, session, toolCallKey, type ThreadSummary } from '../lib/api';
+import { LOCAL_TOOL_NAMES, SPEAKER_HATS, agentRunEventSchema, type ThreadSummary } from '@naalya/agent-tools';
+import { api, session, toolCallKey } from '../lib/api';
 import { speakerName } from '../lib/labels';
 import { activeRun, emptyThread, pendingQuestions, runHint, threadReducer, type ChatItem } from '../lib/run-view';
 import { chatHref, activityHref } from '../lib/route';

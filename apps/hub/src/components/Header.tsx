@@ -1,15 +1,14 @@
-import { UserType } from '@naalya/access';
-import { SPEAKER_HATS } from '@naalya/agent-tools';
-import type { AgentMap, Campus, Me } from '../lib/api';
+import { UserType, type CallerProfile, type CampusSummary } from '@naalya/access';
+import { SPEAKER_HATS, type AgentMap } from '@naalya/agent-tools';
 import { toolLabel } from '../lib/labels';
 import { activityHref, chatHref, type Route } from '../lib/route';
 
-export type RunModeChoice = { mode: 'school' } | { mode: 'campus'; campus: Campus };
+export type RunModeChoice = { mode: 'school' } | { mode: 'campus'; campus: CampusSummary };
 
 type Props = {
-  me: Me | null;
+  me: CallerProfile | null;
   map: AgentMap | null;
-  campuses: Campus[];
+  campuses: CampusSummary[];
   mode: RunModeChoice;
   onModeChange: (mode: RunModeChoice) => void;
   route: Route;

@@ -1,9 +1,17 @@
-import { LOCAL_TOOL_NAMES, OUTCOME_UNKNOWN_CODES, isToolErrorCode, type AgentRunEvent, type AgentSpeaker, type ToolErrorCode } from '@naalya/agent-tools';
+import {
+  LOCAL_TOOL_NAMES,
+  OUTCOME_UNKNOWN_CODES,
+  isToolErrorCode,
+  type AgentRunEvent,
+  type AgentRunStatus,
+  type AgentSpeaker,
+  type RunSummary,
+  type ToolErrorCode,
+} from '@naalya/agent-tools';
 import { isWriteTool } from './labels';
 
 export type ToolStatus = 'running' | 'done' | 'refused' | 'failed' | 'unknown';
 export type QuestionState = 'pending' | 'sending' | 'answered' | 'expired';
-export type RunStatus = 'running' | 'interrupted' | 'finished' | 'failed';
 
 export type ToolResultView = { data?: unknown; scopeContext?: string; auditId?: string; error?: string; code?: ToolErrorCode };
 /** While a write's outcome is unknown: whether the Hub is still looking for its audit row, and what it found. */
@@ -40,24 +48,17 @@ export type ChatItem =
   | { kind: 'success'; id: string; runId: string; name: string; label: string; auditId?: string }
   | { kind: 'error'; id: string; runId: string; message: string };
 
-export type RunView = { id: string; status: RunStatus; lastSeq: number };
+export type RunView = { id: string; status: AgentRunStatus; lastSeq: number };
 export type ThreadView = { threadId: string | null; runs: RunView[]; items: ChatItem[] };
 
-/** What GET /agent/threads/:id says about a run: its status and its questions, answered or not. */
-export type RunSummary = {
-  id: string;
-  status: RunStatus;
-  message: string;
-  interrupts: { interruptId: string; question: string; askedBy: AgentSpeaker; answered: boolean; confirm?: true }[];
-  error: string | null;
-  lastSeq: number;
-};
+/** What the chat reads of a run in GET /agent/threads/:id: its status and its questions, answered or not. */
+export type RunSummaryView = Pick<RunSummary, 'id' | 'status' | 'message' | 'interrupts' | 'error' | 'lastSeq'>;
 
 export type ThreadAction =
   | { type: 'reset'; threadId: string | null }
   | { type: 'run-started'; runId: string; message: string }
   | { type: 'event'; runId: string; seq: number; event: AgentRunEvent }
-  | { type: 'run-summary'; run: RunSummary }
+  | { type: 'run-summary'; run: RunSummaryView }
   | { type: 'answer-sending'; interruptId: string; answer: string }
   | { type: 'answer-accepted'; interruptId: string; resumed: boolean }
   | { type: 'answer-refused'; interruptId: string; message: string; state: 'pending' | 'answered' | 'expired' }
@@ -205,7 +206,7 @@ const applyEvent = (state: ThreadView, runId: string, event: AgentRunEvent): Thr
           state: 'pending',
           ...(interrupt.confirmation ? { confirm: true as const } : {}),
         }));
-      const status: RunStatus = event.outcome === 'interrupt' ? 'interrupted' : 'finished';
+      const status: AgentRunStatus = event.outcome === 'interrupt' ? 'interrupted' : 'finished';
       // A tool call paused on its confirmation has not run yet: it waits for the answer, like ask_user.
       const waiting = new Set((event.interrupts ?? []).flatMap((interrupt) => (interrupt.confirmation && interrupt.toolCallId ? [interrupt.toolCallId] : [])));
       return {
@@ -239,7 +240,7 @@ const settleTools = (items: ChatItem[], runId: string, how: 'finished' | 'failed
   );
 
 /** The run as the server recorded it: questions answered meanwhile, and questions whose run moved on (expired). */
-const applySummary = (state: ThreadView, run: RunSummary): ThreadView => {
+const applySummary = (state: ThreadView, run: RunSummaryView): ThreadView => {
   let items = state.items;
   if (!items.some((item) => item.kind === 'user' && item.runId === run.id)) {
     items = [...items, { kind: 'user', id: `${run.id}:user`, runId: run.id, text: run.message }];

@@ -1,11 +1,10 @@
 import type { ServerResponse } from 'node:http';
 import { BadRequestException, Injectable, Logger } from '@nestjs/common';
-import { ERROR_SENTENCES } from '@naalya/agent-tools';
+import { ERROR_SENTENCES, type AgentRunStatus } from '@naalya/agent-tools';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { IdentityService } from '../../core/auth/identity.service.js';
 import { withCode } from '../../core/http/error-code.js';
 import { currentManager } from '../../core/tenancy/tenant-context.js';
-import type { AgentRunStatus } from '../runs/agent-run.entity.js';
 import { AgentRunStore } from '../runs/agent-run-store.service.js';
 import { asCaller } from '../threads/agent-caller.guard.js';
 import { AgentRunNotifier } from './agent-run-notifier.service.js';

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { ConflictException, Injectable, NotFoundException } from '@nestjs/common';
-import { ERROR_SENTENCES, type AgentRunEvent, type AgentRuntimeContext } from '@naalya/agent-tools';
+import { ERROR_SENTENCES, type AgentRunEvent, type AgentRunStatus, type AgentRuntimeContext } from '@naalya/agent-tools';
 import { DataSource, In } from 'typeorm';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { withCode } from '../../core/http/error-code.js';
 import { currentManager, repo } from '../../core/tenancy/tenant-context.js';
-import { ACTIVE_RUN_STATUSES, AgentRunEntity, type AgentRunStatus, type StoredInterrupt } from './agent-run.entity.js';
+import { ACTIVE_RUN_STATUSES, AgentRunEntity, type StoredInterrupt } from './agent-run.entity.js';
 import { runStateAfter } from './agent-run-state.js';
 import { recordConfirmationAnswer } from './tool-call-approvals.js';
 

@@ -1,6 +1,15 @@
 import type { ServerResponse } from 'node:http';
 import { Body, Controller, Get, Headers, HttpCode, NotFoundException, Param, Post, Query, Res } from '@nestjs/common';
-import { AGENT_RUN_MODES, ERROR_SENTENCES, agentMapFor } from '@naalya/agent-tools';
+import {
+  AGENT_RUN_MODES,
+  ERROR_SENTENCES,
+  agentMapFor,
+  type AgentMap,
+  type ResumeResponse,
+  type StartRunResponse,
+  type ThreadDetail,
+  type ThreadSummary,
+} from '@naalya/agent-tools';
 import { z } from 'zod';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { IdentityService } from '../../core/auth/identity.service.js';
@@ -38,30 +47,30 @@ export class AgentThreadsController {
 
   /** The server makes the thread's id; a client cannot choose one. */
   @Post('threads')
-  createThread(@Body() body: unknown, @AgentCaller() caller: JwtPayload) {
+  createThread(@Body() body: unknown, @AgentCaller() caller: JwtPayload): Promise<ThreadSummary> {
     return this.threads.createThread(parseDto(createThreadSchema, body), caller);
   }
 
   @Get('threads')
-  listThreads(@AgentCaller() caller: JwtPayload) {
+  listThreads(@AgentCaller() caller: JwtPayload): Promise<ThreadSummary[]> {
     return this.threads.listThreads(caller);
   }
 
   @Get('threads/:threadId')
-  getThread(@Param('threadId') threadId: string, @AgentCaller() caller: JwtPayload) {
+  getThread(@Param('threadId') threadId: string, @AgentCaller() caller: JwtPayload): Promise<ThreadDetail> {
     return this.threads.getThread(idParam(threadId, 'THREAD_NOT_FOUND'), caller);
   }
 
   /** Records the run, mints its context and publishes it; 409 while another run of the thread is active. */
   @Post('threads/:threadId/runs')
-  startRun(@Param('threadId') threadId: string, @Body() body: unknown, @AgentCaller() caller: JwtPayload) {
+  startRun(@Param('threadId') threadId: string, @Body() body: unknown, @AgentCaller() caller: JwtPayload): Promise<StartRunResponse> {
     return this.threads.startRun(idParam(threadId, 'THREAD_NOT_FOUND'), parseDto(startRunSchema, body), caller);
   }
 
   /** Answers one pending question by id; the run resumes once every pending question is answered. */
   @Post('threads/:threadId/resume')
   @HttpCode(200)
-  resume(@Param('threadId') threadId: string, @Body() body: unknown, @AgentCaller() caller: JwtPayload) {
+  resume(@Param('threadId') threadId: string, @Body() body: unknown, @AgentCaller() caller: JwtPayload): Promise<ResumeResponse> {
     return this.threads.resume(idParam(threadId, 'THREAD_NOT_FOUND'), parseDto(resumeSchema, body), caller);
   }
 
@@ -80,7 +89,7 @@ export class AgentThreadsController {
 
   /** The caller's roster (Rover first) and each speaker's belt for a run mode; display only. */
   @Get('map')
-  map(@Query() query: unknown, @AgentCaller() caller: JwtPayload) {
+  map(@Query() query: unknown, @AgentCaller() caller: JwtPayload): Promise<AgentMap> {
     const { mode } = parseDto(mapQuerySchema, query);
     return asCaller(caller, async () => {
       await this.identityService.assertCurrent(caller);
