@@ -1,4 +1,5 @@
 import {
+  ERROR_SENTENCES,
   agentRunEventSchema,
   type AgentRunEvent,
   type AgentRunRequest,
@@ -13,7 +14,7 @@ import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { askUserArgsHash } from '../core/tools/local/ask-user.tool.js';
 import { schoolContext } from '../core/tools/tool-context.fixture.js';
 import { FakeToolCaller } from '../testing/fake-tool-caller.fixture.js';
-import { AgentRunExecutor, RunEventPublishError, SAFE_ERRORS, humanMessageId, type RunStepOutcome } from './agent-run.executor.js';
+import { AgentRunExecutor, RunEventPublishError, humanMessageId, type RunStepOutcome } from './agent-run.executor.js';
 
 vi.mock('@naalya/agent-tools', async (importOriginal) => {
   const { withProbeTools } = await import('../testing/probe-registry.fixture.js');
@@ -191,7 +192,7 @@ describe('AgentRunExecutor: one run step as run events', () => {
     expect(outcome).toBe('error');
     expect(caller.calls).toEqual([]);
     expect(rover.callCount).toBe(0);
-    expect(events.at(-1)).toMatchObject({ type: 'RUN_ERROR', message: SAFE_ERRORS.internal, code: 'RUN_FAILED' });
+    expect(events.at(-1)).toMatchObject({ type: 'RUN_ERROR', message: ERROR_SENTENCES.RUN_FAILED, code: 'RUN_FAILED' });
   });
 
   it('a model failure becomes RUN_ERROR with a safe message, never the error text', async () => {
@@ -280,7 +281,7 @@ describe('ask_user: interrupts and resume', () => {
     const { outcome, events } = await step(start(contextFor({}, 'thread-busy'), 'something else'));
 
     expect(outcome).toBe('error');
-    expect(events.at(-1)).toMatchObject({ type: 'RUN_ERROR', message: SAFE_ERRORS.waitingForAnswer, code: 'WAITING_FOR_ANSWER' });
+    expect(events.at(-1)).toMatchObject({ type: 'RUN_ERROR', message: ERROR_SENTENCES.WAITING_FOR_ANSWER, code: 'WAITING_FOR_ANSWER' });
     expect(rover.callCount).toBe(1);
   });
 
@@ -301,7 +302,7 @@ describe('ask_user: interrupts and resume', () => {
 
     const { events } = await step({ kind: 'resume', context: contextFor({}, 'thread-empty'), answers: { someone: 'x' } });
 
-    expect(events.at(-1)).toMatchObject({ type: 'RUN_ERROR', message: SAFE_ERRORS.nothingPending, code: 'NOTHING_PENDING' });
+    expect(events.at(-1)).toMatchObject({ type: 'RUN_ERROR', message: ERROR_SENTENCES.NOTHING_PENDING, code: 'NOTHING_PENDING' });
   });
 });
 

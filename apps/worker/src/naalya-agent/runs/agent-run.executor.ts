@@ -44,19 +44,12 @@ export class RunEventPublishError extends Error {
 // the checkpoint and continues that run instead of adding the message a second time.
 export const humanMessageId = (runId: string) => `human-${runId}`;
 
-export const SAFE_ERRORS = {
-  internal: ERROR_SENTENCES.RUN_FAILED,
-  tooLong: ERROR_SENTENCES.STEP_TIMED_OUT,
-  tooManySteps: ERROR_SENTENCES.TOO_MANY_STEPS,
-  waitingForAnswer: ERROR_SENTENCES.WAITING_FOR_ANSWER,
-  nothingPending: ERROR_SENTENCES.NOTHING_PENDING,
-} as const;
-
 type Plan =
   | { kind: 'run'; input: { messages: BaseMessage[] } | Command | null }
   | { kind: 'report' }
   | { kind: 'refuse'; code: RunErrorCode };
 
+// The sentence is safe to show: never the error's own text.
 const runError = (code: RunErrorCode) => ({ type: 'RUN_ERROR' as const, message: ERROR_SENTENCES[code], code });
 
 const pendingInterrupts = (snapshot: StateSnapshot) => snapshot.tasks.flatMap((task) => task.interrupts ?? []);
