@@ -1,6 +1,6 @@
 import { AGENT_TOOL_ROLES, LOCAL_TOOL_NAMES, RPC_AGENT_TOOLS, SPEAKER_NAMES, isMutatingEvent, type AgentSpeaker } from '@naalya/agent-tools';
 
-export const speakerName = (speaker: string): string => SPEAKER_NAMES[speaker as AgentSpeaker] ?? 'Rover';
+export const speakerName = (speaker: string): string => SPEAKER_NAMES[speaker as AgentSpeaker] ?? SPEAKER_NAMES.rover;
 export const isSpecialist = (speaker: string): boolean => (AGENT_TOOL_ROLES as readonly string[]).includes(speaker);
 
 const LOCAL_LABELS: Record<string, string> = {
