@@ -1,5 +1,6 @@
 import { HttpException, Logger } from '@nestjs/common';
-import { ERROR_SENTENCES, toolError, type AgentToolError } from '@naalya/agent-tools';
+import { httpErrorCodeForStatus } from '@naalya/access';
+import { ERROR_SENTENCES, isToolErrorCode, toolError, type AgentToolError } from '@naalya/agent-tools';
 import { errorCodeOf } from '../../core/http/error-code.js';
 import { CommitOutcomeUnknownError } from '../../core/tenancy/tenant-context.js';
 
@@ -13,7 +14,10 @@ export const OUTCOME_UNKNOWN_ERROR = ERROR_SENTENCES.OUTCOME_UNKNOWN;
  * anything else is a bug, logged with its context here and masked for the model.
  */
 export const toToolError = (error: unknown, context?: string): AgentToolError => {
-  if (error instanceof HttpException) return { error: error.message, code: errorCodeOf(error) as AgentToolError['code'] };
+  if (error instanceof HttpException) {
+    const code = errorCodeOf(error);
+    return { error: error.message, code: isToolErrorCode(code) ? code : httpErrorCodeForStatus(error.getStatus()) };
+  }
   if (error instanceof CommitOutcomeUnknownError) {
     logger.error({ msg: `Agent tool commit outcome unknown${context ? ` (${context})` : ''}`, err: error.cause });
     return toolError('OUTCOME_UNKNOWN');
