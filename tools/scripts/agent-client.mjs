@@ -1,8 +1,8 @@
 // A small client of the server's conversation API, shared by `npm run demo` and `npm run chat`: log in, open a
 // thread, post a message (a run), stream the run's server-sent events, answer a question (resume), and render
-// each event as a line of text. Plain Node 20: fetch and streams, no dependencies.
-
-const SPEAKER_NAMES = { rover: 'Rover', class_teacher: 'Angie', subject_teacher: 'Bean', dos: 'Sarah' };
+// each event as a line of text. Plain Node 20: fetch and streams, no dependencies. The speakers' names come from the
+// server's GET /agent/map (namesFromMap): the demo imports this file before it builds, so the contract's dist may not
+// exist yet.
 
 export class ApiError extends Error {}
 
@@ -87,10 +87,10 @@ const showArgs = (args) =>
  * Renders run events as lines: assistant text under the speaker's name, each tool call with its RabbitMQ
  * event, hop time and scope, CUSTOM events with their audit id. Returns a function of (event) => lines.
  */
-export const createRenderer = ({ names = SPEAKER_NAMES, indent = '  ' } = {}) => {
+export const createRenderer = ({ names = {}, indent = '  ' } = {}) => {
   const calls = new Map();
   const texts = new Map();
-  const nameOf = (speaker) => names[speaker] ?? SPEAKER_NAMES[speaker] ?? speaker;
+  const nameOf = (speaker) => names[speaker] ?? speaker;
   return (event) => {
     switch (event.type) {
       case 'RUN_STARTED':

@@ -4,15 +4,17 @@ import { ActivityPage } from './components/ActivityPage';
 import { ChatPage } from './components/ChatPage';
 import { Header, type RunModeChoice } from './components/Header';
 import { LoginPage } from './components/LoginPage';
-import { api, session, type AgentMap, type Campus, type Me } from './lib/api';
+import type { CallerProfile, CampusSummary } from '@naalya/access';
+import type { AgentMap } from '@naalya/agent-tools';
+import { api, session } from './lib/api';
 import { HttpError } from './lib/sse';
 import { useRoute } from './lib/route';
 
 export const App = () => {
   const route = useRoute();
   const [token, setToken] = useState(session.get());
-  const [me, setMe] = useState<Me | null>(null);
-  const [campuses, setCampuses] = useState<Campus[]>([]);
+  const [me, setMe] = useState<CallerProfile | null>(null);
+  const [campuses, setCampuses] = useState<CampusSummary[]>([]);
   const [mode, setMode] = useState<RunModeChoice>({ mode: 'school' });
   const [map, setMap] = useState<AgentMap | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -41,7 +43,7 @@ export const App = () => {
       .then(async (who) => {
         if (!live) return;
         setMe(who);
-        const visible = await api.campuses().catch(() => [] as Campus[]);
+        const visible = await api.campuses().catch(() => [] as CampusSummary[]);
         // A campus-limited member of staff may only open a chat on their own campus.
         if (live) setCampuses(who.campusId ? visible.filter((campus) => campus.id === who.campusId) : visible);
       })

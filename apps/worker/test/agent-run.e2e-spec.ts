@@ -255,7 +255,7 @@ describe('one conversation per persona, through both processes', () => {
     expect(toolCalls(asked.events)).toEqual(['rover:delete_department']);
     const call = asked.events.find((event) => event.type === 'TOOL_CALL_START' && event.toolCallName === 'delete_department');
     const result = done.events.find((event) => event.type === 'TOOL_CALL_RESULT' && call?.type === 'TOOL_CALL_START' && event.toolCallId === call.toolCallId);
-    expect(JSON.parse(result?.type === 'TOOL_CALL_RESULT' ? result.content : '{}')).toEqual({ error: expect.stringMatching(/not found/i) });
+    expect(JSON.parse(result?.type === 'TOOL_CALL_RESULT' ? result.content : '{}')).toEqual({ error: expect.any(String), code: 'NOT_FOUND' });
     expect(customOf(done.events)).toBeUndefined();
     expect(await ledgerCount('delete.department')).toBe(before);
     expect((await stack.owner.query(`SELECT 1 FROM departments WHERE id = $1`, [target[0]?.id])).rowCount).toBe(1);

@@ -66,7 +66,7 @@ describe('a permission change takes effect on the very next call', () => {
 
     await revoke(row.id);
     try {
-      expect(await call(listDepartmentsTool, {}, teacher)).toEqual({ error: 'You do not have permission to list departments.' });
+      expect(await call(listDepartmentsTool, {}, teacher)).toEqual({ error: 'You do not have permission to list departments.', code: 'PERMISSION_DENIED' });
     } finally {
       await grant(row, 'list', 'Department');
     }
@@ -86,7 +86,7 @@ describe('a permission change takes effect on the very next call', () => {
     await revoke(row.id);
     try {
       const refused = await call(createDepartmentTool, { name: `Refused ${randomUUID().slice(0, 8)}`, campusId }, campusAdmin);
-      expect(refused).toEqual({ error: 'You do not have permission to create departments.' });
+      expect(refused).toEqual({ error: 'You do not have permission to create departments.', code: 'PERMISSION_DENIED' });
       expect([await auditRows(), await ledgerRows()]).toEqual([audits, ledger]);
     } finally {
       await grant(row, 'create', 'Department');

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   CONFIRMATION_ANSWERS,
+  ERROR_SENTENCES,
   RPC_AGENT_TOOLS,
   agentInterruptValueSchema,
   agentRuntimeContextSchema,
@@ -254,7 +255,7 @@ describe('security across the hop', () => {
     const audits = await count(`SELECT count(*) FROM audit_log WHERE school_id = $1`, [ids.schoolA]);
     // Even with the user's approval of exactly this call: the approval lets the call run, never reach another school.
     const result = await viaConfirmedProxy(deleteDepartmentTool, { departmentId: ids.sciencesA }, contexts['adminB'], () => undefined);
-    expect(result).toEqual({ error: 'Department not found.' });
+    expect(result).toEqual({ error: 'Department not found.', code: 'NOT_FOUND' });
     expect((await stack.owner.query(`SELECT id, name FROM departments WHERE school_id = $1 ORDER BY id`, [ids.schoolA])).rows).toEqual(before.rows);
     expect(await count(`SELECT count(*) FROM audit_log WHERE school_id = $1`, [ids.schoolA])).toBe(audits);
   });
@@ -263,7 +264,7 @@ describe('security across the hop', () => {
     const spy = vi.spyOn(caller, 'call');
     const malformed = { ...contexts['adminA'], userDetails: { ...contexts['adminA'].userDetails, schoolId: 42 } };
     for (const context of [undefined, {}, malformed]) {
-      expect(await viaProxy(listStaffTool, {}, context)).toEqual({ error: CONTEXT_MISSING_ERROR });
+      expect(await viaProxy(listStaffTool, {}, context)).toEqual({ error: CONTEXT_MISSING_ERROR, code: 'CONTEXT_MISSING' });
     }
     expect(spy).not.toHaveBeenCalled();
     spy.mockRestore();
@@ -276,7 +277,7 @@ describe('security across the hop', () => {
       args: { departmentId: 'not-an-id' },
       meta: { callId: randomUUID(), deadline: Date.now() + TIMEOUT_MS, dispatchToken: contexts['adminA'].dispatchToken },
     });
-    expect(result).toEqual({ error: expect.stringMatching(/^Invalid tool arguments: departmentId/) });
+    expect(result).toEqual({ error: expect.stringMatching(/^Invalid tool arguments: departmentId/), code: 'INVALID_ARGUMENTS' });
   });
 
   it('a hand-built envelope without the dispatch token the server minted runs nothing in the server process', async () => {
@@ -294,7 +295,7 @@ describe('security across the hop', () => {
       args: { name },
       meta: { callId: randomUUID(), deadline: Date.now() + TIMEOUT_MS, dispatchToken: contexts['teacherA'].dispatchToken },
     });
-    expect(unsigned).toEqual({ error: expect.stringMatching(/could not be verified/) });
+    expect(unsigned).toEqual({ error: ERROR_SENTENCES.DISPATCH_REFUSED, code: 'DISPATCH_REFUSED' });
     expect(borrowed).toEqual(unsigned);
     expect(await count(`SELECT count(*) FROM departments WHERE name = $1`, [name])).toBe(0);
   });
@@ -306,19 +307,20 @@ describe('security across the hop', () => {
       args: { departmentId: ids.sciencesA },
       meta: { callId: randomUUID(), deadline: Date.now() + TIMEOUT_MS, dispatchToken: contexts['adminA'].dispatchToken },
     });
-    expect(result).toEqual({ error: expect.stringMatching(/needs the user's confirmation/) });
+    expect(result).toEqual({ error: ERROR_SENTENCES.CONFIRMATION_REQUIRED, code: 'CONFIRMATION_REQUIRED' });
     expect(await count(`SELECT count(*) FROM departments WHERE id = $1`, [ids.sciencesA])).toBe(1);
   });
 
   it('a CASL denial comes back as the server wrote it', async () => {
     expect(await viaProxy(createDepartmentTool, { name: 'Not Allowed' }, contexts['teacherA'])).toEqual({
       error: 'You do not have permission to create departments.',
+      code: 'PERMISSION_DENIED',
     });
   });
 
   it('an unexpected server error is masked', async () => {
     const result = await viaProxy(createDepartmentTool, { name: 'Null \u0000 byte', campusId: ids.kisasi }, contexts['adminA']);
-    expect(result).toEqual({ error: 'That action could not be completed. Do not retry; tell the user what you were trying to do.' });
+    expect(result).toEqual({ error: 'That action could not be completed. Do not retry; tell the user what you were trying to do.', code: 'TOOL_FAILED' });
   });
 
   it("a replayed tool call (same thread and toolCallId) returns the ledger's stored result: one effect, one audit row", async () => {
@@ -340,7 +342,7 @@ describe('faults', () => {
       const started = Date.now();
       const result = await viaProxy(createDepartmentTool, { name, campusId: ids.kisasi }, contexts['adminA'], { caller: shortCaller });
       expect(Date.now() - started).toBeLessThan(1_500 + 1_000);
-      expect(result).toEqual({ error: expect.stringMatching(/timed out.*infrastructure issue.*outcome is unknown/s) });
+      expect(result).toEqual({ error: expect.stringMatching(/timed out.*infrastructure issue.*outcome is unknown/s), code: 'TOOL_TIMED_OUT' });
     } finally {
       await shortCaller.onModuleDestroy();
     }

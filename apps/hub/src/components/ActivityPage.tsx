@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'react';
 import { AuditSource } from '@naalya/access';
-import { api, type AuditRow } from '../lib/api';
+import type { AuditLogRow } from '@naalya/access';
+import { api } from '../lib/api';
 import { toolForAudit, toolLabel } from '../lib/labels';
 import { HttpError } from '../lib/sse';
 
@@ -9,7 +10,7 @@ const words = (text: string) => text.replaceAll('_', ' ');
 
 /** The caller's school's activity log, newest first; the agent's writes are marked. */
 export const ActivityPage = ({ highlight, onApiError }: { highlight: string | null; onApiError: (error: unknown) => void }) => {
-  const [rows, setRows] = useState<AuditRow[] | null>(null);
+  const [rows, setRows] = useState<AuditLogRow[] | null>(null);
   const [refusal, setRefusal] = useState<string | null>(null);
   const highlighted = useRef<HTMLTableRowElement | null>(null);
 

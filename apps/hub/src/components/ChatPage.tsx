@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useReducer, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
-import { agentRunEventSchema } from '@naalya/agent-tools';
-import { api, session, toolCallKey, type ThreadSummary } from '../lib/api';
-import { speakerName, SPEAKER_ROLES } from '../lib/labels';
+import { LOCAL_TOOL_NAMES, SPEAKER_HATS, agentRunEventSchema, type ThreadSummary } from '@naalya/agent-tools';
+import { api, session, toolCallKey } from '../lib/api';
+import { speakerName } from '../lib/labels';
 import { activeRun, emptyThread, pendingQuestions, runHint, threadReducer, type ChatItem } from '../lib/run-view';
 import { chatHref, activityHref } from '../lib/route';
 import { HttpError, streamRunEvents } from '../lib/sse';
@@ -18,7 +18,7 @@ const Message = ({ item }: { item: Extract<ChatItem, { kind: 'message' }> }) => 
   <article className="max-w-3xl rounded-lg border border-slate-200 bg-white px-3 py-2 shadow-sm" aria-label={`Message from ${speakerName(item.speaker)}`} data-testid="agent-message" data-speaker={item.speaker}>
     <p className="text-xs font-semibold text-sky-800">
       {speakerName(item.speaker)}
-      {item.speaker === 'rover' ? '' : ` (${SPEAKER_ROLES[item.speaker]})`}
+      {item.speaker === 'rover' ? '' : ` (${SPEAKER_HATS[item.speaker]})`}
     </p>
     <p className="whitespace-pre-wrap">
       {item.text}
@@ -171,7 +171,7 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
     } catch (error) {
       answering.current.delete(interruptId);
       if (error instanceof HttpError && error.status === 409) {
-        const already = /already been answered/i.test(error.message);
+        const already = error.code === 'ALREADY_ANSWERED';
         dispatch({ type: 'answer-refused', interruptId, message: error.message, state: already ? 'answered' : 'expired' });
       } else {
         dispatch({ type: 'answer-refused', interruptId, message: error instanceof Error ? error.message : String(error), state: 'pending' });
@@ -233,7 +233,7 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
               case 'message':
                 return <Message key={item.id} item={item} />;
               case 'tool':
-                return item.name === 'ask_user' ? null : <ToolCard key={item.id} item={item} />;
+                return item.name === LOCAL_TOOL_NAMES.askUser ? null : <ToolCard key={item.id} item={item} />;
               case 'question':
                 return <QuestionForm key={item.id} item={item} focus={item.id === newestQuestion} onAnswer={(id, text) => void answer(id, text)} />;
               case 'success':

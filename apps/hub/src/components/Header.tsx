@@ -1,14 +1,14 @@
-import { UserType } from '@naalya/access';
-import type { AgentMap, Campus, Me } from '../lib/api';
-import { SPEAKER_ROLES, toolLabel } from '../lib/labels';
+import { UserType, type CallerProfile, type CampusSummary } from '@naalya/access';
+import { SPEAKER_HATS, type AgentMap } from '@naalya/agent-tools';
+import { toolLabel } from '../lib/labels';
 import { activityHref, chatHref, type Route } from '../lib/route';
 
-export type RunModeChoice = { mode: 'school' } | { mode: 'campus'; campus: Campus };
+export type RunModeChoice = { mode: 'school' } | { mode: 'campus'; campus: CampusSummary };
 
 type Props = {
-  me: Me | null;
+  me: CallerProfile | null;
   map: AgentMap | null;
-  campuses: Campus[];
+  campuses: CampusSummary[];
   mode: RunModeChoice;
   onModeChange: (mode: RunModeChoice) => void;
   route: Route;
@@ -92,7 +92,7 @@ export const Header = ({ me, map, campuses, mode, onModeChange, route, onSignOut
             <details key={entry.speaker} className="group relative">
               <summary className="cursor-pointer list-none rounded-full border border-sky-200 bg-sky-50 px-3 py-0.5 text-sky-900">
                 {entry.name}
-                {entry.speaker === 'rover' ? '' : ` (${SPEAKER_ROLES[entry.speaker]})`}
+                {entry.speaker === 'rover' ? '' : ` (${SPEAKER_HATS[entry.speaker]})`}
                 <span className="text-sky-700"> · {entry.tools.length} tools</span>
               </summary>
               <ul className="absolute z-10 mt-1 max-h-64 w-64 overflow-auto rounded border border-slate-200 bg-white p-2 text-xs shadow">

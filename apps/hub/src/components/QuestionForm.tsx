@@ -1,6 +1,7 @@
 import { useId, useState, type FormEvent } from 'react';
+import { SPEAKER_HATS } from '@naalya/agent-tools';
 import type { ChatItem } from '../lib/run-view';
-import { speakerName, SPEAKER_ROLES } from '../lib/labels';
+import { speakerName } from '../lib/labels';
 
 type QuestionItem = Extract<ChatItem, { kind: 'question' }>;
 
@@ -18,7 +19,7 @@ export const QuestionForm = ({
   const [answer, setAnswer] = useState('');
   const inputId = useId();
   const asker = speakerName(item.askedBy);
-  const role = item.askedBy === 'rover' ? '' : ` (${SPEAKER_ROLES[item.askedBy]})`;
+  const role = item.askedBy === 'rover' ? '' : ` (${SPEAKER_HATS[item.askedBy]})`;
   const open = item.state === 'pending';
 
   const send = (value: string) => {

@@ -1,7 +1,6 @@
-import type { AuditLogRow, CallerProfile } from '@naalya/access';
-import type { AgentRunModeName, AgentSpeaker } from '@naalya/agent-tools';
-import type { RunSummary } from './run-view';
-import { HttpError, errorMessageOf } from './sse';
+import type { AuditLogRow, CallerProfile, CampusSummary, LoginResponse } from '@naalya/access';
+import type { AgentMap, AgentRunModeName, ResumeResponse, StartRunResponse, ThreadDetail, ThreadSummary } from '@naalya/agent-tools';
+import { httpErrorOf } from './sse';
 
 const TOKEN_KEY = 'naalya.hub.token';
 
@@ -11,13 +10,6 @@ export const session = {
   set: (token: string) => sessionStorage.setItem(TOKEN_KEY, token),
   clear: () => sessionStorage.removeItem(TOKEN_KEY),
 };
-
-export type Me = CallerProfile;
-export type Campus = { id: string; name: string };
-export type AgentMap = { mode: AgentRunModeName; roster: { speaker: AgentSpeaker; name: string; tools: string[] }[] };
-export type ThreadSummary = { id: string; title: string | null; createdAt: string; updatedAt: string };
-export type ThreadDetail = ThreadSummary & { runs: RunSummary[] };
-export type AuditRow = AuditLogRow;
 
 /** Same origin in production (the server serves the Hub) and in development (Vite proxies these paths). */
 export const request = async <T>(path: string, init: { method?: string; body?: unknown; token?: string | null } = {}): Promise<T> => {
@@ -31,24 +23,24 @@ export const request = async <T>(path: string, init: { method?: string; body?: u
     },
     body: init.body === undefined ? undefined : JSON.stringify(init.body),
   });
-  if (!response.ok) throw new HttpError(response.status, await errorMessageOf(response));
+  if (!response.ok) throw await httpErrorOf(response);
   return (await response.json()) as T;
 };
 
 export const api = {
   login: (email: string, password: string) =>
-    request<{ accessToken: string; expiresIn: number }>('/auth/login', { body: { email, password }, token: null }),
+    request<LoginResponse>('/auth/login', { body: { email, password }, token: null }),
   /** Who the caller is, read fresh by the server (display only). */
-  me: () => request<Me>('/auth/me'),
-  campuses: () => request<Campus[]>('/campuses'),
+  me: () => request<CallerProfile>('/auth/me'),
+  campuses: () => request<CampusSummary[]>('/campuses'),
   map: (mode: AgentRunModeName) => request<AgentMap>(`/agent/map?mode=${mode}`),
   threads: () => request<ThreadSummary[]>('/agent/threads'),
   createThread: () => request<ThreadSummary>('/agent/threads', { body: {} }),
   thread: (threadId: string) => request<ThreadDetail>(`/agent/threads/${encodeURIComponent(threadId)}`),
   startRun: (threadId: string, message: string, campusId?: string) =>
-    request<{ runId: string }>(`/agent/threads/${encodeURIComponent(threadId)}/runs`, { body: { message, ...(campusId ? { campusId } : {}) } }),
+    request<StartRunResponse>(`/agent/threads/${encodeURIComponent(threadId)}/runs`, { body: { message, ...(campusId ? { campusId } : {}) } }),
   resume: (threadId: string, interruptId: string, answer: string) =>
-    request<{ runId: string; resumed: boolean; pendingInterruptIds: string[] }>(`/agent/threads/${encodeURIComponent(threadId)}/resume`, {
+    request<ResumeResponse>(`/agent/threads/${encodeURIComponent(threadId)}/resume`, {
       body: { interruptId, answer },
     }),
   eventsUrl: (threadId: string, runId: string) => `/agent/threads/${encodeURIComponent(threadId)}/runs/${encodeURIComponent(runId)}/events`,
@@ -57,7 +49,7 @@ export const api = {
     if (query.callId) params.set('callId', query.callId);
     if (query.limit) params.set('limit', String(query.limit));
     const suffix = params.toString();
-    return request<AuditRow[]>(`/audit-log${suffix ? `?${suffix}` : ''}`);
+    return request<AuditLogRow[]>(`/audit-log${suffix ? `?${suffix}` : ''}`);
   },
 };
 

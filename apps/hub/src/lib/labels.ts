@@ -1,21 +1,12 @@
-import { AGENT_TOOL_ROLES, RPC_AGENT_TOOLS, isMutatingEvent, type AgentSpeaker } from '@naalya/agent-tools';
+import { AGENT_TOOL_ROLES, LOCAL_TOOL_NAMES, RPC_AGENT_TOOLS, SPEAKER_NAMES, isMutatingEvent, type AgentSpeaker } from '@naalya/agent-tools';
 
-/** Display copy only: code names roles, people meet personas. */
-export const SPEAKER_NAMES: Record<AgentSpeaker, string> = { rover: 'Rover', class_teacher: 'Angie', subject_teacher: 'Bean', dos: 'Sarah' };
-export const SPEAKER_ROLES: Record<AgentSpeaker, string> = {
-  rover: 'assistant',
-  class_teacher: 'class teacher',
-  subject_teacher: 'subject teacher',
-  dos: 'director of studies',
-};
-
-export const speakerName = (speaker: string): string => SPEAKER_NAMES[speaker as AgentSpeaker] ?? 'Rover';
+export const speakerName = (speaker: string): string => SPEAKER_NAMES[speaker as AgentSpeaker] ?? SPEAKER_NAMES.rover;
 export const isSpecialist = (speaker: string): boolean => (AGENT_TOOL_ROLES as readonly string[]).includes(speaker);
 
 const LOCAL_LABELS: Record<string, string> = {
-  clock: 'Check the date and time',
-  get_agent_map: 'Look up who can help',
-  ask_user: 'Ask you a question',
+  [LOCAL_TOOL_NAMES.clock]: 'Check the date and time',
+  [LOCAL_TOOL_NAMES.agentMap]: 'Look up who can help',
+  [LOCAL_TOOL_NAMES.askUser]: 'Ask you a question',
 };
 
 const EVENT_BY_TOOL: ReadonlyMap<string, string> = new Map(RPC_AGENT_TOOLS.map((tool) => [tool.name, tool.event]));

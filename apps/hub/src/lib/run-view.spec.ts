@@ -179,7 +179,7 @@ describe('threadReducer: run events to the chat view model', () => {
   it('a timed-out write is "outcome unknown, checking", never done or failed, until its audit row is found', () => {
     const timedOut = play([
       { type: 'TOOL_CALL_START', toolCallId: 'c1', toolCallName: 'delete_department', speaker: 'rover', event: 'delete.department', args: { departmentId: 'd1' } },
-      { type: 'TOOL_CALL_RESULT', toolCallId: 'c1', content: JSON.stringify({ error: TIMEOUT }) },
+      { type: 'TOOL_CALL_RESULT', toolCallId: 'c1', content: JSON.stringify({ error: TIMEOUT, code: 'TOOL_TIMED_OUT' }) },
     ]);
     expect(timedOut.items[0]).toMatchObject({ status: 'unknown', check: 'checking' });
 
@@ -194,7 +194,7 @@ describe('threadReducer: run events to the chat view model', () => {
     const state = play([
       { type: 'TOOL_CALL_START', toolCallId: 'w', toolCallName: 'create_department', speaker: 'rover', event: 'create.department', args: { name: 'Arts' } },
       { type: 'TOOL_CALL_START', toolCallId: 'r', toolCallName: 'list_staff', speaker: 'rover', event: 'list.staff', args: {} },
-      { type: 'RUN_ERROR', message: 'The assistant stopped.' },
+      { type: 'RUN_ERROR', message: 'The assistant stopped.', code: 'RUN_FAILED' },
     ]);
     expect(state.items).toMatchObject([
       { id: 'w', status: 'unknown', check: 'checking' },
@@ -208,18 +208,21 @@ describe('threadReducer: run events to the chat view model', () => {
 describe('tool results', () => {
   it('parses the envelope: data with scope and audit id, or an error', () => {
     expect(parseToolResult(JSON.stringify({ data: [], scopeContext: 'S', auditId: 'A' }))).toEqual({ data: [], scopeContext: 'S', auditId: 'A' });
-    expect(parseToolResult(JSON.stringify({ error: 'No.' }))).toEqual({ error: 'No.' });
+    expect(parseToolResult(JSON.stringify({ error: 'No.', code: 'NOT_FOUND' }))).toEqual({ error: 'No.', code: 'NOT_FOUND' });
     expect(parseToolResult('2026-12-02T10:00:00Z')).toEqual({ data: '2026-12-02T10:00:00Z' });
   });
 
   it.each([
     [{ data: [] }, false, 'done'],
-    [{ error: 'You do not have permission to list staff.' }, false, 'refused'],
-    [{ error: 'Only the head of this department or an administrator can delete it.' }, true, 'refused'],
-    [{ error: 'That action could not be completed. Do not retry; tell the user what you were trying to do.' }, true, 'failed'],
-    [{ error: TIMEOUT }, true, 'unknown'],
-    [{ error: 'The platform could not confirm whether that change was saved. Do not retry; tell the user to check before trying again.' }, true, 'unknown'],
-    [{ error: 'The "list.staff" tool timed out, the platform may be slow. This is an infrastructure issue, not a problem with your request.' }, false, 'failed'],
+    [{ error: 'You do not have permission to list staff.', code: 'PERMISSION_DENIED' }, false, 'refused'],
+    [{ error: 'Only the head of this department or an administrator can delete it.', code: 'PERMISSION_DENIED' }, true, 'refused'],
+    [{ error: 'That action could not be completed. Do not retry; tell the user what you were trying to do.', code: 'TOOL_FAILED' }, true, 'failed'],
+    [{ error: TIMEOUT, code: 'TOOL_TIMED_OUT' }, true, 'unknown'],
+    [{ error: 'The platform could not confirm whether that change was saved. Do not retry; tell the user to check before trying again.', code: 'OUTCOME_UNKNOWN' }, true, 'unknown'],
+    [{ error: 'The "list.staff" tool timed out, the platform may be slow. This is an infrastructure issue, not a problem with your request.', code: 'TOOL_TIMED_OUT' }, false, 'failed'],
+    [{ error: 'The "list.staff" tool could not reach the platform or did not get a usable answer back.', code: 'PLATFORM_UNREACHABLE' }, true, 'unknown'],
+    [{ error: 'Invalid tool arguments: name: Too small.', code: 'INVALID_ARGUMENTS' }, true, 'failed'],
+    [{ error: 'The user did not approve this, so it was not done.', code: 'CONFIRMATION_DECLINED' }, true, 'refused'],
   ] as const)('%j (write: %s) is %s', (result, isWrite, status) => {
     expect(toolStatusOf(result, isWrite)).toBe(status);
   });

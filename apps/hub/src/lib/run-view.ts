@@ -1,11 +1,19 @@
-import type { AgentRunEvent, AgentSpeaker } from '@naalya/agent-tools';
+import {
+  LOCAL_TOOL_NAMES,
+  OUTCOME_UNKNOWN_CODES,
+  isToolErrorCode,
+  type AgentRunEvent,
+  type AgentRunStatus,
+  type AgentSpeaker,
+  type RunSummary,
+  type ToolErrorCode,
+} from '@naalya/agent-tools';
 import { isWriteTool } from './labels';
 
 export type ToolStatus = 'running' | 'done' | 'refused' | 'failed' | 'unknown';
 export type QuestionState = 'pending' | 'sending' | 'answered' | 'expired';
-export type RunStatus = 'running' | 'interrupted' | 'finished' | 'failed';
 
-export type ToolResultView = { data?: unknown; scopeContext?: string; auditId?: string; error?: string };
+export type ToolResultView = { data?: unknown; scopeContext?: string; auditId?: string; error?: string; code?: ToolErrorCode };
 /** While a write's outcome is unknown: whether the Hub is still looking for its audit row, and what it found. */
 export type OutcomeCheck = 'checking' | 'confirmed' | 'not-found' | 'unavailable';
 
@@ -40,24 +48,17 @@ export type ChatItem =
   | { kind: 'success'; id: string; runId: string; name: string; label: string; auditId?: string }
   | { kind: 'error'; id: string; runId: string; message: string };
 
-export type RunView = { id: string; status: RunStatus; lastSeq: number };
+export type RunView = { id: string; status: AgentRunStatus; lastSeq: number };
 export type ThreadView = { threadId: string | null; runs: RunView[]; items: ChatItem[] };
 
-/** What GET /agent/threads/:id says about a run: its status and its questions, answered or not. */
-export type RunSummary = {
-  id: string;
-  status: RunStatus;
-  message: string;
-  interrupts: { interruptId: string; question: string; askedBy: AgentSpeaker; answered: boolean; confirm?: true }[];
-  error: string | null;
-  lastSeq: number;
-};
+/** What the chat reads of a run in GET /agent/threads/:id: its status and its questions, answered or not. */
+export type RunSummaryView = Pick<RunSummary, 'id' | 'status' | 'message' | 'interrupts' | 'error' | 'lastSeq'>;
 
 export type ThreadAction =
   | { type: 'reset'; threadId: string | null }
   | { type: 'run-started'; runId: string; message: string }
   | { type: 'event'; runId: string; seq: number; event: AgentRunEvent }
-  | { type: 'run-summary'; run: RunSummary }
+  | { type: 'run-summary'; run: RunSummaryView }
   | { type: 'answer-sending'; interruptId: string; answer: string }
   | { type: 'answer-accepted'; interruptId: string; resumed: boolean }
   | { type: 'answer-refused'; interruptId: string; message: string; state: 'pending' | 'answered' | 'expired' }
@@ -68,12 +69,12 @@ export const emptyThread = (threadId: string | null = null): ThreadView => ({ th
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** The tool's JSON result, as the worker relays it: { data, scopeContext, auditId? } or { error }. */
+/** The tool's JSON result, as the worker relays it: { data, scopeContext, auditId? } or { error, code }. */
 export const parseToolResult = (content: string): ToolResultView => {
   try {
     const parsed: unknown = JSON.parse(content);
     if (!isRecord(parsed)) return { data: parsed };
-    if (typeof parsed['error'] === 'string') return { error: parsed['error'] };
+    if (typeof parsed['error'] === 'string') return { error: parsed['error'], ...(isToolErrorCode(parsed['code']) ? { code: parsed['code'] } : {}) };
     return {
       data: parsed['data'],
       ...(typeof parsed['scopeContext'] === 'string' ? { scopeContext: parsed['scopeContext'] } : {}),
@@ -85,19 +86,19 @@ export const parseToolResult = (content: string): ToolResultView => {
   }
 };
 
-// The worker's and the server's sentences for a call whose answer was lost, or whose commit was not confirmed.
-const OUTCOME_UNKNOWN = /outcome is unknown|could not confirm whether/i;
-// Broken rather than refused: the masked error, a transport failure, arguments the platform could not read.
-const BROKEN = /could not be completed|infrastructure issue|timed out|could not reach|^invalid/i;
+const OUTCOME_UNKNOWN: ReadonlySet<ToolErrorCode | undefined> = new Set(OUTCOME_UNKNOWN_CODES);
+// Broken rather than refused: the masked error, arguments the platform could not read, a lookup of an outcome that
+// found none (which may still be running).
+const BROKEN: ReadonlySet<ToolErrorCode | undefined> = new Set<ToolErrorCode>(['TOOL_FAILED', 'INVALID_ARGUMENTS', 'NO_RECORDED_OUTCOME']);
 
 /**
- * A result's status. An error the platform explains (no permission, not yours, not found) is a refusal; a masked
- * error or a transport failure is a failure; a write whose answer was lost is "outcome unknown", never a failure.
+ * A result's status, by its code. An error the platform explains (no permission, not yours, not found) is a refusal;
+ * a masked error or a transport failure is a failure; a write whose answer was lost is "outcome unknown", never a failure.
  */
 export const toolStatusOf = (result: ToolResultView, isWrite: boolean): ToolStatus => {
   if (result.error === undefined) return 'done';
-  if (OUTCOME_UNKNOWN.test(result.error)) return isWrite ? 'unknown' : 'failed';
-  if (BROKEN.test(result.error)) return isWrite && /timed out|could not reach/i.test(result.error) ? 'unknown' : 'failed';
+  if (OUTCOME_UNKNOWN.has(result.code)) return isWrite ? 'unknown' : 'failed';
+  if (BROKEN.has(result.code)) return 'failed';
   return 'refused';
 };
 
@@ -205,7 +206,7 @@ const applyEvent = (state: ThreadView, runId: string, event: AgentRunEvent): Thr
           state: 'pending',
           ...(interrupt.confirmation ? { confirm: true as const } : {}),
         }));
-      const status: RunStatus = event.outcome === 'interrupt' ? 'interrupted' : 'finished';
+      const status: AgentRunStatus = event.outcome === 'interrupt' ? 'interrupted' : 'finished';
       // A tool call paused on its confirmation has not run yet: it waits for the answer, like ask_user.
       const waiting = new Set((event.interrupts ?? []).flatMap((interrupt) => (interrupt.confirmation && interrupt.toolCallId ? [interrupt.toolCallId] : [])));
       return {
@@ -230,7 +231,7 @@ const applyEvent = (state: ThreadView, runId: string, event: AgentRunEvent): Thr
 const settleTools = (items: ChatItem[], runId: string, how: 'finished' | 'failed', waiting: ReadonlySet<string> = new Set()): ChatItem[] =>
   mapItems(
     items,
-    (item) => item.kind === 'tool' && item.runId === runId && item.status === 'running' && item.name !== 'ask_user' && !waiting.has(item.id),
+    (item) => item.kind === 'tool' && item.runId === runId && item.status === 'running' && item.name !== LOCAL_TOOL_NAMES.askUser && !waiting.has(item.id),
     (item) => {
       if (item.kind !== 'tool') return item;
       if (isWriteTool(item.name, item.event)) return { ...item, status: 'unknown', check: 'checking' };
@@ -239,7 +240,7 @@ const settleTools = (items: ChatItem[], runId: string, how: 'finished' | 'failed
   );
 
 /** The run as the server recorded it: questions answered meanwhile, and questions whose run moved on (expired). */
-const applySummary = (state: ThreadView, run: RunSummary): ThreadView => {
+const applySummary = (state: ThreadView, run: RunSummaryView): ThreadView => {
   let items = state.items;
   if (!items.some((item) => item.kind === 'user' && item.runId === run.id)) {
     items = [...items, { kind: 'user', id: `${run.id}:user`, runId: run.id, text: run.message }];

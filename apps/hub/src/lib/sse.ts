@@ -1,3 +1,5 @@
+import type { HttpErrorBody } from '@naalya/access';
+import type { ConversationErrorCode } from '@naalya/agent-tools';
 import { createParser } from 'eventsource-parser';
 
 /** One server-sent event of a run: `seq` is its id, `type` its event name, `data` its parsed JSON payload. */
@@ -7,6 +9,8 @@ export class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** The server's code for the kind of error, when it sent one: what the Hub tells kinds apart by. */
+    readonly code?: ConversationErrorCode,
   ) {
     super(message);
     this.name = 'HttpError';
@@ -35,15 +39,19 @@ const STEP_END = new Set(['RUN_FINISHED', 'RUN_ERROR']);
 
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-export const errorMessageOf = async (response: Response): Promise<string> => {
+/** The HttpError a failed response stands for: its message and code from the error body, when it is one. */
+export const httpErrorOf = async (response: Response): Promise<HttpError> => {
+  let message = `Request failed (${response.status}).`;
+  let code: ConversationErrorCode | undefined;
   try {
-    const body = (await response.json()) as { message?: unknown };
-    if (typeof body.message === 'string') return body.message;
-    if (Array.isArray(body.message)) return body.message.join(' ');
+    const body = (await response.json()) as Partial<Record<keyof HttpErrorBody, unknown>>;
+    if (typeof body.message === 'string') message = body.message;
+    else if (Array.isArray(body.message)) message = body.message.join(' ');
+    if (typeof body.code === 'string') code = body.code as ConversationErrorCode;
   } catch {
     // not JSON
   }
-  return `Request failed (${response.status}).`;
+  return new HttpError(response.status, message, code);
 };
 
 /**
@@ -77,7 +85,7 @@ export const streamRunEvents = async (options: StreamOptions): Promise<StreamOut
         signal: options.signal,
         cache: 'no-store',
       });
-      if (!response.ok) throw new HttpError(response.status, await errorMessageOf(response));
+      if (!response.ok) throw await httpErrorOf(response);
       if (!response.body) throw new HttpError(response.status, 'The event stream has no body.');
       const parser = createParser({
         onEvent: (message) => {

@@ -1,6 +1,12 @@
 import type { AuditSource } from './audit.js';
 import type { UserType } from './user-type.js';
 
+/** POST /auth/login. */
+export type LoginResponse = { accessToken: string; expiresIn: number };
+
+/** Each row of GET /campuses: the campuses the caller may see. */
+export type CampusSummary = { id: string; name: string };
+
 /** GET /auth/me: who the caller is, for display only; it grants nothing. */
 export type CallerProfile = {
   id: string;

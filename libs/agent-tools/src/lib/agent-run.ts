@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { RUN_ERROR_CODES } from './agent-errors.js';
 import { agentRuntimeContextSchema } from './agent-runtime-context.js';
 import { AGENT_TOOL_ROLES } from './agent-tool-role.js';
 
@@ -82,7 +83,7 @@ export const agentRunEventSchema = z.discriminatedUnion('type', [
     ...base,
     type: z.literal('TOOL_CALL_RESULT'),
     toolCallId: id,
-    /** The tool's JSON result: { data, scopeContext, auditId? } or { error }. */
+    /** The tool's JSON result: { data, scopeContext, auditId? } or { error, code }. */
     content: z.string(),
     hopMs: z.number().optional(),
   }),
@@ -93,6 +94,6 @@ export const agentRunEventSchema = z.discriminatedUnion('type', [
     outcome: z.enum(['success', 'interrupt']),
     interrupts: z.array(agentInterruptSchema).optional(),
   }),
-  z.strictObject({ ...base, type: z.literal('RUN_ERROR'), message: z.string() }),
+  z.strictObject({ ...base, type: z.literal('RUN_ERROR'), message: z.string(), code: z.enum(RUN_ERROR_CODES) }),
 ]);
 export type AgentRunEvent = z.infer<typeof agentRunEventSchema>;

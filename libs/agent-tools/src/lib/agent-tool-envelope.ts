@@ -1,5 +1,6 @@
 import { USER_TYPES } from '@naalya/access';
 import { z } from 'zod';
+import type { ToolErrorCode } from './agent-errors.js';
 import type { AgentIdentity } from './agent-runtime-context.js';
 
 const id = z.string().min(1).max(100);
@@ -23,10 +24,12 @@ export type AgentToolRequest<A = unknown> = {
   meta: AgentToolMeta;
 };
 
-/** A call's answer: data with a sentence on its reach, or a model-readable error. */
+/** A call's answer: data with a sentence on its reach, or a model-readable error with the code that tells its kind. */
 export type AgentToolResult<T = unknown> =
   | { data: T; scopeContext: string; auditId?: string }
-  | { error: string };
+  | AgentToolError;
+
+export type AgentToolError = { error: string; code: ToolErrorCode };
 
 /** The strict shape of an envelope: typed identity with nothing extra, scope and meta. Args are parsed by the tool's schema. */
 export const agentToolRequestSchema = z.strictObject({

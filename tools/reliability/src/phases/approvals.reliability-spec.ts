@@ -25,7 +25,7 @@ import {
   type ReliabilityStack,
   type ToolCaller,
 } from '../support/index.js';
-import { contextCache, failureSampler, loadServerTexts, queryOf, recordApproval } from './attack-support.js';
+import { contextCache, failureSampler, queryOf, recordApproval } from './attack-support.js';
 import { domainFingerprint, fingerprintChanges } from './domain-fingerprint.js';
 import { loadWorld, type SchoolWorld } from './seeded-world.js';
 
@@ -109,8 +109,6 @@ const targetFactory = (stack: ReliabilityStack, caller: ToolCaller, record: (out
 
 export const approvalsPhase = (target: PhaseTarget, size: { perMisfit: number; matching: number; concurrency: number }): Promise<PhaseRow> =>
   runPhase(PHASE, target, async ({ stack, caller, record, check }) => {
-    const texts = await loadServerTexts();
-    check(texts.confirmationRequired !== undefined, 'the built server has no confirmation check (CONFIRMATION_REQUIRED_ERROR)');
     const contextFor = contextCache(stack);
     const world = await loadWorld(queryOf(stack.owner));
     const [school] = world.schools;
@@ -179,7 +177,7 @@ export const approvalsPhase = (target: PhaseTarget, size: { perMisfit: number; m
       const outcome = record(await caller.send(target.tool, envelope));
       const label = `${target.tool.name} with approval: ${misfit}`;
       if (outcome.kind === 'ok') problems.note('ran without a fitting approval', label);
-      else if (outcome.error !== texts.confirmationRequired) problems.note('refused with another sentence', `${label} → ${outcome.error?.slice(0, 120)}`);
+      else if (outcome.code !== 'CONFIRMATION_REQUIRED') problems.note('refused for another reason', `${label} → ${outcome.code}: ${outcome.error?.slice(0, 120)}`);
       if (await target.effect()) problems.note('the row changed', label);
     });
     const changes = fingerprintChanges(before, approvalsAside(await domainFingerprint(stack.owner)));

@@ -77,7 +77,7 @@ export const argInjectionPhase = (target: PhaseTarget, size: { concurrency: numb
         const outcome = record({ ...(await caller.send(injection.tool, envelope)), ...(marker ? { effectKey: marker } : {}) });
         const label = `${injection.tool.name} with ${injection.key} in ${injection.where}`;
         if (outcome.kind === 'ok') problems.note('an injected key was accepted and the call ran', label);
-        else if (!outcome.error?.startsWith('Invalid tool arguments: ') || !outcome.error.includes(JSON.stringify(injection.key))) {
+        else if (outcome.code !== 'INVALID_ARGUMENTS' || !outcome.error?.includes(JSON.stringify(injection.key))) {
           problems.note('not refused by the schema with the key named', `${label} → ${outcome.error?.slice(0, 120) ?? outcome.kind}`);
         }
       });

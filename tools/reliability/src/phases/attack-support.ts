@@ -11,22 +11,12 @@ import {
   type AnyAgentTool,
 } from '@naalya/agent-tools';
 import type pg from 'pg';
-import {
-  CALL_ID_REUSED_ERROR,
-  CONFIRMATION_REQUIRED_ERROR,
-  DEADLINE_PASSED_ERROR,
-  DISPATCH_REFUSED_ERROR,
-  MALFORMED_ENVELOPE_ERROR,
-  MISSING_IDENTITY_ERROR,
-  SCHOOL_QUOTA_ERROR,
-  USER_QUOTA_ERROR,
-  signDispatchToken,
-} from '@naalya/server/testing';
+import { signDispatchToken } from '@naalya/server/testing';
 import { type CallOutcome, type EffectProbe, type ReliabilityStack } from '../support/index.js';
 import { openRawPublisher, readReply } from './raw-publisher.js';
 import { PERSONA_EMAILS, type PersonaKey, type Query, type SchoolWorld } from './seeded-world.js';
 
-/** What the attack phases share: the server's own refusal sentences, its token signer, contexts per persona, probes. */
+/** What the attack phases share: the server's token signer, contexts per persona, probes. */
 
 const queues = new WeakMap<pg.Client, Promise<unknown>>();
 
@@ -44,29 +34,6 @@ export const queryOf =
   (owner: pg.Client): Query =>
   async <R>(sql: string, parameters: unknown[] = []) =>
     (await serially(owner, () => owner.query(sql, parameters))).rows as R[];
-
-/** The refusal sentences, from the built server the battery runs, so a reworded sentence cannot drift from the checks. */
-export type ServerTexts = {
-  dispatchRefused: string;
-  malformedEnvelope: string;
-  missingIdentity: string;
-  deadlinePassed: string;
-  callIdReused: string;
-  confirmationRequired?: string;
-  schoolQuota: string;
-  userQuota: string;
-};
-
-export const loadServerTexts = async (): Promise<ServerTexts> => ({
-  dispatchRefused: DISPATCH_REFUSED_ERROR,
-  malformedEnvelope: MALFORMED_ENVELOPE_ERROR,
-  missingIdentity: MISSING_IDENTITY_ERROR,
-  deadlinePassed: DEADLINE_PASSED_ERROR,
-  callIdReused: CALL_ID_REUSED_ERROR,
-  confirmationRequired: CONFIRMATION_REQUIRED_ERROR,
-  schoolQuota: SCHOOL_QUOTA_ERROR,
-  userQuota: USER_QUOTA_ERROR,
-});
 
 export type DispatchClaims = { identity: AgentIdentity; scope: AgentCallScope; runId: string; threadId: string; exp: number };
 
@@ -129,6 +96,8 @@ export const outcomeOf = (input: {
   effectKey?: string;
 }): CallOutcome => {
   const error = input.error ?? (input.result && 'error' in input.result ? input.result.error : undefined);
+  // No tool result came back (a transport refusal, or nothing): the worker's own client reads that as unreachable.
+  const code = input.result && 'error' in input.result ? input.result.code : 'PLATFORM_UNREACHABLE';
   const kind = input.result && 'data' in input.result ? 'ok' : input.result === undefined && input.error === undefined ? 'unknown' : 'refused';
   return {
     callId: input.callId,
@@ -136,8 +105,8 @@ export const outcomeOf = (input: {
     event: input.tool?.event ?? 'none',
     mutating: input.tool ? isMutatingEvent(input.tool.event) : false,
     kind,
-    ...(error === undefined ? {} : { error }),
-    result: input.result ?? { error: error ?? 'no reply' },
+    ...(error === undefined ? {} : { error, code }),
+    result: input.result ?? { error: error ?? 'no reply', code },
     ms: Date.now() - input.started,
     ...(input.effectKey ? { effectKey: input.effectKey } : {}),
   };

@@ -14,7 +14,7 @@ import {
   type PhaseTarget,
   type ToolCaller,
 } from '../support/index.js';
-import { contextCache, emailOf, failureSampler, loadServerTexts, markerEffects, openWireSender, queryOf, recordApproval } from './attack-support.js';
+import { contextCache, emailOf, failureSampler, markerEffects, openWireSender, queryOf, recordApproval } from './attack-support.js';
 import { crossSchoolAttempt, idKeysWithoutPool, idTakingTools, otherCampusOf, type Attempt } from './cross-school.arbitraries.js';
 import { domainFingerprint, fingerprintChanges } from './domain-fingerprint.js';
 import { everyIdOfCampus, everyIdOfSchool, leakedIds, loadWorld, type World } from './seeded-world.js';
@@ -54,7 +54,6 @@ export const crossSchoolPhase = (target: PhaseTarget, size: CrossSchoolSize): Pr
     PHASE,
     target,
     async ({ stack, caller, record, check, add }) => {
-      const texts = await loadServerTexts();
       const contextFor = contextCache(stack);
       await seedLedger(caller, record, [await contextFor('admin@greenhill.school'), await contextFor('admin@lakeside.school')]);
       const world: World = await loadWorld(queryOf(stack.owner));
@@ -90,7 +89,7 @@ export const crossSchoolPhase = (target: PhaseTarget, size: CrossSchoolSize): Pr
           const attempt = half[index]!;
           const context = await contextOf(attempt);
           const envelope = caller.envelope(attempt.tool, attempt.args, context) as AgentToolRequest;
-          if (texts.confirmationRequired && requiresConfirmation(attempt.tool)) {
+          if (requiresConfirmation(attempt.tool)) {
             await recordApproval(stack.owner, { context, callId: envelope.meta.callId, tool: attempt.tool, args: attempt.args });
           }
           const marker = typeof attempt.args['name'] === 'string' ? attempt.args['name'] : typeof attempt.args['title'] === 'string' ? attempt.args['title'] : undefined;

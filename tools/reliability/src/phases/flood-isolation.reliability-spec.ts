@@ -11,7 +11,7 @@ import {
   type PhaseRow,
   type PhaseTarget,
 } from '../support/index.js';
-import { contextCache, loadServerTexts, openWireSender } from './attack-support.js';
+import { contextCache, openWireSender } from './attack-support.js';
 
 // Flood isolation: one school floods (many times its per-minute allowance, from two users, at high concurrency) while
 // another school keeps a steady load well inside its own. The server runs with small quotas (configuration, as an
@@ -61,7 +61,6 @@ const paced = async (rate: number, until: () => boolean, call: () => Promise<unk
 
 export const floodIsolationPhase = (target: PhaseTarget, size: FloodSize): Promise<PhaseRow> =>
   runPhase(PHASE, target, async ({ stack, caller, record, check }) => {
-    const texts = await loadServerTexts();
     const contextFor = contextCache(stack);
     const steadyUsers = [await contextFor('admin@lakeside.school'), await contextFor('teacher@lakeside.school')];
     const floodUsers = [await contextFor('admin@greenhill.school'), await contextFor('teacher@greenhill.school')];
@@ -97,7 +96,7 @@ export const floodIsolationPhase = (target: PhaseTarget, size: FloodSize): Promi
     // The steady window opens once the flooding school has spent its minute's allowance (it floods on regardless): what
     // the quota promises is that calls past the allowance cost the other schools nothing, and the allowance itself is
     // load any school may bring. Without a quota (the sabotage) that moment never comes; the window opens after 5 s.
-    for (const opens = Date.now() + 5_000; Date.now() < opens && !flood.some((outcome) => outcome.error === texts.schoolQuota); ) await sleep(100);
+    for (const opens = Date.now() + 5_000; Date.now() < opens && !flood.some((outcome) => outcome.code === 'SCHOOL_QUOTA_EXCEEDED'); ) await sleep(100);
     const during = await steadyWindow();
     flooding = false;
     await floodDone;
@@ -111,16 +110,16 @@ export const floodIsolationPhase = (target: PhaseTarget, size: FloodSize): Promi
     const steadyRefused = [...baseline, ...during].filter((sample) => sample.kind !== 'ok');
     check(steadyRefused.length === 0, `${steadyRefused.length} calls of the steady school were not answered, e.g. ${steadyRefused[0]?.error?.slice(0, 120)}`);
 
-    const quotaSentences = new Set([texts.schoolQuota, texts.userQuota]);
+    const overQuota = (outcome: CallOutcome) => outcome.code === 'SCHOOL_QUOTA_EXCEEDED' || outcome.code === 'USER_QUOTA_EXCEEDED';
     const ran = flood.filter((outcome) => outcome.kind === 'ok').length;
-    const told = flood.filter((outcome) => outcome.error !== undefined && quotaSentences.has(outcome.error)).length;
-    const other = flood.filter((outcome) => outcome.kind !== 'ok' && !(outcome.error !== undefined && quotaSentences.has(outcome.error)));
+    const told = flood.filter(overQuota).length;
+    const other = flood.filter((outcome) => outcome.kind !== 'ok' && !overQuota(outcome));
     check(flood.length >= 5 * schoolQuota, `the flood sent ${flood.length} calls, not well above the school's ${schoolQuota} a minute`);
     check(ran <= schoolQuota, `${ran} flood calls ran, more than the school's allowance of ${schoolQuota} a minute`);
     check(told === flood.length - ran, `${flood.length - ran - told} flood calls past the allowance did not get the quota sentence`);
     check(other.length === 0, `${other.length} flood calls failed otherwise, e.g. ${other[0]?.error?.slice(0, 120)}`);
     check(
-      flood.some((outcome) => outcome.error === texts.userQuota) && flood.some((outcome) => outcome.error === texts.schoolQuota),
+      flood.some((outcome) => outcome.code === 'USER_QUOTA_EXCEEDED') && flood.some((outcome) => outcome.code === 'SCHOOL_QUOTA_EXCEEDED'),
       'the flood did not meet both the per-user and the per-school limit',
     );
     console.info(

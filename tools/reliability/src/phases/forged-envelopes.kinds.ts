@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { AgentCallScope, AgentIdentity, AgentToolRequest, AnyAgentTool } from '@naalya/agent-tools';
+import type { AgentCallScope, AgentIdentity, AgentToolRequest, AgentToolResult, AnyAgentTool, ToolErrorCode } from '@naalya/agent-tools';
 import fc from 'fast-check';
 import { withOwnKey } from './tool-args.js';
 
@@ -31,25 +31,23 @@ export type ForgedMessage = {
   expect: { settlement: Settlement; refusals: readonly Refusal[] };
 };
 
-/** An exact sentence, or a prefix for refusals that name the offending argument. */
-export type Refusal = string | { startsWith: string };
+/**
+ * An answered refusal's code, or what the transport (libs/rmq, which answers with a sentence and no code) says when it
+ * refuses a message before any handler: its exact sentence, or a prefix for sentences that name the message.
+ */
+export type Refusal = { code: ToolErrorCode } | string | { startsWith: string };
 
-export const matchesRefusal = (text: string, refusals: readonly Refusal[]): boolean =>
-  refusals.some((refusal) => (typeof refusal === 'string' ? text === refusal : text.startsWith(refusal.startsWith)));
+export const matchesRefusal = (reply: { text?: string; result?: AgentToolResult }, refusals: readonly Refusal[]): boolean =>
+  refusals.some((refusal) => {
+    if (typeof refusal === 'object' && 'code' in refusal) return reply.result !== undefined && 'error' in reply.result && reply.result.code === refusal.code;
+    if (reply.text === undefined) return false;
+    return typeof refusal === 'string' ? reply.text === refusal : reply.text.startsWith(refusal.startsWith);
+  });
 
-/** The server's refusal sentences this phase expects, passed in so the table below reads as a table. */
-export type RefusalTexts = {
-  dispatchRefused: string;
-  malformedEnvelope: string;
-  missingIdentity: string;
-  deadlinePassed: string;
-  callIdReused: string;
-  publisherRefused: string;
-  /** A write of a tool that needs the user's approval, sent without one (a replay may land on such a tool). */
-  approvalRequired?: string;
-};
+/** The transport's refusal of a publisher, passed in so the table below reads as a table. */
+export type RefusalTexts = { publisherRefused: string };
 
-const INVALID_ARGS: Refusal = { startsWith: 'Invalid tool arguments: ' };
+const code = (value: ToolErrorCode): Refusal => ({ code: value });
 
 export const FORGED_KINDS = [
   'other-publisher',
@@ -74,19 +72,20 @@ export const expectedRefusals = (texts: RefusalTexts): Record<ForgedKind, { sett
   const answered = (...refusals: Refusal[]) => ({ settlement: 'answered' as const, refusals });
   return {
     'other-publisher': [transport(texts.publisherRefused), { settlement: 'broker-refused', refusals: [] }],
-    'missing-token': [answered(texts.dispatchRefused, texts.malformedEnvelope)],
-    'tampered-token': [answered(texts.dispatchRefused, texts.malformedEnvelope)],
-    'expired-token': [answered(texts.dispatchRefused)],
-    'foreign-token': [answered(texts.dispatchRefused)],
-    'identity-swapped': [answered(texts.dispatchRefused)],
-    'replayed-to-another-tool': [answered(texts.callIdReused, INVALID_ARGS, ...(texts.approvalRequired ? [texts.approvalRequired] : []))],
+    'missing-token': [answered(code('DISPATCH_REFUSED'), code('ENVELOPE_MALFORMED'))],
+    'tampered-token': [answered(code('DISPATCH_REFUSED'), code('ENVELOPE_MALFORMED'))],
+    'expired-token': [answered(code('DISPATCH_REFUSED'))],
+    'foreign-token': [answered(code('DISPATCH_REFUSED'))],
+    'identity-swapped': [answered(code('DISPATCH_REFUSED'))],
+    // A replay may land on a tool that needs the user's approval, which it does not have.
+    'replayed-to-another-tool': [answered(code('CALL_ID_REUSED'), code('INVALID_ARGUMENTS'), code('CONFIRMATION_REQUIRED'))],
     oversized: [transport({ startsWith: 'Message of ' })],
     'non-json': [
       transport('Message body is not JSON.', 'Message body is not an object.', 'Message has no valid pattern.', 'Message id is not a string.'),
     ],
-    'wrong-types': [answered(texts.malformedEnvelope, texts.missingIdentity, INVALID_ARGS)],
-    'prototype-pollution': [answered(texts.malformedEnvelope, INVALID_ARGS)],
-    'past-deadline': [answered(texts.deadlinePassed)],
+    'wrong-types': [answered(code('ENVELOPE_MALFORMED'), code('IDENTITY_MISSING'), code('INVALID_ARGUMENTS'))],
+    'prototype-pollution': [answered(code('ENVELOPE_MALFORMED'), code('INVALID_ARGUMENTS'))],
+    'past-deadline': [answered(code('DEADLINE_PASSED'))],
     'unknown-pattern': [transport({ startsWith: 'There is no handler for pattern ' })],
   };
 };

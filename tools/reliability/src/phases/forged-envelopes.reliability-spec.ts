@@ -13,7 +13,7 @@ import {
   type PhaseRow,
   type PhaseTarget,
 } from '../support/index.js';
-import { contextCache, failureSampler, identityOf, loadServerTexts, loadSigner, markerEffects, outcomeOf, queryOf } from './attack-support.js';
+import { contextCache, failureSampler, identityOf, loadSigner, markerEffects, outcomeOf, queryOf } from './attack-support.js';
 import { domainFingerprint, fingerprintChanges } from './domain-fingerprint.js';
 import { FORGED_KINDS, forgedMessage, matchesRefusal, type BaseCall, type ForgeContext, type ForgedMessage } from './forged-envelopes.kinds.js';
 import { createBrokerIntruder, drainDeadLetters, openRawPublisher, readReply, type RawOutcome } from './raw-publisher.js';
@@ -43,7 +43,6 @@ export const forgedEnvelopesPhase = (target: PhaseTarget, size: ForgedSize): Pro
     PHASE,
     target,
     async ({ stack, caller, record, check, add }) => {
-      const texts = await loadServerTexts();
       const sign = await loadSigner(stack);
       const contextFor = contextCache(stack);
       const query = queryOf(stack.owner);
@@ -105,7 +104,7 @@ export const forgedEnvelopesPhase = (target: PhaseTarget, size: ForgedSize): Pro
         completedWrites: originals.filter((original) => original.ok),
         tools: RPC_AGENT_TOOLS,
         maxMessageBytes: 1024 * 1024,
-        texts: { ...texts, publisherRefused: PUBLISHER_REFUSED_ERROR, ...(texts.confirmationRequired ? { approvalRequired: texts.confirmationRequired } : {}) },
+        texts: { publisherRefused: PUBLISHER_REFUSED_ERROR },
       };
       const generators = forgedMessage(context);
       const messages = FORGED_KINDS.flatMap((kind, index) => fc.sample(generators[kind], { numRuns: size.variants, seed: size.seed + index }));
@@ -178,8 +177,8 @@ export const forgedEnvelopesPhase = (target: PhaseTarget, size: ForgedSize): Pro
         }
         const actual = outcome.settled === 'broker-refused' ? 'broker-refused' : dead.has(correlationId) ? 'dead-lettered' : outcome.settled === 'answered' ? 'answered' : 'no-reply';
         if (actual !== message.expect.settlement) problems.note(`settled as ${actual}, expected ${message.expect.settlement}`, label);
-        if (message.expect.settlement !== 'broker-refused' && !(reply.text !== undefined && matchesRefusal(reply.text, message.expect.refusals))) {
-          problems.note('refused with an unexpected sentence', `${label} → ${reply.text?.slice(0, 120) ?? 'nothing'}`);
+        if (message.expect.settlement !== 'broker-refused' && !matchesRefusal(reply, message.expect.refusals)) {
+          problems.note('refused with an unexpected code or sentence', `${label} → ${reply.result && 'error' in reply.result ? `${reply.result.code}: ` : ''}${reply.text?.slice(0, 120) ?? 'nothing'}`);
         }
       }
       for (const line of problems.lines()) check(false, line);

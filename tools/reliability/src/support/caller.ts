@@ -1,8 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { Logger } from '@nestjs/common';
-import { identityFromUserDetails, isMutatingEvent, type AgentRuntimeContext, type AgentToolEvent, type AgentToolRequest, type AgentToolResult, type AnyAgentTool } from '@naalya/agent-tools';
-import { OUTCOME_UNKNOWN_ERROR } from '@naalya/server/testing';
-import { AgentToolService, callScopeFromContext, toRpcProxy, toolCallIdempotencyKey, transportFailureMessage } from '@naalya/worker/testing';
+import {
+  OUTCOME_UNKNOWN_CODES,
+  identityFromUserDetails,
+  isMutatingEvent,
+  type AgentRuntimeContext,
+  type AgentToolEvent,
+  type AgentToolRequest,
+  type AgentToolResult,
+  type AnyAgentTool,
+  type ToolErrorCode,
+} from '@naalya/agent-tools';
+import { AgentToolService, callScopeFromContext, toRpcProxy, toolCallIdempotencyKey } from '@naalya/worker/testing';
 
 /** What the model was told, in the battery's terms. */
 export type OutcomeKind = 'ok' | 'refused' | 'unknown';
@@ -13,13 +22,16 @@ export type CallOutcome = {
   event: string;
   mutating: boolean;
   kind: OutcomeKind;
-  /** The error text the model saw, if any. */
+  /** The error text the model saw, if any, and the code that tells its kind. */
   error?: string;
+  code?: ToolErrorCode;
   result: AgentToolResult;
   ms: number;
   /** Set by the phase: the key its effect probe counts this call's domain effect by (for example a unique name). */
   effectKey?: string;
 };
+
+const UNKNOWN_CODES: ReadonlySet<ToolErrorCode> = new Set(OUTCOME_UNKNOWN_CODES);
 
 export type ToolCaller = {
   readonly timeoutMs: number;
@@ -42,14 +54,13 @@ export const createToolCaller = async (options: { brokerUrl: string; toolsQueue:
   const service = new AgentToolService({ rabbitmqUrl: options.brokerUrl, toolsQueue: options.toolsQueue, timeoutMs: options.timeoutMs });
   await service.onModuleInit();
 
-  // "Unknown" is anything that tells the model the platform could not say: the worker's transport sentences and the
-  // server's unknown-commit sentence. Everything else with an error is a definite refusal.
+  // "Unknown" is anything that tells the model the platform could not say: the worker's transport failures and the
+  // server's unknown commit. Everything else with an error is a definite refusal.
   const classify = (tool: AnyAgentTool, callId: string, result: AgentToolResult, started: number): CallOutcome => {
     const event = tool.event as AgentToolEvent;
-    const error = 'error' in result ? result.error : undefined;
-    const transport = new Set([transportFailureMessage(event, 'timeout', callId), transportFailureMessage(event, 'unreachable', callId)]);
-    const kind: OutcomeKind = error === undefined ? 'ok' : transport.has(error) || error === OUTCOME_UNKNOWN_ERROR ? 'unknown' : 'refused';
-    return { callId, tool: tool.name, event, mutating: isMutatingEvent(event), kind, ...(error === undefined ? {} : { error }), result, ms: Date.now() - started };
+    const failure = 'error' in result ? { error: result.error, code: result.code } : undefined;
+    const kind: OutcomeKind = failure === undefined ? 'ok' : UNKNOWN_CODES.has(failure.code) ? 'unknown' : 'refused';
+    return { callId, tool: tool.name, event, mutating: isMutatingEvent(event), kind, ...failure, result, ms: Date.now() - started };
   };
 
   // What toRpcProxy builds, from the same helpers, for phases that must send one envelope more than once.

@@ -1,3 +1,5 @@
+import { ERROR_SENTENCES, isToolErrorCode } from '@naalya/agent-tools';
+
 /**
  * What an error the model can read may look like: one plain sentence or a few, as the server and the worker word them.
  * Anything that looks like a stack frame, SQL, a driver or broker message, a host and port, or a file path means an
@@ -12,8 +14,16 @@ const DENIED: readonly [string, RegExp][] = [
   ['driver or broker message', /\b(E(CONNREFUSED|CONNRESET|PIPE|TIMEDOUT|HOSTUNREACH|NOTFOUND))\b|QueryFailedError|TypeORM|PRECONDITION_FAILED|ACCESS_REFUSED|NOT_FOUND - |Connection terminated|terminating connection|canceling statement|\b[A-Z]\w*Error\b|\bError:|\[object Object\]/],
 ];
 
-/** The reason `text` may not be shown to the model, or null when it is an allowed error text. */
-export const maskingViolation = (text: string): string | null => {
+/**
+ * The reason `text` may not be shown to the model, or null when it is an allowed error text. With its `code`: the code
+ * must be a published one, and a code whose sentence is fixed must come with exactly that sentence.
+ */
+export const maskingViolation = (text: string, code?: unknown): string | null => {
+  if (code !== undefined) {
+    if (!isToolErrorCode(code)) return 'unknown code';
+    const fixed: string | undefined = (ERROR_SENTENCES as Partial<Record<string, string>>)[code];
+    if (fixed !== undefined && text !== fixed) return `not the sentence of ${code}`;
+  }
   if (text.length === 0) return 'empty';
   if (text.length > 1_000) return 'too long';
   if (/[\r\n\t]/.test(text)) return 'not one line';

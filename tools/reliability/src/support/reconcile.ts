@@ -46,7 +46,7 @@ export const reconcile = async (input: {
   for (const outcome of outcomes) {
     counts.calls += 1;
     counts[outcome.kind] += 1;
-    const violation = outcome.error === undefined ? null : maskingViolation(outcome.error);
+    const violation = outcome.error === undefined ? null : maskingViolation(outcome.error, outcome.code);
     if (violation) {
       counts.unmasked += 1;
       note(`unmasked (${violation}) from ${outcome.tool}: ${outcome.error?.slice(0, 200)}`);

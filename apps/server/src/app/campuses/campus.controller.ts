@@ -1,5 +1,5 @@
 import { Controller, Get } from '@nestjs/common';
-import { Action, Resource } from '@naalya/access';
+import { Action, Resource, type CampusSummary } from '@naalya/access';
 import { CurrentUser } from '../core/auth/current-user.decorator.js';
 import type { JwtPayload } from '../core/auth/jwt-payload.js';
 import { RequirePermissions } from '../core/authorization/require-permissions.decorator.js';
@@ -11,7 +11,7 @@ export class CampusController {
 
   @Get()
   @RequirePermissions(Action.LIST, Resource.CAMPUS)
-  list(@CurrentUser() jwt: JwtPayload) {
+  list(@CurrentUser() jwt: JwtPayload): Promise<CampusSummary[]> {
     return this.campusService.list(jwt);
   }
 }

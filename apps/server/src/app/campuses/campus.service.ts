@@ -1,4 +1,5 @@
 import { Injectable, NotFoundException } from '@nestjs/common';
+import type { CampusSummary } from '@naalya/access';
 import type { JwtPayload } from '../core/auth/jwt-payload.js';
 import { repo } from '../core/tenancy/tenant-context.js';
 import { CampusEntity } from './campus.entity.js';
@@ -17,7 +18,7 @@ export class CampusService {
     return campusId ? (await this.findVisible(campusId)).id : undefined;
   }
 
-  async list(_jwt: JwtPayload): Promise<Pick<CampusEntity, 'id' | 'name'>[]> {
+  async list(_jwt: JwtPayload): Promise<CampusSummary[]> {
     return repo(CampusEntity).find({ select: { id: true, name: true }, order: { name: 'ASC' } });
   }
 }

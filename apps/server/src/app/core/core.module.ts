@@ -1,5 +1,5 @@
 import { Global, Module, type DynamicModule } from '@nestjs/common';
-import { APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
 import { AuditInterceptor } from './audit/audit.interceptor.js';
 import { AuditLogController } from './audit/audit-log.controller.js';
 import { AuditLogService } from './audit/audit-log.service.js';
@@ -14,6 +14,7 @@ import { AppAbilityFactory } from './authorization/app-ability.factory.js';
 import { SERVER_CONFIG, type ServerConfig } from './config/server-config.js';
 import type { EntityList } from './database/data-source.js';
 import { DatabaseModule } from './database/database.module.js';
+import { ErrorCodeFilter } from './http/error-code.js';
 import { UnitOfWorkInterceptor } from './http/unit-of-work.interceptor.js';
 
 /** Plumbing shared by every domain: config, database, auth, the unit of work, permissions and audit. */
@@ -34,6 +35,7 @@ export class CoreModule {
         AuditLogService,
         BrokerStatus,
         { provide: APP_GUARD, useClass: JwtAuthGuard },
+        { provide: APP_FILTER, useClass: ErrorCodeFilter },
         // Order matters: the unit of work opens first, so the audit row lands in its transaction.
         { provide: APP_INTERCEPTOR, useClass: UnitOfWorkInterceptor },
         { provide: APP_INTERCEPTOR, useClass: AuditInterceptor },

@@ -1,4 +1,5 @@
 import {
+  ERROR_SENTENCES,
   agentRunEventSchema,
   type AgentRunEvent,
   type AgentRunRequest,
@@ -13,7 +14,7 @@ import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { askUserArgsHash } from '../core/tools/local/ask-user.tool.js';
 import { schoolContext } from '../core/tools/tool-context.fixture.js';
 import { FakeToolCaller } from '../testing/fake-tool-caller.fixture.js';
-import { AgentRunExecutor, RunEventPublishError, SAFE_ERRORS, humanMessageId, type RunStepOutcome } from './agent-run.executor.js';
+import { AgentRunExecutor, RunEventPublishError, humanMessageId, type RunStepOutcome } from './agent-run.executor.js';
 
 vi.mock('@naalya/agent-tools', async (importOriginal) => {
   const { withProbeTools } = await import('../testing/probe-registry.fixture.js');
@@ -172,12 +173,12 @@ describe('AgentRunExecutor: one run step as run events', () => {
   it('never publishes CUSTOM for an { error } result', async () => {
     const rover = fakeModel().respond(toolCalls(call('create_department', { name: 'Sciences' }, 'tc-create'))).respond(new AIMessage('No.'));
     const { caller, step } = harness({ rover });
-    caller.answer('create.department', { error: 'Forbidden resource' });
+    caller.answer('create.department', { error: 'Forbidden resource', code: 'PERMISSION_DENIED' });
 
     const { events } = await step(start(contextFor(), 'create a department called Sciences'));
 
     expect(types(events)).not.toContain('CUSTOM');
-    expect(events.find((event) => event.type === 'TOOL_CALL_RESULT')).toMatchObject({ content: JSON.stringify({ error: 'Forbidden resource' }) });
+    expect(events.find((event) => event.type === 'TOOL_CALL_RESULT')).toMatchObject({ content: JSON.stringify({ error: 'Forbidden resource', code: 'PERMISSION_DENIED' }) });
   });
 
   it('a malformed context is refused before any model or tool runs: RUN_ERROR, no call', async () => {
@@ -191,7 +192,7 @@ describe('AgentRunExecutor: one run step as run events', () => {
     expect(outcome).toBe('error');
     expect(caller.calls).toEqual([]);
     expect(rover.callCount).toBe(0);
-    expect(events.at(-1)).toMatchObject({ type: 'RUN_ERROR', message: SAFE_ERRORS.internal });
+    expect(events.at(-1)).toMatchObject({ type: 'RUN_ERROR', message: ERROR_SENTENCES.RUN_FAILED, code: 'RUN_FAILED' });
   });
 
   it('a model failure becomes RUN_ERROR with a safe message, never the error text', async () => {
@@ -280,7 +281,7 @@ describe('ask_user: interrupts and resume', () => {
     const { outcome, events } = await step(start(contextFor({}, 'thread-busy'), 'something else'));
 
     expect(outcome).toBe('error');
-    expect(events.at(-1)).toMatchObject({ type: 'RUN_ERROR', message: SAFE_ERRORS.waitingForAnswer });
+    expect(events.at(-1)).toMatchObject({ type: 'RUN_ERROR', message: ERROR_SENTENCES.WAITING_FOR_ANSWER, code: 'WAITING_FOR_ANSWER' });
     expect(rover.callCount).toBe(1);
   });
 
@@ -301,7 +302,7 @@ describe('ask_user: interrupts and resume', () => {
 
     const { events } = await step({ kind: 'resume', context: contextFor({}, 'thread-empty'), answers: { someone: 'x' } });
 
-    expect(events.at(-1)).toMatchObject({ type: 'RUN_ERROR', message: SAFE_ERRORS.nothingPending });
+    expect(events.at(-1)).toMatchObject({ type: 'RUN_ERROR', message: ERROR_SENTENCES.NOTHING_PENDING, code: 'NOTHING_PENDING' });
   });
 });
 

@@ -1,9 +1,11 @@
 import {
+  ERROR_SENTENCES,
   agentRunEventSchema,
   eligibleAgentRoles,
   type AgentRunEvent,
   type AgentRunRequest,
   type AgentSpeaker,
+  type RunErrorCode,
 } from '@naalya/agent-tools';
 import { HumanMessage, type BaseMessage } from '@langchain/core/messages';
 import { Command, GraphRecursionError, type BaseCheckpointSaver, type StateSnapshot } from '@langchain/langgraph';
@@ -42,18 +44,13 @@ export class RunEventPublishError extends Error {
 // the checkpoint and continues that run instead of adding the message a second time.
 export const humanMessageId = (runId: string) => `human-${runId}`;
 
-export const SAFE_ERRORS = {
-  internal: 'The assistant could not finish this step because of an internal problem. Please try again.',
-  tooLong: 'This step took too long and was stopped. Please try again.',
-  tooManySteps: 'The assistant took too many steps on this request and stopped. Try a simpler request.',
-  waitingForAnswer: 'This conversation is waiting for an answer to a question. Answer it before sending a new message.',
-  nothingPending: 'Nothing in this conversation is waiting for an answer.',
-} as const;
-
 type Plan =
   | { kind: 'run'; input: { messages: BaseMessage[] } | Command | null }
   | { kind: 'report' }
-  | { kind: 'refuse'; message: string };
+  | { kind: 'refuse'; code: RunErrorCode };
+
+// The sentence is safe to show: never the error's own text.
+const runError = (code: RunErrorCode) => ({ type: 'RUN_ERROR' as const, message: ERROR_SENTENCES[code], code });
 
 const pendingInterrupts = (snapshot: StateSnapshot) => snapshot.tasks.flatMap((task) => task.interrupts ?? []);
 
@@ -76,7 +73,7 @@ const planStep = (request: AgentRunRequest, snapshot: StateSnapshot): Plan => {
   if (request.kind === 'start') {
     const id = humanMessageId(request.context.run.runId);
     if (messages.some((message) => message.id === id)) return continueOrReport();
-    if (pending.length > 0) return { kind: 'refuse', message: SAFE_ERRORS.waitingForAnswer };
+    if (pending.length > 0) return { kind: 'refuse', code: 'WAITING_FOR_ANSWER' };
     return { kind: 'run', input: { messages: [new HumanMessage({ id, content: request.message })] } };
   }
 
@@ -85,14 +82,14 @@ const planStep = (request: AgentRunRequest, snapshot: StateSnapshot): Plan => {
   if (answered.length > 0) {
     return { kind: 'run', input: new Command({ resume: Object.fromEntries(answered.map((interrupt) => [interrupt.id, request.answers[interrupt.id as string]])) }) };
   }
-  if (messages.length === 0) return { kind: 'refuse', message: SAFE_ERRORS.nothingPending };
+  if (messages.length === 0) return { kind: 'refuse', code: 'NOTHING_PENDING' };
   return continueOrReport();
 };
 
-const safeMessageFor = (error: unknown, signal: AbortSignal | undefined): string => {
-  if (signal?.aborted) return SAFE_ERRORS.tooLong;
-  if (error instanceof GraphRecursionError) return SAFE_ERRORS.tooManySteps;
-  return SAFE_ERRORS.internal;
+const safeErrorFor = (error: unknown, signal: AbortSignal | undefined): RunErrorCode => {
+  if (signal?.aborted) return 'STEP_TIMED_OUT';
+  if (error instanceof GraphRecursionError) return 'TOO_MANY_STEPS';
+  return 'RUN_FAILED';
 };
 
 /**
@@ -136,7 +133,7 @@ export class AgentRunExecutor {
 
       const plan = planStep(request, await graph.graph.getState(config));
       if (plan.kind === 'refuse') {
-        await publish({ ...ids, type: 'RUN_ERROR', message: plan.message });
+        await publish({ ...ids, ...runError(plan.code) });
         return 'error';
       }
       if (plan.kind === 'run') {
@@ -162,7 +159,7 @@ export class AgentRunExecutor {
     } catch (error) {
       if (error instanceof RunEventPublishError) throw error;
       this.logger.error(`Run ${ids.runId} (thread ${ids.threadId}) failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-      await publish({ ...ids, type: 'RUN_ERROR', message: safeMessageFor(error, signal) });
+      await publish({ ...ids, ...runError(safeErrorFor(error, signal)) });
       return 'error';
     }
   }

@@ -40,6 +40,13 @@ describe('login', () => {
     for (const answer of answers) expect(answer).toEqual({ status: 401, body: expect.objectContaining({ message: 'Email or password is incorrect.' }) });
   });
 
+  it("an error body is Nest's own with the code beside it, nothing else", async () => {
+    expect(await login('admin@greenhill.school', 'wrong-password')).toEqual({
+      status: 401,
+      body: { statusCode: 401, message: 'Email or password is incorrect.', error: 'Unauthorized', code: 'UNAUTHENTICATED' },
+    });
+  });
+
   it('refuses a route without a token, and a token signed with another secret', async () => {
     const url = `${await testApp.app.getUrl()}/departments`;
     expect((await fetch(url)).status).toBe(401);

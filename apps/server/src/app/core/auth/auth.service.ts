@@ -1,7 +1,7 @@
 import { Inject, Injectable, UnauthorizedException } from '@nestjs/common';
 import jwt from 'jsonwebtoken';
 import { DataSource } from 'typeorm';
-import { USER_TYPES, type UserType } from '@naalya/access';
+import { USER_TYPES, type LoginResponse, type UserType } from '@naalya/access';
 import { z } from 'zod';
 import { SERVER_CONFIG, type ServerConfig } from '../config/server-config.js';
 import type { JwtPayload } from './jwt-payload.js';
@@ -35,7 +35,7 @@ export class AuthService {
   ) {}
 
   /** Login runs before any tenant is known, so it goes through the narrow SECURITY DEFINER lookup. */
-  async login(email: string, password: string): Promise<{ accessToken: string; expiresIn: number }> {
+  async login(email: string, password: string): Promise<LoginResponse> {
     const [user] = (await this.dataSource.query(`SELECT * FROM auth_lookup($1)`, [email])) as AuthLookupRow[];
     const valid = user ? await verifyPassword(password, user.password_hash) : false;
     if (!user || !valid || !user.is_active) throw new UnauthorizedException(INVALID_LOGIN);

@@ -1,10 +1,14 @@
 import { ForbiddenException, Injectable } from '@nestjs/common';
+import { HTTP_ERROR_SENTENCES } from '@naalya/access';
 import type { PermissionRow } from '../authorization/app-ability.factory.js';
+import { withCode } from '../http/error-code.js';
 import { UserEntity } from '../identity/user.entity.js';
 import { currentManager, repo } from '../tenancy/tenant-context.js';
 import type { JwtPayload } from './jwt-payload.js';
 
-export const IDENTITY_REFUSED_ERROR = 'Your account is not active or has changed. Sign in again.';
+export const IDENTITY_REFUSED_ERROR = HTTP_ERROR_SENTENCES.IDENTITY_REFUSED;
+
+const identityRefused = () => withCode('IDENTITY_REFUSED', new ForbiddenException(IDENTITY_REFUSED_ERROR));
 
 type IdentityFacts = { isActive: boolean; userType: string; schoolId: string | null; campusId: string | null };
 
@@ -36,7 +40,7 @@ const CURRENT_USER_WITH_PERMISSIONS = `
 export class IdentityService {
   async assertCurrent(jwt: JwtPayload): Promise<UserEntity> {
     const user = await repo(UserEntity).findOneBy({ id: jwt.sub });
-    if (!user || !isCurrent(user, jwt)) throw new ForbiddenException(IDENTITY_REFUSED_ERROR);
+    if (!user || !isCurrent(user, jwt)) throw identityRefused();
     return user;
   }
 
@@ -46,7 +50,7 @@ export class IdentityService {
    */
   async assertCurrentWithPermissions(jwt: JwtPayload): Promise<PermissionRow[]> {
     const [row] = (await currentManager().query(CURRENT_USER_WITH_PERMISSIONS, [jwt.sub])) as (IdentityFacts & { permissions: PermissionRow[] })[];
-    if (!isCurrent(row, jwt)) throw new ForbiddenException(IDENTITY_REFUSED_ERROR);
+    if (!isCurrent(row, jwt)) throw identityRefused();
     return row.permissions;
   }
 }

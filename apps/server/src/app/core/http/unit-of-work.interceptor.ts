@@ -22,6 +22,7 @@ import {
   inTenantScope,
   tenantJwtFor,
 } from '../tenancy/tenant-scope.js';
+import { withCode } from './error-code.js';
 import { targetSchoolOf } from './target-school.js';
 
 /**
@@ -45,10 +46,10 @@ export class UnitOfWorkInterceptor implements NestInterceptor {
     const gate = this.reflector.get<PermissionGate | undefined>(REQUIRE_PERMISSIONS, context.getHandler());
     return from(
       (async () => {
-        if (hasNoTenantScope(jwt)) throw new ForbiddenException(NO_TENANT_SCOPE_ERROR);
+        if (hasNoTenantScope(jwt)) throw withCode('NO_TENANT_SCOPE', new ForbiddenException(NO_TENANT_SCOPE_ERROR));
         const tenantJwt = tenantJwtFor(jwt, targetSchoolOf(request));
         if (request.method !== 'GET' && jwt.type === UserType.PLATFORM_ADMIN && !tenantJwt.schoolId) {
-          throw new ForbiddenException(PLATFORM_WRITE_NEEDS_SCHOOL_ERROR);
+          throw withCode('PLATFORM_WRITE_NEEDS_SCHOOL', new ForbiddenException(PLATFORM_WRITE_NEEDS_SCHOOL_ERROR));
         }
         request.tenantUser = tenantJwt;
         return inTenantScope(tenantJwt, async () => {

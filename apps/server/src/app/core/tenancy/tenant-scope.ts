@@ -1,11 +1,10 @@
 import { ForbiddenException } from '@nestjs/common';
-import { UserType } from '@naalya/access';
+import { HTTP_ERROR_SENTENCES, UserType } from '@naalya/access';
 import type { JwtPayload } from '../auth/jwt-payload.js';
 import { runUnscoped, withSchool } from './tenant-context.js';
 
-export const NO_TENANT_SCOPE_ERROR = 'No school context for this user.';
-export const PLATFORM_WRITE_NEEDS_SCHOOL_ERROR =
-  'A platform administrator can only change a school chosen for this session. Pick the school first.';
+export const NO_TENANT_SCOPE_ERROR = HTTP_ERROR_SENTENCES.NO_TENANT_SCOPE;
+export const PLATFORM_WRITE_NEEDS_SCHOOL_ERROR = HTTP_ERROR_SENTENCES.PLATFORM_WRITE_NEEDS_SCHOOL;
 
 /** A non-platform user with no school cannot be pinned to a tenant: fail closed. */
 export const hasNoTenantScope = (jwt: JwtPayload): boolean => jwt.type !== UserType.PLATFORM_ADMIN && !jwt.schoolId;

@@ -315,6 +315,6 @@ describe('SSE: GET /agent/threads/:threadId/runs/:runId/events', () => {
       headers: { authorization: `Bearer ${tokenFor(testApp, schoolA.personas.teacher)}`, 'last-event-id': 'abc' },
     });
     expect(response.status).toBe(400);
-    expect(await response.json()).toMatchObject({ message: LAST_EVENT_ID_ERROR });
+    expect(await response.json()).toMatchObject({ message: LAST_EVENT_ID_ERROR, code: 'INVALID_LAST_EVENT_ID' });
   });
 });

@@ -1,14 +1,15 @@
 import type { ServerResponse } from 'node:http';
 import { BadRequestException, Injectable, Logger } from '@nestjs/common';
+import { ERROR_SENTENCES, type AgentRunStatus } from '@naalya/agent-tools';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { IdentityService } from '../../core/auth/identity.service.js';
+import { withCode } from '../../core/http/error-code.js';
 import { currentManager } from '../../core/tenancy/tenant-context.js';
-import type { AgentRunStatus } from '../runs/agent-run.entity.js';
 import { AgentRunStore } from '../runs/agent-run-store.service.js';
 import { asCaller } from '../threads/agent-caller.guard.js';
 import { AgentRunNotifier } from './agent-run-notifier.service.js';
 
-export const LAST_EVENT_ID_ERROR = 'Last-Event-ID must be the id of an event of this stream.';
+export const LAST_EVENT_ID_ERROR = ERROR_SENTENCES.INVALID_LAST_EVENT_ID;
 
 const BATCH = 200;
 /** A comment line keeps proxies from closing an idle stream, and doubles as a safety re-read of the table. */
@@ -23,7 +24,7 @@ export const formatServerSentEvent = (event: StoredRunEvent): string =>
 export const parseLastEventId = (value: string | string[] | undefined): number => {
   if (value === undefined || value === '') return 0;
   const text = Array.isArray(value) ? value[value.length - 1] : value;
-  if (!/^\d{1,9}$/.test(text ?? '')) throw new BadRequestException(LAST_EVENT_ID_ERROR);
+  if (!/^\d{1,9}$/.test(text ?? '')) throw withCode('INVALID_LAST_EVENT_ID', new BadRequestException(LAST_EVENT_ID_ERROR));
   return Number(text);
 };
 

@@ -17,7 +17,7 @@ describe('runStateAfter', () => {
 
   it('RUN_FINISHED success finishes the run, RUN_ERROR fails it with its message', () => {
     expect(runStateAfter(running, { ...ids, type: 'RUN_FINISHED', outcome: 'success' })).toEqual({ ...running, status: 'finished' });
-    expect(runStateAfter(running, { ...ids, type: 'RUN_ERROR', message: 'Too long.' })).toEqual({ ...running, status: 'failed', error: 'Too long.' });
+    expect(runStateAfter(running, { ...ids, type: 'RUN_ERROR', message: 'Too long.', code: 'STEP_TIMED_OUT' })).toEqual({ ...running, status: 'failed', error: 'Too long.' });
   });
 
   it('an interrupt adds its questions unanswered, after the answered ones of earlier steps', () => {

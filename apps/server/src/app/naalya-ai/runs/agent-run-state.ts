@@ -1,5 +1,5 @@
-import type { AgentInterrupt, AgentRunEvent } from '@naalya/agent-tools';
-import type { AgentRunStatus, StoredInterrupt } from './agent-run.entity.js';
+import type { AgentInterrupt, AgentRunEvent, AgentRunStatus } from '@naalya/agent-tools';
+import type { StoredInterrupt } from './agent-run.entity.js';
 
 export const PAUSED_WITHOUT_QUESTION_ERROR = 'The assistant paused without a question to answer.';
 

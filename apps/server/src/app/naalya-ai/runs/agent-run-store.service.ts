@@ -1,19 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import { ConflictException, Injectable, NotFoundException } from '@nestjs/common';
-import type { AgentRunEvent, AgentRuntimeContext } from '@naalya/agent-tools';
+import { ERROR_SENTENCES, type AgentRunEvent, type AgentRunStatus, type AgentRuntimeContext } from '@naalya/agent-tools';
 import { DataSource, In } from 'typeorm';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
+import { withCode } from '../../core/http/error-code.js';
 import { currentManager, repo } from '../../core/tenancy/tenant-context.js';
-import { ACTIVE_RUN_STATUSES, AgentRunEntity, type AgentRunStatus, type StoredInterrupt } from './agent-run.entity.js';
+import { ACTIVE_RUN_STATUSES, AgentRunEntity, type StoredInterrupt } from './agent-run.entity.js';
 import { runStateAfter } from './agent-run-state.js';
 import { recordConfirmationAnswer } from './tool-call-approvals.js';
 
-export const RUN_NOT_FOUND_ERROR = 'Run not found.';
-export const RUN_IN_PROGRESS_ERROR =
-  'This thread already has a run in progress or waiting for an answer. Wait for it to finish, or answer its question.';
-export const UNKNOWN_INTERRUPT_ERROR = 'No question with this id was asked in this thread.';
-export const ALREADY_ANSWERED_ERROR = 'This question has already been answered.';
-export const STALE_INTERRUPT_ERROR = 'This question is no longer waiting for an answer: its run has moved on.';
+export const RUN_NOT_FOUND_ERROR = ERROR_SENTENCES.RUN_NOT_FOUND;
+export const RUN_IN_PROGRESS_ERROR = ERROR_SENTENCES.RUN_IN_PROGRESS;
+export const UNKNOWN_INTERRUPT_ERROR = ERROR_SENTENCES.UNKNOWN_INTERRUPT;
+export const ALREADY_ANSWERED_ERROR = ERROR_SENTENCES.ALREADY_ANSWERED;
+export const STALE_INTERRUPT_ERROR = ERROR_SENTENCES.STALE_INTERRUPT;
+
+const runInProgress = () => withCode('RUN_IN_PROGRESS', new ConflictException(RUN_IN_PROGRESS_ERROR));
 
 const UNIQUE_VIOLATION = '23505';
 const ONE_ACTIVE_RUN_INDEX = 'uq_agent_runs_one_active_per_thread';
@@ -85,14 +87,14 @@ export class AgentRunStore {
     mint: (runId: string) => Promise<AgentRuntimeContext>,
   ): Promise<{ runId: string; context: AgentRuntimeContext }> {
     if (await repo(AgentRunEntity).existsBy({ threadId: thread.id, status: In([...ACTIVE_RUN_STATUSES]) })) {
-      throw new ConflictException(RUN_IN_PROGRESS_ERROR);
+      throw runInProgress();
     }
     const runId = randomUUID();
     const context = await mint(runId);
     try {
       await this.insertRunning(runId, thread, message, context);
     } catch (error) {
-      if (isActiveRunConflict(error)) throw new ConflictException(RUN_IN_PROGRESS_ERROR);
+      if (isActiveRunConflict(error)) throw runInProgress();
       throw error;
     }
     return { runId, context };
@@ -116,9 +118,9 @@ export class AgentRunStore {
       [thread.id, JSON.stringify([{ interruptId: reply.interruptId }])],
     )) as AnswerableRun[];
     const interrupt = run?.pending_interrupts.find((candidate) => candidate.interruptId === reply.interruptId);
-    if (!run || !interrupt) throw new ConflictException(UNKNOWN_INTERRUPT_ERROR);
-    if (interrupt.answered) throw new ConflictException(ALREADY_ANSWERED_ERROR);
-    if (run.status !== 'interrupted') throw new ConflictException(STALE_INTERRUPT_ERROR);
+    if (!run || !interrupt) throw withCode('UNKNOWN_INTERRUPT', new ConflictException(UNKNOWN_INTERRUPT_ERROR));
+    if (interrupt.answered) throw withCode('ALREADY_ANSWERED', new ConflictException(ALREADY_ANSWERED_ERROR));
+    if (run.status !== 'interrupted') throw withCode('STALE_INTERRUPT', new ConflictException(STALE_INTERRUPT_ERROR));
 
     Object.assign(interrupt, { answered: true, answer: reply.answer, answeredAt: new Date().toISOString() });
     // The approval is bound to what the worker asked about (stored with the question), never to anything the
@@ -187,7 +189,7 @@ export class AgentRunStore {
   /** The caller's run in the caller's thread, or 404. */
   async ownedRun(threadId: string, runId: string, caller: JwtPayload): Promise<AgentRunEntity> {
     const run = await repo(AgentRunEntity).findOneBy({ id: runId, threadId, ownerId: caller.sub });
-    if (!run) throw new NotFoundException(RUN_NOT_FOUND_ERROR);
+    if (!run) throw withCode('RUN_NOT_FOUND', new NotFoundException(RUN_NOT_FOUND_ERROR));
     return run;
   }
 

@@ -1,8 +1,5 @@
-import type { AgentSpeaker } from '@naalya/agent-tools';
+import type { AgentRunStatus, AgentSpeaker } from '@naalya/agent-tools';
 import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
-
-export const AGENT_RUN_STATUSES = ['running', 'interrupted', 'finished', 'failed'] as const;
-export type AgentRunStatus = (typeof AGENT_RUN_STATUSES)[number];
 
 /** Statuses that hold the thread's lock: a new run waits until the active one finishes or fails. */
 export const ACTIVE_RUN_STATUSES: readonly AgentRunStatus[] = ['running', 'interrupted'];

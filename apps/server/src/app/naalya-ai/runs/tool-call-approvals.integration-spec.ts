@@ -61,7 +61,7 @@ const attemptDelete = async (
 };
 
 const refusedAndUnchanged = (outcome: Awaited<ReturnType<typeof attemptDelete>>, reason: string) => {
-  expect(outcome.result).toEqual({ error: CONFIRMATION_REQUIRED_ERROR });
+  expect(outcome.result).toEqual({ error: CONFIRMATION_REQUIRED_ERROR, code: 'CONFIRMATION_REQUIRED' });
   expect(outcome.deleted).toBe(false);
   expect(outcome.audits).toBe(0);
   expect(outcome.ledger).toBe(0);

@@ -12,6 +12,7 @@ import { AuthService } from '../../core/auth/auth.service.js';
 import { Public } from '../../core/auth/current-user.decorator.js';
 import type { AuthenticatedRequest } from '../../core/auth/jwt-auth.guard.js';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
+import { withCode } from '../../core/http/error-code.js';
 import { NO_TENANT_SCOPE_ERROR, hasNoTenantScope, inTenantScope } from '../../core/tenancy/tenant-scope.js';
 
 type AgentRequest = AuthenticatedRequest & { agentCaller?: JwtPayload };
@@ -50,6 +51,6 @@ export const AgentCaller = createParamDecorator((_: unknown, context: ExecutionC
  * school-less rows, and reads across schools). Fails closed for a non-platform user without a school.
  */
 export const asCaller = <T>(caller: JwtPayload, fn: () => Promise<T>): Promise<T> => {
-  if (hasNoTenantScope(caller)) return Promise.reject(new ForbiddenException(NO_TENANT_SCOPE_ERROR));
+  if (hasNoTenantScope(caller)) return Promise.reject(withCode('NO_TENANT_SCOPE', new ForbiddenException(NO_TENANT_SCOPE_ERROR)));
   return inTenantScope(caller, fn);
 };

@@ -1,16 +1,24 @@
 import type { ServerResponse } from 'node:http';
 import { Body, Controller, Get, Headers, HttpCode, NotFoundException, Param, Post, Query, Res } from '@nestjs/common';
-import { AGENT_RUN_MODES } from '@naalya/agent-tools';
+import {
+  AGENT_RUN_MODES,
+  ERROR_SENTENCES,
+  agentMapFor,
+  type AgentMap,
+  type ResumeResponse,
+  type StartRunResponse,
+  type ThreadDetail,
+  type ThreadSummary,
+} from '@naalya/agent-tools';
 import { z } from 'zod';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { IdentityService } from '../../core/auth/identity.service.js';
+import { withCode } from '../../core/http/error-code.js';
 import { parseDto } from '../../core/http/parse-dto.js';
 import { CapabilitiesService } from '../../teaching/capabilities.service.js';
 import { AgentRunStreamService } from '../events/agent-run-stream.service.js';
-import { RUN_NOT_FOUND_ERROR } from '../runs/agent-run-store.service.js';
 import { AgentCaller, AgentRoutes, asCaller } from './agent-caller.guard.js';
-import { agentMapFor } from './agent-map.js';
-import { AgentThreadsService, THREAD_NOT_FOUND_ERROR } from './agent-threads.service.js';
+import { AgentThreadsService } from './agent-threads.service.js';
 
 const createThreadSchema = z.strictObject({ title: z.string().trim().min(1).max(200).optional() });
 const startRunSchema = z.strictObject({
@@ -22,8 +30,8 @@ const resumeSchema = z.strictObject({ interruptId: z.string().min(1).max(100), a
 const mapQuerySchema = z.strictObject({ mode: z.enum(AGENT_RUN_MODES).default('school') });
 
 /** An id that cannot exist reads like one that is not yours: not found. */
-const idParam = (value: string, message: string): string => {
-  if (!z.guid().safeParse(value).success) throw new NotFoundException(message);
+const idParam = (value: string, code: 'THREAD_NOT_FOUND' | 'RUN_NOT_FOUND'): string => {
+  if (!z.guid().safeParse(value).success) throw withCode(code, new NotFoundException(ERROR_SENTENCES[code]));
   return value;
 };
 
@@ -39,31 +47,31 @@ export class AgentThreadsController {
 
   /** The server makes the thread's id; a client cannot choose one. */
   @Post('threads')
-  createThread(@Body() body: unknown, @AgentCaller() caller: JwtPayload) {
+  createThread(@Body() body: unknown, @AgentCaller() caller: JwtPayload): Promise<ThreadSummary> {
     return this.threads.createThread(parseDto(createThreadSchema, body), caller);
   }
 
   @Get('threads')
-  listThreads(@AgentCaller() caller: JwtPayload) {
+  listThreads(@AgentCaller() caller: JwtPayload): Promise<ThreadSummary[]> {
     return this.threads.listThreads(caller);
   }
 
   @Get('threads/:threadId')
-  getThread(@Param('threadId') threadId: string, @AgentCaller() caller: JwtPayload) {
-    return this.threads.getThread(idParam(threadId, THREAD_NOT_FOUND_ERROR), caller);
+  getThread(@Param('threadId') threadId: string, @AgentCaller() caller: JwtPayload): Promise<ThreadDetail> {
+    return this.threads.getThread(idParam(threadId, 'THREAD_NOT_FOUND'), caller);
   }
 
   /** Records the run, mints its context and publishes it; 409 while another run of the thread is active. */
   @Post('threads/:threadId/runs')
-  startRun(@Param('threadId') threadId: string, @Body() body: unknown, @AgentCaller() caller: JwtPayload) {
-    return this.threads.startRun(idParam(threadId, THREAD_NOT_FOUND_ERROR), parseDto(startRunSchema, body), caller);
+  startRun(@Param('threadId') threadId: string, @Body() body: unknown, @AgentCaller() caller: JwtPayload): Promise<StartRunResponse> {
+    return this.threads.startRun(idParam(threadId, 'THREAD_NOT_FOUND'), parseDto(startRunSchema, body), caller);
   }
 
   /** Answers one pending question by id; the run resumes once every pending question is answered. */
   @Post('threads/:threadId/resume')
   @HttpCode(200)
-  resume(@Param('threadId') threadId: string, @Body() body: unknown, @AgentCaller() caller: JwtPayload) {
-    return this.threads.resume(idParam(threadId, THREAD_NOT_FOUND_ERROR), parseDto(resumeSchema, body), caller);
+  resume(@Param('threadId') threadId: string, @Body() body: unknown, @AgentCaller() caller: JwtPayload): Promise<ResumeResponse> {
+    return this.threads.resume(idParam(threadId, 'THREAD_NOT_FOUND'), parseDto(resumeSchema, body), caller);
   }
 
   /** Server-sent events: replay after Last-Event-ID, then live until the run's step ends. */
@@ -75,13 +83,13 @@ export class AgentThreadsController {
     @AgentCaller() caller: JwtPayload,
     @Res() response: ServerResponse,
   ): Promise<void> {
-    const ids = { threadId: idParam(threadId, THREAD_NOT_FOUND_ERROR), runId: idParam(runId, RUN_NOT_FOUND_ERROR) };
+    const ids = { threadId: idParam(threadId, 'THREAD_NOT_FOUND'), runId: idParam(runId, 'RUN_NOT_FOUND') };
     return this.streams.stream(caller, ids, lastEventId, response);
   }
 
   /** The caller's roster (Rover first) and each speaker's belt for a run mode; display only. */
   @Get('map')
-  map(@Query() query: unknown, @AgentCaller() caller: JwtPayload) {
+  map(@Query() query: unknown, @AgentCaller() caller: JwtPayload): Promise<AgentMap> {
     const { mode } = parseDto(mapQuerySchema, query);
     return asCaller(caller, async () => {
       await this.identityService.assertCurrent(caller);

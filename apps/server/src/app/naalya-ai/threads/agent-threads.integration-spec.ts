@@ -8,6 +8,7 @@ import {
   agentRunRequestSchema,
   toolsForMode,
   toolsForRole,
+  type AgentMap,
   type AgentRunEvent,
   type AgentRunRequest,
 } from '@naalya/agent-tools';
@@ -19,7 +20,6 @@ import type { TestApp } from '../../../testing/test-app.js';
 import { AGENT_UNAVAILABLE_ERROR, AgentRunPublisher } from '../dispatch/agent-run-publisher.service.js';
 import { AgentRunEventStore } from '../events/agent-run-event-store.service.js';
 import { ALREADY_ANSWERED_ERROR, RUN_IN_PROGRESS_ERROR, STALE_INTERRUPT_ERROR, UNKNOWN_INTERRUPT_ERROR } from '../runs/agent-run-store.service.js';
-import type { AgentMap } from './agent-map.js';
 import { THREAD_NOT_FOUND_ERROR } from './agent-threads.service.js';
 import {
   RMQ_URL,
@@ -103,7 +103,7 @@ describe('threads belong to their owner', () => {
     const intruders = [schoolA.personas.schoolAdmin, schoolA.personas.departmentHead, schoolB.personas.schoolAdmin, testApp.demo.platformAdmin];
 
     for (const intruder of intruders) {
-      expect(await call(intruder, 'GET', `/agent/threads/${threadId}`)).toMatchObject({ status: 404, body: { message: THREAD_NOT_FOUND_ERROR } });
+      expect(await call(intruder, 'GET', `/agent/threads/${threadId}`)).toMatchObject({ status: 404, body: { message: THREAD_NOT_FOUND_ERROR, code: 'THREAD_NOT_FOUND' } });
       expect((await call(intruder, 'GET', '/agent/threads')).body).not.toContainEqual(expect.objectContaining({ id: threadId }));
       expect((await startRun(intruder, threadId)).status).toBe(404);
       expect((await resume(intruder, threadId, 'q1')).status).toBe(404);
@@ -171,7 +171,7 @@ describe('starting a run', () => {
   it('a second run on a thread with an active run gets 409; of concurrent starts exactly one wins', async () => {
     const caller = schoolA.personas.teacher;
     const { threadId } = await newRun(caller);
-    expect(await startRun(caller, threadId)).toMatchObject({ status: 409, body: { message: RUN_IN_PROGRESS_ERROR } });
+    expect(await startRun(caller, threadId)).toMatchObject({ status: 409, body: { message: RUN_IN_PROGRESS_ERROR, code: 'RUN_IN_PROGRESS' } });
 
     const raceThread = await newThread(caller);
     const answers = await Promise.all(Array.from({ length: 6 }, () => startRun(caller, raceThread)));
@@ -256,16 +256,16 @@ describe('resuming a run', () => {
     const ids = await newRun(caller);
     await ask(ids, 'first');
 
-    expect(await resume(caller, ids.threadId, 'never-asked')).toMatchObject({ status: 409, body: { message: UNKNOWN_INTERRUPT_ERROR } });
+    expect(await resume(caller, ids.threadId, 'never-asked')).toMatchObject({ status: 409, body: { message: UNKNOWN_INTERRUPT_ERROR, code: 'UNKNOWN_INTERRUPT' } });
     expect(await resume(caller, ids.threadId, 'first', 'Sciences')).toMatchObject({ status: 200, body: { runId: ids.runId, resumed: true } });
     const { request } = await broker.takeRunRequest();
     expect(request).toMatchObject({ kind: 'resume', answers: { first: 'Sciences' } });
-    expect(await resume(caller, ids.threadId, 'first', 'Mathematics')).toMatchObject({ status: 409, body: { message: ALREADY_ANSWERED_ERROR } });
+    expect(await resume(caller, ids.threadId, 'first', 'Mathematics')).toMatchObject({ status: 409, body: { message: ALREADY_ANSWERED_ERROR, code: 'ALREADY_ANSWERED' } });
 
     // The resumed step asks again, then fails: its question is left unanswered by a run that has moved on.
     await ask(ids, 'second');
     await store(ids, runEvents(ids).failed('Stopped.'));
-    expect(await resume(caller, ids.threadId, 'second')).toMatchObject({ status: 409, body: { message: STALE_INTERRUPT_ERROR } });
+    expect(await resume(caller, ids.threadId, 'second')).toMatchObject({ status: 409, body: { message: STALE_INTERRUPT_ERROR, code: 'STALE_INTERRUPT' } });
     expect(await broker.runQueueDepth()).toBe(0);
   });
 
@@ -343,7 +343,7 @@ describe('a run step is published only once it is committed', () => {
     const caller = schoolA.personas.teacher;
     const threadId = await newThread(caller);
     vi.spyOn(testApp.module.get(AgentRunPublisher), 'publish').mockRejectedValueOnce(new ServiceUnavailableException(AGENT_UNAVAILABLE_ERROR));
-    expect(await startRun(caller, threadId)).toMatchObject({ status: 503, body: { message: AGENT_UNAVAILABLE_ERROR } });
+    expect(await startRun(caller, threadId)).toMatchObject({ status: 503, body: { message: AGENT_UNAVAILABLE_ERROR, code: 'UNAVAILABLE' } });
     expect(await ownerRows(`SELECT status, error FROM agent_runs WHERE thread_id = $1`, [threadId])).toEqual([{ status: 'failed', error: AGENT_UNAVAILABLE_ERROR }]);
     expect(await broker.runQueueDepth()).toBe(0);
 

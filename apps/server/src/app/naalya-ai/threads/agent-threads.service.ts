@@ -1,17 +1,27 @@
 import { randomUUID } from 'node:crypto';
 import { Injectable, Logger, NotFoundException } from '@nestjs/common';
-import type { AgentRunRequest, AgentRuntimeContext } from '@naalya/agent-tools';
+import {
+  ERROR_SENTENCES,
+  type AgentRunRequest,
+  type AgentRuntimeContext,
+  type ResumeResponse,
+  type RunSummary,
+  type StartRunResponse,
+  type ThreadDetail,
+  type ThreadSummary,
+} from '@naalya/agent-tools';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { IdentityService } from '../../core/auth/identity.service.js';
+import { withCode } from '../../core/http/error-code.js';
 import { repo } from '../../core/tenancy/tenant-context.js';
 import { AgentContextService } from '../dispatch/agent-context.service.js';
 import { AGENT_UNAVAILABLE_ERROR, AgentRunPublisher } from '../dispatch/agent-run-publisher.service.js';
-import type { AgentRunEntity, AgentRunStatus, StoredInterrupt } from '../runs/agent-run.entity.js';
+import type { AgentRunEntity } from '../runs/agent-run.entity.js';
 import { AgentRunStore } from '../runs/agent-run-store.service.js';
 import { asCaller } from './agent-caller.guard.js';
 import { AgentThreadEntity } from './agent-thread.entity.js';
 
-export const THREAD_NOT_FOUND_ERROR = 'Thread not found.';
+export const THREAD_NOT_FOUND_ERROR = ERROR_SENTENCES.THREAD_NOT_FOUND;
 export const DIRECT_RUN_TITLE = 'Direct tool calls';
 const TITLE_LENGTH = 80;
 
@@ -19,29 +29,12 @@ export type CreateThreadDto = { title?: string };
 export type StartRunDto = { message: string; campusId?: string; targetSchoolId?: string };
 export type ResumeDto = { interruptId: string; answer: string };
 
-export type ThreadSummary = { id: string; title: string | null; createdAt: Date; updatedAt: Date };
-/** What a client sees of a question: `confirm` marks a confirmation of one tool call, which only a yes approves. */
-export type InterruptView = Pick<StoredInterrupt, 'interruptId' | 'question' | 'askedBy' | 'answered'> & { confirm?: true };
-export type RunSummary = {
-  id: string;
-  status: AgentRunStatus;
-  message: string;
-  campusId: string | null;
-  targetSchoolId: string | null;
-  interrupts: InterruptView[];
-  error: string | null;
-  lastSeq: number;
-  createdAt: Date;
-  updatedAt: Date;
-};
-export type ThreadDetail = ThreadSummary & { runs: RunSummary[] };
-export type ResumeResult = { runId: string; resumed: boolean; pendingInterruptIds: string[] };
 
 const threadSummary = (thread: AgentThreadEntity): ThreadSummary => ({
   id: thread.id,
   title: thread.title,
-  createdAt: thread.createdAt,
-  updatedAt: thread.updatedAt,
+  createdAt: thread.createdAt.toISOString(),
+  updatedAt: thread.updatedAt.toISOString(),
 });
 
 const runSummary = (run: AgentRunEntity): RunSummary => ({
@@ -59,8 +52,8 @@ const runSummary = (run: AgentRunEntity): RunSummary => ({
   })),
   error: run.error,
   lastSeq: run.lastSeq,
-  createdAt: run.createdAt,
-  updatedAt: run.updatedAt,
+  createdAt: run.createdAt.toISOString(),
+  updatedAt: run.updatedAt.toISOString(),
 });
 
 /**
@@ -112,7 +105,7 @@ export class AgentThreadsService {
     });
   }
 
-  async startRun(threadId: string, dto: StartRunDto, caller: JwtPayload): Promise<{ runId: string }> {
+  async startRun(threadId: string, dto: StartRunDto, caller: JwtPayload): Promise<StartRunResponse> {
     const { runId, context } = await asCaller(caller, async () => {
       // Locking the thread serialises starts on it, so the store's check for an active run cannot race another start.
       const thread = await this.ownedThread(threadId, caller, { lock: true });
@@ -130,7 +123,7 @@ export class AgentThreadsService {
     return { runId };
   }
 
-  async resume(threadId: string, dto: ResumeDto, caller: JwtPayload): Promise<ResumeResult> {
+  async resume(threadId: string, dto: ResumeDto, caller: JwtPayload): Promise<ResumeResponse> {
     const { result, step } = await asCaller(caller, async () => {
       await this.identityService.assertCurrent(caller);
       const thread = await this.ownedThread(threadId, caller);
@@ -193,7 +186,7 @@ export class AgentThreadsService {
       where: { id: threadId, ownerId: caller.sub },
       ...(options.lock ? { lock: { mode: 'pessimistic_write' as const } } : {}),
     });
-    if (!thread) throw new NotFoundException(THREAD_NOT_FOUND_ERROR);
+    if (!thread) throw withCode('THREAD_NOT_FOUND', new NotFoundException(THREAD_NOT_FOUND_ERROR));
     return thread;
   }
 }

@@ -61,14 +61,14 @@ describe('execute() runs only calls whose dispatch token the server minted for a
 
   it('refuses a call without a dispatch token, runs nothing and logs the reason', async () => {
     const { result, ran, logged } = await attemptWrite(({ meta: { dispatchToken: _token, ...meta }, ...envelope }) => ({ ...envelope, meta }));
-    expect(result).toEqual({ error: DISPATCH_REFUSED_ERROR });
+    expect(result).toEqual({ error: DISPATCH_REFUSED_ERROR, code: 'DISPATCH_REFUSED' });
     expect(ran).toBe(false);
     expect(logged).toEqual([expect.stringContaining('(missing)')]);
   });
 
   it('refuses a token signed with a key other than the server\'s (a forger\'s)', async () => {
     const { result, ran, logged } = await attemptWrite((envelope) => envelope, { signingKey: 'forger-key-forger-key-forger-key-0000' });
-    expect(result).toEqual({ error: DISPATCH_REFUSED_ERROR });
+    expect(result).toEqual({ error: DISPATCH_REFUSED_ERROR, code: 'DISPATCH_REFUSED' });
     expect(ran).toBe(false);
     expect(logged).toEqual([expect.stringContaining('(bad-signature)')]);
   });
@@ -80,13 +80,13 @@ describe('execute() runs only calls whose dispatch token the server minted for a
       claims.exp += 86_400;
       return { ...envelope, meta: { ...envelope.meta, dispatchToken: `${version}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${signature}` } };
     });
-    expect(result).toEqual({ error: DISPATCH_REFUSED_ERROR });
+    expect(result).toEqual({ error: DISPATCH_REFUSED_ERROR, code: 'DISPATCH_REFUSED' });
     expect(ran).toBe(false);
   });
 
   it('refuses an expired token', async () => {
     const { result, ran, logged } = await attemptWrite((envelope) => envelope, { tokenTtlSeconds: -1 });
-    expect(result).toEqual({ error: DISPATCH_REFUSED_ERROR });
+    expect(result).toEqual({ error: DISPATCH_REFUSED_ERROR, code: 'DISPATCH_REFUSED' });
     expect(ran).toBe(false);
     expect(logged).toEqual([expect.stringContaining('(expired)')]);
   });
@@ -98,7 +98,7 @@ describe('execute() runs only calls whose dispatch token the server minted for a
     expect(ran).toBe(true);
     expect(logged).toEqual([]);
     const swapped = await attemptWrite((envelope) => ({ ...envelope, meta: { ...envelope.meta, dispatchToken: teacherToken } }));
-    expect(swapped.result).toEqual({ error: DISPATCH_REFUSED_ERROR });
+    expect(swapped.result).toEqual({ error: DISPATCH_REFUSED_ERROR, code: 'DISPATCH_REFUSED' });
     expect(swapped.ran).toBe(false);
     expect(swapped.logged).toEqual([expect.stringContaining('(identity-mismatch)')]);
   });
@@ -107,7 +107,7 @@ describe('execute() runs only calls whose dispatch token the server minted for a
     const campus = await attemptWrite((envelope) => ({ ...envelope, scope: { mode: 'campus', campusId: schoolA.campuses[0].id } }));
     const target = await attemptWrite((envelope) => ({ ...envelope, scope: { mode: 'school', targetSchoolId: testApp.demo.schools[1].id } }));
     for (const attempt of [campus, target]) {
-      expect(attempt.result).toEqual({ error: DISPATCH_REFUSED_ERROR });
+      expect(attempt.result).toEqual({ error: DISPATCH_REFUSED_ERROR, code: 'DISPATCH_REFUSED' });
       expect(attempt.ran).toBe(false);
       expect(attempt.logged).toEqual([expect.stringContaining('(scope-mismatch)')]);
     }
@@ -116,7 +116,7 @@ describe('execute() runs only calls whose dispatch token the server minted for a
   it.each(['finished', 'failed', 'interrupted'] as const)('refuses a valid token whose run is %s (no longer running)', async (status) => {
     const run = await runFor(schoolA.personas.schoolAdmin, status);
     const { result, ran, logged } = await attemptWrite((envelope) => envelope, { run });
-    expect(result).toEqual({ error: DISPATCH_REFUSED_ERROR });
+    expect(result).toEqual({ error: DISPATCH_REFUSED_ERROR, code: 'DISPATCH_REFUSED' });
     expect(ran).toBe(false);
     expect(logged).toEqual([expect.stringContaining('(run-not-in-flight)')]);
   });
@@ -126,7 +126,7 @@ describe('execute() runs only calls whose dispatch token the server minted for a
     const others = await attemptWrite((envelope) => envelope, { run: personaRun(schoolA.personas.teacher.id) });
     const wrongThread = await attemptWrite((envelope) => envelope, { run: { ...personaRun(schoolA.personas.schoolAdmin.id), threadId: randomUUID() } });
     for (const attempt of [missing, others, wrongThread]) {
-      expect(attempt.result).toEqual({ error: DISPATCH_REFUSED_ERROR });
+      expect(attempt.result).toEqual({ error: DISPATCH_REFUSED_ERROR, code: 'DISPATCH_REFUSED' });
       expect(attempt.ran).toBe(false);
       expect(attempt.logged).toEqual([expect.stringContaining('(run-not-in-flight)')]);
     }
@@ -138,13 +138,14 @@ describe('execute() runs only calls whose dispatch token the server minted for a
     await testApp.owner.query(`UPDATE agent_runs SET status = 'finished' WHERE id = $1`, [run.runId]);
     const after = await attemptWrite((envelope) => envelope, { run });
     expect(before.ran).toBe(true);
-    expect(after).toMatchObject({ result: { error: DISPATCH_REFUSED_ERROR }, ran: false });
+    expect(after).toMatchObject({ result: { error: DISPATCH_REFUSED_ERROR, code: 'DISPATCH_REFUSED' }, ran: false });
   });
 
   it('refuses a read too: nothing is returned without a valid token', async () => {
     const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, listStaffTool, {});
     expect(await invokeTool(testApp.module, listStaffTool, { ...envelope, meta: { ...envelope.meta, dispatchToken: 'v1.e30.AAAA' } })).toEqual({
       error: DISPATCH_REFUSED_ERROR,
+      code: 'DISPATCH_REFUSED',
     });
   });
 });
@@ -166,6 +167,6 @@ describe('contexts minted by the server carry a token execute() accepts', () => 
     const envelope = { ...base, meta: { ...base.meta, dispatchToken: context.dispatchToken } };
     expect(await invokeTool(testApp.module, listStaffTool, envelope)).toHaveProperty('data');
     await testApp.owner.query(`UPDATE agent_runs SET status = 'finished' WHERE id = $1`, [context.run.runId]);
-    expect(await invokeTool(testApp.module, listStaffTool, envelope)).toEqual({ error: DISPATCH_REFUSED_ERROR });
+    expect(await invokeTool(testApp.module, listStaffTool, envelope)).toEqual({ error: DISPATCH_REFUSED_ERROR, code: 'DISPATCH_REFUSED' });
   });
 });

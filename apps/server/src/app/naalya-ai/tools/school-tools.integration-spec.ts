@@ -44,6 +44,7 @@ describe('relationship rules hold for people who are not the owner', () => {
     const { angelasClass } = lookups(school);
     expect(await call(listClassStudentsTool, school.personas.bothHats, { classId: angelasClass.id })).toEqual({
       error: "Only the class teacher or a director of studies can see this class's students.",
+      code: 'PERMISSION_DENIED',
     });
     expect(dataOf<unknown[]>(await call(listClassStudentsTool, school.personas.classTeacher, { classId: angelasClass.id }))).toHaveLength(20);
   });
@@ -75,7 +76,7 @@ describe('relationship rules hold for people who are not the owner', () => {
       subjectId: english.id,
       marks: [{ studentId, score: 99 }],
     });
-    expect(result).toEqual({ error: 'You do not teach that subject in this class.' });
+    expect(result).toEqual({ error: 'You do not teach that subject in this class.', code: 'PERMISSION_DENIED' });
     expect(await testApp.owner.query(`SELECT score FROM marks WHERE student_id = $1 AND subject_id = $2`, [studentId, english.id])).toEqual(before);
   });
 
@@ -90,7 +91,7 @@ describe('relationship rules hold for people who are not the owner', () => {
       subjectId: mathematics.id,
       marks: [{ studentId, score: 99 }],
     });
-    expect(result).toEqual({ error: 'You do not teach that subject in this class.' });
+    expect(result).toEqual({ error: 'You do not teach that subject in this class.', code: 'PERMISSION_DENIED' });
   });
 
   it('record_marks writes several marks with one audit row', async () => {
@@ -168,7 +169,7 @@ describe('campus mode pins the envelope campus for every campus-scoped tool', ()
       const testCase = CASES[name];
       const result = await call(tool, testCase.persona(), { ...(await testCase.args()), campusId: firstCampus.id }, { campusId: secondCampus.id });
       if (testCase.expect === 'not found') {
-        expect(result).toEqual({ error: expect.stringMatching(/not found/) });
+        expect(result).toEqual({ error: expect.any(String), code: 'NOT_FOUND' });
         return;
       }
       expect(result).toMatchObject({ data: expect.anything() });

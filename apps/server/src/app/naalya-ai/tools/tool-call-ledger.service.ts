@@ -1,11 +1,11 @@
 import { ConflictException, Injectable } from '@nestjs/common';
-import type { AgentToolResult } from '@naalya/agent-tools';
+import { ERROR_SENTENCES, toolError, type AgentToolResult } from '@naalya/agent-tools';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
+import { withCode } from '../../core/http/error-code.js';
 import { currentManager } from '../../core/tenancy/tenant-context.js';
 import { canonicalHash } from './canonical-hash.js';
 
-export const CALL_ID_REUSED_ERROR =
-  'This call id was already used for a different request, so it was not run. Do not retry this call.';
+export const CALL_ID_REUSED_ERROR = ERROR_SENTENCES.CALL_ID_REUSED;
 
 export const requestHash = (request: { event: string; identity: unknown; scope: unknown; args: unknown }): string => canonicalHash(request);
 
@@ -27,7 +27,7 @@ export class ToolCallLedgerService {
       result: unknown;
     }[];
     if (!entry) return undefined;
-    return entry.request_hash === hash ? (entry.result as AgentToolResult) : { error: CALL_ID_REUSED_ERROR };
+    return entry.request_hash === hash ? (entry.result as AgentToolResult) : toolError('CALL_ID_REUSED');
   }
 
   /** In the call's transaction: the row and the effect commit together, and a duplicate delivery loses the race. */
@@ -40,7 +40,7 @@ export class ToolCallLedgerService {
       );
     } catch (error) {
       // Only a call id taken in another school (invisible here under RLS) can still collide.
-      if ((error as { code?: string }).code === '23505') throw new ConflictException(CALL_ID_REUSED_ERROR);
+      if ((error as { code?: string }).code === '23505') throw withCode('CALL_ID_REUSED', new ConflictException(CALL_ID_REUSED_ERROR));
       throw error;
     }
   }

@@ -28,11 +28,11 @@ describe('get_tool_call_outcome: the caller\'s own calls only', () => {
     const [schoolA, schoolB] = testApp.demo.schools;
     const callId = await insertLedgerEntry(testApp.owner, schoolA.personas.teacher);
     for (const intruder of [schoolA.personas.schoolAdmin, schoolB.personas.schoolAdmin, testApp.demo.platformAdmin]) {
-      expect(await ask(intruder, callId)).toEqual({ error: NO_RECORDED_OUTCOME_ERROR });
+      expect(await ask(intruder, callId)).toEqual({ error: NO_RECORDED_OUTCOME_ERROR, code: 'NO_RECORDED_OUTCOME' });
     }
   });
 
   it('an unknown call id reads the same as another user\'s', async () => {
-    expect(await ask(testApp.demo.schools[0].personas.teacher, 'f'.repeat(64))).toEqual({ error: NO_RECORDED_OUTCOME_ERROR });
+    expect(await ask(testApp.demo.schools[0].personas.teacher, 'f'.repeat(64))).toEqual({ error: NO_RECORDED_OUTCOME_ERROR, code: 'NO_RECORDED_OUTCOME' });
   });
 });

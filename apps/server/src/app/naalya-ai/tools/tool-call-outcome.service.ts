@@ -1,10 +1,11 @@
 import { Injectable, NotFoundException } from '@nestjs/common';
+import { ERROR_SENTENCES } from '@naalya/agent-tools';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
+import { withCode } from '../../core/http/error-code.js';
 import { repo } from '../../core/tenancy/tenant-context.js';
 import { ToolCallLedgerEntity } from './tool-call-ledger.entity.js';
 
-export const NO_RECORDED_OUTCOME_ERROR =
-  'No completed change with this call id was found for you. If it timed out moments ago it may still be running, so check once more shortly; otherwise it was not saved.';
+export const NO_RECORDED_OUTCOME_ERROR = ERROR_SENTENCES.NO_RECORDED_OUTCOME;
 
 export type ToolCallOutcome = { callId: string; event: string; status: 'completed'; result: unknown; recordedAt: Date };
 
@@ -16,7 +17,7 @@ export type ToolCallOutcome = { callId: string; event: string; status: 'complete
 export class ToolCallOutcomeService {
   async get(dto: { callId: string }, jwt: JwtPayload): Promise<ToolCallOutcome> {
     const entry = await repo(ToolCallLedgerEntity).findOneBy({ callId: dto.callId, actorId: jwt.sub });
-    if (!entry) throw new NotFoundException(NO_RECORDED_OUTCOME_ERROR);
+    if (!entry) throw withCode('NO_RECORDED_OUTCOME', new NotFoundException(NO_RECORDED_OUTCOME_ERROR));
     const stored = entry.result as { data?: unknown };
     return { callId: entry.callId, event: entry.event, status: 'completed', result: stored.data ?? stored, recordedAt: entry.createdAt };
   }

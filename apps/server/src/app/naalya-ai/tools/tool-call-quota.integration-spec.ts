@@ -14,14 +14,14 @@ describe('ToolCallQuota (per school and per user, per minute)', () => {
 
   it('refuses the call over a user limit and counts nothing for it; the next minute starts again', () => {
     const limits = quota(100, 2);
-    expect([limits.take('s', 'u', 0), limits.take('s', 'u', 1), limits.take('s', 'u', 2)]).toEqual([null, null, USER_QUOTA_ERROR]);
+    expect([limits.take('s', 'u', 0), limits.take('s', 'u', 1), limits.take('s', 'u', 2)]).toEqual([null, null, 'USER_QUOTA_EXCEEDED']);
     expect(limits.take('s', 'v', 3)).toBeNull();
     expect(limits.take('s', 'u', 60_001)).toBeNull();
   });
 
   it('refuses every user of a school over the school limit, and only that school', () => {
     const limits = quota(2, 100);
-    expect([limits.take('a', 'u1', 0), limits.take('a', 'u2', 0), limits.take('a', 'u3', 0)]).toEqual([null, null, SCHOOL_QUOTA_ERROR]);
+    expect([limits.take('a', 'u1', 0), limits.take('a', 'u2', 0), limits.take('a', 'u3', 0)]).toEqual([null, null, 'SCHOOL_QUOTA_EXCEEDED']);
     expect(limits.take('b', 'u4', 0)).toBeNull();
   });
 });
@@ -42,6 +42,7 @@ describe('quotas at the server: one school hitting its limit does not block anot
     const name = `Over quota ${randomUUID().slice(0, 6)}`;
     expect(await invokeTool(testApp.module, createDepartmentTool, await dispatchEnvelope(admin, createDepartmentTool, { name }))).toEqual({
       error: USER_QUOTA_ERROR,
+      code: 'USER_QUOTA_EXCEEDED',
     });
     expect(await testApp.owner.query(`SELECT id FROM departments WHERE name = $1`, [name])).toEqual([]);
   });
@@ -52,7 +53,7 @@ describe('quotas at the server: one school hitting its limit does not block anot
       invokeTool(testApp.module, listDepartmentsTool, await dispatchEnvelope(persona, listDepartmentsTool, {}));
     // School A has used 2 of its 3: one more from a colleague, then the school is full.
     expect(await call(schoolA.personas.teacher)).toHaveProperty('data');
-    expect(await call(schoolA.personas.departmentHead)).toEqual({ error: SCHOOL_QUOTA_ERROR });
+    expect(await call(schoolA.personas.departmentHead)).toEqual({ error: SCHOOL_QUOTA_ERROR, code: 'SCHOOL_QUOTA_EXCEEDED' });
     expect(await call(schoolB.personas.teacher)).toHaveProperty('data');
     expect(await call(schoolB.personas.schoolAdmin)).toHaveProperty('data');
   });
@@ -61,7 +62,7 @@ describe('quotas at the server: one school hitting its limit does not block anot
     const [, schoolB] = testApp.demo.schools;
     const forged = await dispatchEnvelope(schoolB.personas.departmentHead, listDepartmentsTool, {}, { signingKey: 'forger-key-forger-key-forger-key-0000' });
     for (let attempt = 0; attempt < 5; attempt++) {
-      expect(await invokeTool(testApp.module, listDepartmentsTool, forged)).toEqual({ error: DISPATCH_REFUSED_ERROR });
+      expect(await invokeTool(testApp.module, listDepartmentsTool, forged)).toEqual({ error: DISPATCH_REFUSED_ERROR, code: 'DISPATCH_REFUSED' });
     }
     // School B has used 2 of its 3; the forgeries took none of it.
     expect(await invokeTool(testApp.module, listDepartmentsTool, await dispatchEnvelope(schoolB.personas.departmentHead, listDepartmentsTool, {}))).toHaveProperty(

@@ -1,12 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { ERROR_SENTENCES } from '@naalya/agent-tools';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 
 const WINDOW_MS = 60_000;
 
-export const SCHOOL_QUOTA_ERROR =
-  'Your school has reached its limit of assistant actions for this minute, so this was not run. Do not retry now; tell the user to wait a minute and try again.';
-export const USER_QUOTA_ERROR =
-  'You have reached your limit of assistant actions for this minute, so this was not run. Do not retry now; tell the user to wait a minute and try again.';
+export const SCHOOL_QUOTA_ERROR = ERROR_SENTENCES.SCHOOL_QUOTA_EXCEEDED;
+export const USER_QUOTA_ERROR = ERROR_SENTENCES.USER_QUOTA_EXCEEDED;
 
 type Window = { start: number; count: number };
 
@@ -26,11 +25,11 @@ export class ToolCallQuota {
   constructor(@Inject(SERVER_CONFIG) private readonly config: ServerConfig) {}
 
   /** Takes one call from both allowances, or none and says which is spent. */
-  take(schoolKey: string, userId: string, now: number = Date.now()): typeof SCHOOL_QUOTA_ERROR | typeof USER_QUOTA_ERROR | null {
+  take(schoolKey: string, userId: string, now: number = Date.now()): 'SCHOOL_QUOTA_EXCEEDED' | 'USER_QUOTA_EXCEEDED' | null {
     const school = this.current(`school:${schoolKey}`, now);
     const user = this.current(`user:${userId}`, now);
-    if (school.count >= this.config.TOOL_CALLS_PER_MINUTE_PER_SCHOOL) return SCHOOL_QUOTA_ERROR;
-    if (user.count >= this.config.TOOL_CALLS_PER_MINUTE_PER_USER) return USER_QUOTA_ERROR;
+    if (school.count >= this.config.TOOL_CALLS_PER_MINUTE_PER_SCHOOL) return 'SCHOOL_QUOTA_EXCEEDED';
+    if (user.count >= this.config.TOOL_CALLS_PER_MINUTE_PER_USER) return 'USER_QUOTA_EXCEEDED';
     school.count += 1;
     user.count += 1;
     return null;

@@ -1,24 +1,27 @@
 import { HttpException, Logger } from '@nestjs/common';
+import { httpErrorCodeForStatus } from '@naalya/access';
+import { ERROR_SENTENCES, isToolErrorCode, toolError, type AgentToolError } from '@naalya/agent-tools';
+import { errorCodeOf } from '../../core/http/error-code.js';
 import { CommitOutcomeUnknownError } from '../../core/tenancy/tenant-context.js';
 
 const logger = new Logger('AgentTools');
 
-export const MASKED_TOOL_ERROR =
-  'That action could not be completed. Do not retry; tell the user what you were trying to do.';
-
-export const OUTCOME_UNKNOWN_ERROR =
-  'The platform could not confirm whether that change was saved. Do not retry; tell the user to check before trying again.';
+export const MASKED_TOOL_ERROR = ERROR_SENTENCES.TOOL_FAILED;
+export const OUTCOME_UNKNOWN_ERROR = ERROR_SENTENCES.OUTCOME_UNKNOWN;
 
 /**
- * HttpException messages are expected refusals the model can act on; anything else is a bug, logged
- * with its context here and masked for the model.
+ * HttpException messages are expected refusals the model can act on, with the code they have on a REST route;
+ * anything else is a bug, logged with its context here and masked for the model.
  */
-export const toToolError = (error: unknown, context?: string): string => {
-  if (error instanceof HttpException) return error.message;
+export const toToolError = (error: unknown, context?: string): AgentToolError => {
+  if (error instanceof HttpException) {
+    const code = errorCodeOf(error);
+    return { error: error.message, code: isToolErrorCode(code) ? code : httpErrorCodeForStatus(error.getStatus()) };
+  }
   if (error instanceof CommitOutcomeUnknownError) {
     logger.error({ msg: `Agent tool commit outcome unknown${context ? ` (${context})` : ''}`, err: error.cause });
-    return OUTCOME_UNKNOWN_ERROR;
+    return toolError('OUTCOME_UNKNOWN');
   }
   logger.error({ msg: `Agent tool failed${context ? ` (${context})` : ''}`, err: error instanceof Error ? error.stack : error });
-  return MASKED_TOOL_ERROR;
+  return toolError('TOOL_FAILED');
 };

@@ -52,29 +52,30 @@ const data = <T>(result: AgentToolResult): T => {
 describe('step 0: the envelope', () => {
   it('refuses a payload without identity sub or type with the spec sentence', async () => {
     const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, listStaffTool, {});
-    expect(await call(listStaffTool, undefined)).toEqual({ error: MISSING_IDENTITY_ERROR });
-    expect(await call(listStaffTool, { ...envelope, identity: { ...envelope.identity, sub: '' } })).toEqual({ error: MISSING_IDENTITY_ERROR });
+    expect(await call(listStaffTool, undefined)).toEqual({ error: MISSING_IDENTITY_ERROR, code: 'IDENTITY_MISSING' });
+    expect(await call(listStaffTool, { ...envelope, identity: { ...envelope.identity, sub: '' } })).toEqual({ error: MISSING_IDENTITY_ERROR, code: 'IDENTITY_MISSING' });
     const { type: _type, ...withoutType } = envelope.identity;
-    expect(await call(listStaffTool, { ...envelope, identity: withoutType })).toEqual({ error: MISSING_IDENTITY_ERROR });
+    expect(await call(listStaffTool, { ...envelope, identity: withoutType })).toEqual({ error: MISSING_IDENTITY_ERROR, code: 'IDENTITY_MISSING' });
   });
 
   it('refuses extra identity keys', async () => {
     const envelope = await dispatchEnvelope(schoolA.personas.teacher, listStaffTool, {});
     const forged = { ...envelope, identity: { ...envelope.identity, role: 'school_admin' } };
-    expect(await call(listStaffTool, forged)).toEqual({ error: MALFORMED_ENVELOPE_ERROR });
+    expect(await call(listStaffTool, forged)).toEqual({ error: MALFORMED_ENVELOPE_ERROR, code: 'ENVELOPE_MALFORMED' });
   });
 
   it('refuses a non-string schoolId', async () => {
     const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, listStaffTool, {});
     expect(await call(listStaffTool, { ...envelope, identity: { ...envelope.identity, schoolId: { $ne: null } } })).toEqual({
       error: MALFORMED_ENVELOPE_ERROR,
+      code: 'ENVELOPE_MALFORMED',
     });
   });
 
   it('refuses an envelope without meta, and runs nothing', async () => {
     const name = 'No Meta';
     const { meta: _meta, ...withoutMeta } = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name });
-    expect(await call(createDepartmentTool, withoutMeta)).toEqual({ error: MALFORMED_ENVELOPE_ERROR });
+    expect(await call(createDepartmentTool, withoutMeta)).toEqual({ error: MALFORMED_ENVELOPE_ERROR, code: 'ENVELOPE_MALFORMED' });
     expect(await departmentsNamed(name)).toBe(0);
   });
 });
@@ -85,28 +86,29 @@ describe('identity comes from the envelope, never from args', () => {
       listStaffTool,
       await dispatchEnvelope(schoolA.personas.teacher, listStaffTool, { schoolId: schoolB.id, userId: schoolB.personas.schoolAdmin.id }),
     );
-    expect(result).toEqual({ error: expect.stringMatching(/^Invalid tool arguments: .*Unrecognized keys/) });
+    expect(result).toEqual({ error: expect.stringMatching(/^Invalid tool arguments: .*Unrecognized keys/), code: 'INVALID_ARGUMENTS' });
   });
 
   it('refuses a forged identity that pairs another school user with this school', async () => {
     const forged = { ...schoolB.personas.schoolAdmin, schoolId: schoolA.id, campusId: null };
-    expect(await call(listStaffTool, await dispatchEnvelope(forged, listStaffTool, {}))).toEqual({ error: IDENTITY_REFUSED_ERROR });
+    expect(await call(listStaffTool, await dispatchEnvelope(forged, listStaffTool, {}))).toEqual({ error: IDENTITY_REFUSED_ERROR, code: 'IDENTITY_REFUSED' });
   });
 
   it('refuses an identity whose type was forged to platform admin', async () => {
     const forged = { ...schoolA.personas.teacher, type: UserType.PLATFORM_ADMIN };
-    expect(await call(listStaffTool, await dispatchEnvelope(forged, listStaffTool, {}))).toEqual({ error: IDENTITY_REFUSED_ERROR });
+    expect(await call(listStaffTool, await dispatchEnvelope(forged, listStaffTool, {}))).toEqual({ error: IDENTITY_REFUSED_ERROR, code: 'IDENTITY_REFUSED' });
   });
 
   it('refuses a deactivated user', async () => {
     expect(await call(listDepartmentsTool, await dispatchEnvelope(schoolA.personas.deactivated, listDepartmentsTool, {}))).toEqual({
       error: IDENTITY_REFUSED_ERROR,
+      code: 'IDENTITY_REFUSED',
     });
   });
 
   it('fails closed with NO_TENANT_SCOPE_ERROR for staff with no school', async () => {
     const schoolless = { ...schoolA.personas.teacher, schoolId: null };
-    expect(await call(listDepartmentsTool, await dispatchEnvelope(schoolless, listDepartmentsTool, {}))).toEqual({ error: NO_TENANT_SCOPE_ERROR });
+    expect(await call(listDepartmentsTool, await dispatchEnvelope(schoolless, listDepartmentsTool, {}))).toEqual({ error: NO_TENANT_SCOPE_ERROR, code: 'NO_TENANT_SCOPE' });
   });
 });
 
@@ -133,7 +135,7 @@ describe('campus scope', () => {
       createDepartmentTool,
       await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Foreign Arts', campusId: schoolB.campuses[0].id }),
     );
-    expect(result).toEqual({ error: 'Campus not found.' });
+    expect(result).toEqual({ error: 'Campus not found.', code: 'NOT_FOUND' });
     expect(await departmentsNamed('Foreign Arts')).toBe(0);
   });
 
@@ -142,7 +144,7 @@ describe('campus scope', () => {
       listStaffTool,
       await dispatchEnvelope(schoolA.personas.campusAdmin, listStaffTool, { campusId: schoolA.campuses[1].id }),
     );
-    expect(result).toEqual({ error: 'That campus is outside what you may access.' });
+    expect(result).toEqual({ error: 'That campus is outside what you may access.', code: 'PERMISSION_DENIED' });
   });
 
   it('a campus-limited rule narrows the query, not just the type check', async () => {
@@ -230,7 +232,7 @@ describe('execute() pins the campus of a campus-mode call', () => {
       listStaffTool,
       await dispatchEnvelope(schoolA.personas.schoolAdmin, listStaffTool, { campusId: 'kisasi' }, { campusId: schoolA.campuses[0].id }),
     );
-    expect(result).toEqual({ error: expect.stringMatching(/^Invalid tool arguments: campusId: /) });
+    expect(result).toEqual({ error: expect.stringMatching(/^Invalid tool arguments: campusId: /), code: 'INVALID_ARGUMENTS' });
     expect(received).toEqual([]);
   });
 });
@@ -285,7 +287,7 @@ describe('execute() runs only the tool its message was delivered under', () => {
     }
   };
   const nothingLeft = (reason: string) => ({
-    result: { error: TOOL_MISMATCH_ERROR },
+    result: { error: TOOL_MISMATCH_ERROR, code: 'TOOL_MISMATCH' },
     serviceCalls: 0,
     departments: 0,
     auditRows: 0,
@@ -339,7 +341,7 @@ describe('idempotency ledger', () => {
     const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Reuse One' });
     await call(createDepartmentTool, envelope);
     const reused = { ...envelope, args: { name: 'Reuse Two' } };
-    expect(await call(createDepartmentTool, reused)).toEqual({ error: CALL_ID_REUSED_ERROR });
+    expect(await call(createDepartmentTool, reused)).toEqual({ error: CALL_ID_REUSED_ERROR, code: 'CALL_ID_REUSED' });
     expect(await departmentsNamed('Reuse Two')).toBe(0);
   });
 
@@ -354,7 +356,7 @@ describe('idempotency ledger', () => {
 
   it('a call past its deadline runs nothing', async () => {
     const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Too Late' }, { deadline: Date.now() - 5_000 });
-    expect(await call(createDepartmentTool, envelope)).toEqual({ error: DEADLINE_PASSED_ERROR });
+    expect(await call(createDepartmentTool, envelope)).toEqual({ error: DEADLINE_PASSED_ERROR, code: 'DEADLINE_PASSED' });
     expect(await departmentsNamed('Too Late')).toBe(0);
   });
 
@@ -370,19 +372,19 @@ describe('errors', () => {
   it('a CASL denial returns the permission sentence and runs nothing', async () => {
     const spy = vi.spyOn(testApp.module.get(DepartmentService), 'create');
     const result = await call(createDepartmentTool, await dispatchEnvelope(schoolA.personas.teacher, createDepartmentTool, { name: 'Denied' }));
-    expect(result).toEqual({ error: 'You do not have permission to create departments.' });
+    expect(result).toEqual({ error: 'You do not have permission to create departments.', code: 'PERMISSION_DENIED' });
     expect(spy).not.toHaveBeenCalled();
   });
 
   it('invalid args name the problem and run nothing', async () => {
     const result = await call(deleteDepartmentTool, await dispatchEnvelope(schoolA.personas.schoolAdmin, deleteDepartmentTool, { departmentId: 'x' }));
-    expect(result).toEqual({ error: expect.stringMatching(/^Invalid tool arguments: departmentId: /) });
+    expect(result).toEqual({ error: expect.stringMatching(/^Invalid tool arguments: departmentId: /), code: 'INVALID_ARGUMENTS' });
   });
 
   it('masks an unexpected throw, so its detail never reaches the model', async () => {
     vi.spyOn(testApp.module.get(DepartmentService), 'list').mockRejectedValue(new Error('connection to db-internal-7 password=hunter2 failed'));
     const result = await call(listDepartmentsTool, await dispatchEnvelope(schoolA.personas.schoolAdmin, listDepartmentsTool, {}));
-    expect(result).toEqual({ error: MASKED_TOOL_ERROR });
+    expect(result).toEqual({ error: MASKED_TOOL_ERROR, code: 'TOOL_FAILED' });
   });
 
   it('passes an HttpException message through', async () => {
@@ -390,7 +392,7 @@ describe('errors', () => {
       createDepartmentTool,
       await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Sciences', campusId: schoolA.campuses[0].id }),
     );
-    expect(result).toEqual({ error: 'A department called "Sciences" already exists there.' });
+    expect(result).toEqual({ error: 'A department called "Sciences" already exists there.', code: 'CONFLICT' });
   });
 });
 
@@ -398,7 +400,7 @@ describe('one unit of work per call', () => {
   it('a write whose audit insert fails leaves no effect and no ledger row', async () => {
     vi.spyOn(testApp.module.get(AuditLogService), 'record').mockRejectedValue(new Error('audit table unavailable'));
     const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Unaudited' });
-    expect(await call(createDepartmentTool, envelope)).toEqual({ error: MASKED_TOOL_ERROR });
+    expect(await call(createDepartmentTool, envelope)).toEqual({ error: MASKED_TOOL_ERROR, code: 'TOOL_FAILED' });
     expect(await departmentsNamed('Unaudited')).toBe(0);
     expect(await count(`SELECT count(*) FROM tool_call_ledger WHERE call_id = $1`, [envelope.meta.callId])).toBe(0);
   });
@@ -416,7 +418,7 @@ describe('one unit of work per call', () => {
       return created;
     });
     const late = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Past The Limit' });
-    expect(await invokeTool(testApp.module, createDepartmentTool, late, frame)).toEqual({ error: MASKED_TOOL_ERROR });
+    expect(await invokeTool(testApp.module, createDepartmentTool, late, frame)).toEqual({ error: MASKED_TOOL_ERROR, code: 'TOOL_FAILED' });
     expect(await departmentsNamed('Past The Limit')).toBe(0);
     expect(await count(`SELECT count(*) FROM audit_log WHERE call_id = $1`, [late.meta.callId])).toBe(0);
     expect(await count(`SELECT count(*) FROM tool_call_ledger WHERE call_id = $1`, [late.meta.callId])).toBe(0);
@@ -440,7 +442,7 @@ describe('one unit of work per call', () => {
       addDepartmentMemberTool,
       await dispatchEnvelope(schoolA.personas.schoolAdmin, addDepartmentMemberTool, { departmentId: sciences.id, staffId: schoolA.personas.campusAdmin.id }),
     );
-    expect(result).toEqual({ error: MASKED_TOOL_ERROR });
+    expect(result).toEqual({ error: MASKED_TOOL_ERROR, code: 'TOOL_FAILED' });
     expect(await count(`SELECT count(*) FROM department_members WHERE department_id = $1`, [sciences.id])).toBe(before);
   });
 
@@ -470,7 +472,7 @@ describe('platform admins', () => {
 
   it('cannot write without a target school minted at dispatch', async () => {
     const result = await call(createDepartmentTool, await dispatchEnvelope(testApp.demo.platformAdmin, createDepartmentTool, { name: 'Untargeted' }));
-    expect(result).toEqual({ error: PLATFORM_WRITE_NEEDS_SCHOOL_ERROR });
+    expect(result).toEqual({ error: PLATFORM_WRITE_NEEDS_SCHOOL_ERROR, code: 'PLATFORM_WRITE_NEEDS_SCHOOL' });
     expect(await departmentsNamed('Untargeted')).toBe(0);
   });
 
@@ -497,7 +499,7 @@ describe('platform admins', () => {
       createDepartmentTool,
       await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Hijack' }, { targetSchoolId: schoolB.id }),
     );
-    expect(result).toEqual({ error: 'Only platform administrators choose a target school.' });
+    expect(result).toEqual({ error: 'Only platform administrators choose a target school.', code: 'PERMISSION_DENIED' });
     expect(await departmentsNamed('Hijack')).toBe(0);
   });
 });

@@ -1,9 +1,12 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { UserType } from '@naalya/access';
 import {
+  ERROR_SENTENCES,
+  INVALID_ARGUMENTS_PREFIX,
   RPC_AGENT_TOOLS,
   agentToolRequestSchema,
   isMutatingEvent,
+  toolError,
   type AgentCallScope,
   type AgentToolResult,
   type AnyAgentTool,
@@ -18,36 +21,32 @@ import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-confi
 import { currentManager, markRollbackOnly } from '../../core/tenancy/tenant-context.js';
 import { envelopeMatchesClaims, verifyDispatchToken, type DispatchClaims } from '../dispatch/dispatch-token.js';
 import { approvalRefusal } from '../runs/tool-call-approvals.js';
-import { PLATFORM_WRITE_NEEDS_SCHOOL_ERROR, tenantJwtFor } from '../../core/tenancy/tenant-scope.js';
+import { tenantJwtFor } from '../../core/tenancy/tenant-scope.js';
 import { canonicalHash } from './canonical-hash.js';
 import { auditToolWrite } from './tool-audit.js';
 import { ToolCallLedgerService, requestHash } from './tool-call-ledger.service.js';
 import { ToolCallQuota } from './tool-call-quota.js';
 import type { ToolPosture } from './tool-posture.js';
-import { NO_TENANT_SCOPE_ERROR, hasNoTenantScope, inTenantScope, runInRelationshipToolScope, runInToolScope, toJwtPayload } from './tool-scope.js';
+import { hasNoTenantScope, inTenantScope, runInRelationshipToolScope, runInToolScope, toJwtPayload } from './tool-scope.js';
 import { toToolError } from './tool-error.js';
 
-export const MISSING_IDENTITY_ERROR = 'Missing tool-call identity.';
-export const MALFORMED_ENVELOPE_ERROR = 'The tool call was malformed, so it cannot run securely. Do not retry.';
-export const DEADLINE_PASSED_ERROR =
-  'This tool call arrived after its deadline, so it was not run. Do not retry; tell the user the platform was too slow to answer.';
+export const MISSING_IDENTITY_ERROR = ERROR_SENTENCES.IDENTITY_MISSING;
+export const MALFORMED_ENVELOPE_ERROR = ERROR_SENTENCES.ENVELOPE_MALFORMED;
+export const DEADLINE_PASSED_ERROR = ERROR_SENTENCES.DEADLINE_PASSED;
 export const DEFAULT_RELATIONSHIP_SCOPE_NOTE =
   'This covers only what you are directly responsible for, such as your own classes, subjects or departments.';
 
 /** The one sentence the model sees for every refused dispatch token; the reason goes to the security log only. */
-export const DISPATCH_REFUSED_ERROR =
-  'This tool call could not be verified as part of a conversation in progress, so it was not run. Do not retry; tell the user to send their message again.';
+export const DISPATCH_REFUSED_ERROR = ERROR_SENTENCES.DISPATCH_REFUSED;
 
 /** What the model sees when a tool that needs confirmation arrives without the user's approval of exactly this call. */
-export const CONFIRMATION_REQUIRED_ERROR =
-  "This action needs the user's confirmation of exactly these details, and they have not given it for this call, so nothing was done. Do not retry it on your own; if the user still wants it, call the tool again so they are asked to confirm.";
+export const CONFIRMATION_REQUIRED_ERROR = ERROR_SENTENCES.CONFIRMATION_REQUIRED;
 
 /**
  * What the model sees when the message was not delivered under the event of the tool the handler asked execute() to
  * run (a handler wired to another tool's schema, or a call outside the transport): that tool's rules must not apply.
  */
-export const TOOL_MISMATCH_ERROR =
-  'This tool call could not be matched to its tool, so nothing was run. Do not retry; tell the user what you were trying to do.';
+export const TOOL_MISMATCH_ERROR = ERROR_SENTENCES.TOOL_MISMATCH;
 
 const securityLog = new Logger('Security');
 
@@ -109,9 +108,9 @@ export class ToolExecutor {
     try {
       // Step 0: the envelope is untrusted bytes; nothing runs unless it has exactly the published shape.
       const envelope = payload as { identity?: { sub?: unknown; type?: unknown } } | undefined;
-      if (!envelope?.identity?.sub || !envelope.identity.type) return { error: MISSING_IDENTITY_ERROR };
+      if (!envelope?.identity?.sub || !envelope.identity.type) return toolError('IDENTITY_MISSING');
       const parsedEnvelope = agentToolRequestSchema.safeParse(payload);
-      if (!parsedEnvelope.success) return { error: MALFORMED_ENVELOPE_ERROR };
+      if (!parsedEnvelope.success) return toolError('ENVELOPE_MALFORMED');
       const { identity, scope, meta } = parsedEnvelope.data;
 
       const definition = TOOLS_BY_SCHEMA.get(schema);
@@ -127,7 +126,7 @@ export class ToolExecutor {
           callId: meta.callId,
           sub: identity.sub,
         });
-        return { error: TOOL_MISMATCH_ERROR };
+        return toolError('TOOL_MISMATCH');
       }
 
       // The server's own signature over what it minted at dispatch: identity and scope must be exactly those.
@@ -135,24 +134,24 @@ export class ToolExecutor {
       const refusal = token.ok ? envelopeMatchesClaims({ identity, scope }, token.claims) : token.reason;
       if (!token.ok || refusal) {
         logSecurityEvent({ kind: 'tool call', reason: refusal ?? 'malformed', event: definition.event, callId: meta.callId, sub: identity.sub });
-        return { error: DISPATCH_REFUSED_ERROR };
+        return toolError('DISPATCH_REFUSED');
       }
 
       // Counted only once the call is proven to be the server's own dispatch: a forger cannot spend a school's allowance.
       const quotaSchool = (scope.mode === 'school' ? scope.targetSchoolId : undefined) ?? identity.schoolId ?? 'platform';
       const overQuota = this.quota.take(quotaSchool, identity.sub);
-      if (overQuota) return { error: overQuota };
+      if (overQuota) return toolError(overQuota);
 
       const args = schema.safeParse(parsedEnvelope.data.args);
       // A full stop: the model reads one sentence (zod's own issue messages end without one).
-      if (!args.success) return { error: `Invalid tool arguments: ${describeIssues(args.error.issues)}.` };
+      if (!args.success) return { error: `${INVALID_ARGUMENTS_PREFIX}${describeIssues(args.error.issues)}.`, code: 'INVALID_ARGUMENTS' };
 
       const identityJwt = toJwtPayload(identity);
-      if (hasNoTenantScope(identityJwt)) return { error: NO_TENANT_SCOPE_ERROR };
+      if (hasNoTenantScope(identityJwt)) return toolError('NO_TENANT_SCOPE');
       const mutating = isMutatingEvent(definition.event);
       const targetSchoolId = scope.mode === 'school' ? scope.targetSchoolId : undefined;
       if (mutating && identity.type === UserType.PLATFORM_ADMIN && !targetSchoolId) {
-        return { error: PLATFORM_WRITE_NEEDS_SCHOOL_ERROR };
+        return toolError('PLATFORM_WRITE_NEEDS_SCHOOL');
       }
 
       const plan: CallPlan = {
@@ -170,14 +169,14 @@ export class ToolExecutor {
       const callArgs = inCallCampus(definition, scope, args.data);
       return await inTenantScope(plan.tenantJwt, () => this.runInFrame(plan, posture, () => fn(callArgs, plan.tenantJwt)));
     } catch (error) {
-      return { error: toToolError(error, 'execute') };
+      return toToolError(error, 'execute');
     }
   }
 
   private async runInFrame<T>(plan: CallPlan, posture: ToolPosture<T>, call: () => Promise<T>): Promise<AgentToolResult<T>> {
     if (!(await this.runInFlight(plan.dispatch))) {
       logSecurityEvent({ kind: 'tool call', reason: 'run-not-in-flight', event: plan.event, callId: plan.callId, sub: plan.identityJwt.sub, runId: plan.dispatch.runId });
-      return { error: DISPATCH_REFUSED_ERROR };
+      return toolError('DISPATCH_REFUSED');
     }
     if (plan.ledgerHash !== undefined) {
       // A redelivered or replayed call returns what it returned the first time, even past its deadline.
@@ -196,10 +195,10 @@ export class ToolExecutor {
       });
       if (refused) {
         logSecurityEvent({ kind: 'tool call', reason: `approval-${refused}`, event: plan.event, callId: plan.callId, sub: plan.identityJwt.sub, runId: plan.dispatch.runId });
-        return { error: CONFIRMATION_REQUIRED_ERROR };
+        return toolError('CONFIRMATION_REQUIRED');
       }
     }
-    if (Date.now() > plan.deadline + DEADLINE_SKEW_MS) return { error: DEADLINE_PASSED_ERROR };
+    if (Date.now() > plan.deadline + DEADLINE_SKEW_MS) return toolError('DEADLINE_PASSED');
 
     // The caller reloaded and their permission rows read in one statement; the ability is rebuilt from them (never cached).
     const permissions = await this.identityService.assertCurrentWithPermissions(plan.identityJwt);

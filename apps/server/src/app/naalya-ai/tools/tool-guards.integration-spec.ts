@@ -139,7 +139,7 @@ describe('handler coverage', () => {
         const call = await fixture.allowed(context);
         const envelope = await dispatchEnvelope(call.persona, tool, call.args, call.options);
         const { identity: _identity, ...withoutIdentity } = envelope;
-        expect(await invokeTool(testApp.module, tool, withoutIdentity)).toEqual({ error: 'Missing tool-call identity.' });
+        expect(await invokeTool(testApp.module, tool, withoutIdentity)).toEqual({ error: 'Missing tool-call identity.', code: 'IDENTITY_MISSING' });
         expect(serviceSpies.filter((spy) => spy.mock.calls.length > 0)).toEqual([]);
 
         const result = await invokeTool(testApp.module, tool, envelope);

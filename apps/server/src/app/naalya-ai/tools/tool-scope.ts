@@ -1,5 +1,5 @@
 import { In } from 'typeorm';
-import type { AgentCallScope, AgentIdentity, AgentToolResult } from '@naalya/agent-tools';
+import { toolError, type AgentCallScope, type AgentIdentity, type AgentToolResult } from '@naalya/agent-tools';
 import { CampusEntity } from '../../campuses/campus.entity.js';
 import type { AppAbility, PermissionGate } from '../../core/authorization/app-ability.js';
 import { campusReach } from '../../core/authorization/campus-reach.js';
@@ -47,13 +47,13 @@ export const runInToolScope = async <T>(
   gate: PermissionGate,
   fn: () => Promise<T>,
 ): Promise<ToolScopeResult<T>> => {
-  if (!ctx.ability.can(gate.action, gate.resource)) return { error: permissionDeniedMessage(gate) };
-  if (hasNoTenantScope(ctx.jwt)) return { error: NO_TENANT_SCOPE_ERROR };
+  if (!ctx.ability.can(gate.action, gate.resource)) return { error: permissionDeniedMessage(gate), code: 'PERMISSION_DENIED' };
+  if (hasNoTenantScope(ctx.jwt)) return toolError('NO_TENANT_SCOPE');
   try {
     const data = await runWithAmbientAbility(ctx.jwt, ctx.ability, fn);
     return { data, scopeContext: await describeScopeContext(ctx, gate) };
   } catch (error) {
-    return { error: toToolError(error, `${gate.action}:${gate.resource}`) };
+    return toToolError(error, `${gate.action}:${gate.resource}`);
   }
 };
 
@@ -64,10 +64,10 @@ export const runInRelationshipToolScope = async <T>(
   scopeNote: string,
   fn: () => Promise<T>,
 ): Promise<ToolScopeResult<T>> => {
-  if (hasNoTenantScope(jwt)) return { error: NO_TENANT_SCOPE_ERROR };
+  if (hasNoTenantScope(jwt)) return toolError('NO_TENANT_SCOPE');
   try {
     return { data: await runWithAmbientAbility(jwt, ability, fn), scopeContext: scopeNote };
   } catch (error) {
-    return { error: toToolError(error, 'relationship') };
+    return toToolError(error, 'relationship');
   }
 };

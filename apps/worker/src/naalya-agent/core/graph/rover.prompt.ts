@@ -1,5 +1,4 @@
-import { eligibleAgentRoles, type AgentRuntimeContext } from '@naalya/agent-tools';
-import { SPECIALIST_PROFILES } from '../subagents/specialist-profiles.js';
+import { eligibleAgentRoles, SPECIALIST_PROFILES, type AgentRuntimeContext } from '@naalya/agent-tools';
 import { SHARED_RULES_PROMPT } from './shared-rules.prompt.js';
 
 const describeMode = (context: AgentRuntimeContext): string =>

@@ -437,7 +437,7 @@ describe('the scripted model: one test per intent of its policy table', () => {
   });
 
   it('relays an { error } in plain words', async () => {
-    const chat = conversation(callerWithSchool().answer('create.department', { error: 'Forbidden resource' }));
+    const chat = conversation(callerWithSchool().answer('create.department', { error: 'Forbidden resource', code: 'PERMISSION_DENIED' }));
     const events = await chat.say('create a department called Sciences');
 
     expect(lastText(events)).toBe(`${SCRIPTED_LABEL} That did not work. The platform said: Forbidden resource`);
@@ -445,7 +445,7 @@ describe('the scripted model: one test per intent of its policy table', () => {
 
   it('says "outcome unknown" plainly when a write timed out', async () => {
     const unknown = 'The "create.department" tool timed out. The outcome is unknown: the change may still complete.';
-    const chat = conversation(callerWithSchool().answer('create.department', { error: unknown }));
+    const chat = conversation(callerWithSchool().answer('create.department', { error: unknown, code: 'TOOL_TIMED_OUT' }));
     const events = await chat.say('create a department called Sciences');
 
     expect(lastText(events)).toMatch(/^\[scripted model\] I could not confirm whether that worked: the outcome is unknown/);

@@ -1,13 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import { AGENT_TOOL_ROLES, RPC_AGENT_TOOLS, isMutatingEvent, type AgentToolRole, type AnyAgentTool } from '@naalya/agent-tools';
+import {
+  AGENT_TOOL_ROLES,
+  LOCAL_TOOL_NAMES,
+  RPC_AGENT_TOOLS,
+  TRANSPORT_ERROR_CODES,
+  isMutatingEvent,
+  isToolErrorCode,
+  type AgentToolRole,
+  type AnyAgentTool,
+} from '@naalya/agent-tools';
 import { AIMessage, type BaseMessage } from '@langchain/core/messages';
-import { CONFIRMATION_DECLINED_ERROR } from '../tools/build-agent-tools.js';
 import type { ScriptedPolicy, ScriptedTool } from './scripted-chat-model.js';
 
 // Every reply says where it comes from, so nobody mistakes the offline model for a real one.
 export const SCRIPTED_LABEL = '[scripted model]';
 
-export const ASK_USER = 'ask_user';
+export const ASK_USER = LOCAL_TOOL_NAMES.askUser;
 export const TASK = 'task';
 
 type Mentions = Record<string, string>;
@@ -301,16 +309,16 @@ export const SCRIPTED_INTENTS: readonly ScriptedIntent[] = [
     tools: ['list_staff'],
   },
   {
-    id: 'clock',
+    id: LOCAL_TOOL_NAMES.clock,
     pattern: /\b(what time|what day|the date|today's date|what is today)\b/i,
     label: 'tell the date and time',
-    tools: ['clock'],
+    tools: [LOCAL_TOOL_NAMES.clock],
   },
   {
     id: 'agent_map',
     pattern: /\b(who can help|what can you do|specialists?|assistants?|agent map|help me with)\b/i,
     label: 'show who can help with what',
-    tools: ['get_agent_map'],
+    tools: [LOCAL_TOOL_NAMES.agentMap],
   },
 ];
 
@@ -501,8 +509,8 @@ const SUMMARIES: Record<string, (data: unknown, scopeContext: string) => string 
 
 const summariseResult = (step: Step): string => {
   const parsed = parseJson(step.result);
-  if (step.name === 'clock' && isRecord(parsed)) return `It is ${String(parsed['weekday'])}, ${String(parsed['now'])} (UTC).`;
-  if (step.name === 'get_agent_map' && isRecord(parsed) && Array.isArray(parsed['specialists'])) {
+  if (step.name === LOCAL_TOOL_NAMES.clock && isRecord(parsed)) return `It is ${String(parsed['weekday'])}, ${String(parsed['now'])} (UTC).`;
+  if (step.name === LOCAL_TOOL_NAMES.agentMap && isRecord(parsed) && Array.isArray(parsed['specialists'])) {
     const specialists = parsed['specialists'].filter(isRecord).map((entry) => `${String(entry['name'])}, the ${String(entry['title'])}`);
     return specialists.length > 0
       ? `Besides me, you can work with ${specialists.join('; ')}. Ask for what you need and I will hand it to the right one.`
@@ -511,8 +519,11 @@ const summariseResult = (step: Step): string => {
   if (!isRecord(parsed)) return `The tool answered: ${String(step.result ?? '')}`;
   if (typeof parsed['error'] === 'string') {
     const error = parsed['error'];
-    if (error === CONFIRMATION_DECLINED_ERROR) return 'All right, I have not done it. Nothing was changed.';
-    if (/outcome is unknown/i.test(error)) {
+    const code = isToolErrorCode(parsed['code']) ? parsed['code'] : undefined;
+    if (code === 'CONFIRMATION_DECLINED') return 'All right, I have not done it. Nothing was changed.';
+    // A write whose answer was lost in transport: the worker told the model its outcome is unknown.
+    const definition = definitionOf(step.name);
+    if (code && TRANSPORT_ERROR_CODES.includes(code) && definition && isMutatingEvent(definition.event)) {
       return `I could not confirm whether that worked: the outcome is unknown, and the change may still complete. Please check before trying again. The platform said: ${error}`;
     }
     return `That did not work. The platform said: ${error}`;
@@ -630,7 +641,7 @@ const delegateOrRefuse = (turn: Turn, tools: readonly ScriptedTool[], intent: Sc
     const description = resolvedIds.length > 0 ? `${turn.request} (${resolvedIds.join(', ')})` : turn.request;
     return { call: TASK, args: { description, subagent_type: role } };
   }
-  const known = intent.tools.some((name) => definitionOf(name) !== undefined || name === 'clock' || name === 'get_agent_map');
+  const known = intent.tools.some((name) => definitionOf(name) !== undefined || name === LOCAL_TOOL_NAMES.clock || name === LOCAL_TOOL_NAMES.agentMap);
   return {
     say: known
       ? `I cannot ${intent.label} here: none of the assistants you can work with in this chat has that tool.`

@@ -1,6 +1,6 @@
+import { SPECIALIST_PROFILES } from '@naalya/agent-tools';
 import { buildRoleTools } from '../tools/build-agent-tools.js';
 import { CLASS_TEACHER_SYSTEM_PROMPT } from './class-teacher.prompt.js';
-import { SPECIALIST_PROFILES } from './specialist-profiles.js';
 import type { SubagentFactory } from './subagent.types.js';
 
 export const classTeacherSubagent: SubagentFactory = (context, toolCaller, deps) => ({

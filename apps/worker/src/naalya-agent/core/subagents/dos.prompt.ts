@@ -1,5 +1,5 @@
+import { SPECIALIST_PROFILES } from '@naalya/agent-tools';
 import { SHARED_RULES_PROMPT } from '../graph/shared-rules.prompt.js';
-import { SPECIALIST_PROFILES } from './specialist-profiles.js';
 
 const profile = SPECIALIST_PROFILES.dos;
 

@@ -1,6 +1,6 @@
+import { SPECIALIST_PROFILES } from '@naalya/agent-tools';
 import { buildRoleTools } from '../tools/build-agent-tools.js';
 import { DOS_SYSTEM_PROMPT } from './dos.prompt.js';
-import { SPECIALIST_PROFILES } from './specialist-profiles.js';
 import type { SubagentFactory } from './subagent.types.js';
 
 export const dosSubagent: SubagentFactory = (context, toolCaller, deps) => ({

@@ -1,6 +1,6 @@
+import { SPECIALIST_PROFILES } from '@naalya/agent-tools';
 import { buildRoleTools } from '../tools/build-agent-tools.js';
 import { SUBJECT_TEACHER_SYSTEM_PROMPT } from './subject-teacher.prompt.js';
-import { SPECIALIST_PROFILES } from './specialist-profiles.js';
 import type { SubagentFactory } from './subagent.types.js';
 
 export const subjectTeacherSubagent: SubagentFactory = (context, toolCaller, deps) => ({

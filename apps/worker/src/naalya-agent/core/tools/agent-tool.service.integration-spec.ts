@@ -117,16 +117,16 @@ describe('AgentToolService against real RabbitMQ', () => {
   });
 
   it('passes an { error } result (a semantic refusal) through untouched', async () => {
-    await respond(() => ({ response: { error: 'Forbidden resource' } }));
+    await respond(() => ({ response: { error: 'Forbidden resource', code: 'PERMISSION_DENIED' } }));
 
-    expect(await service.call('create.department', createDepartmentPayload())).toEqual({ error: 'Forbidden resource' });
+    expect(await service.call('create.department', createDepartmentPayload())).toEqual({ error: 'Forbidden resource', code: 'PERMISSION_DENIED' });
   });
 
   it('timeout of a read: the infrastructure sentence naming the event, within timeout + 1 s', async () => {
     await respond(() => 'no reply');
     const { value, elapsedMs } = await timed(() => service.call('list.staff', listStaffPayload()));
 
-    expect(value).toEqual({ error: READ_TIMEOUT_SENTENCE });
+    expect(value).toEqual({ error: READ_TIMEOUT_SENTENCE, code: 'TOOL_TIMED_OUT' });
     expect(elapsedMs).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
     expect(elapsedMs).toBeLessThan(TIMEOUT_MS + 1_000);
   });
@@ -151,20 +151,20 @@ describe('AgentToolService against real RabbitMQ', () => {
   it('an error reply from the server (it threw) becomes the infrastructure sentence, not a throw', async () => {
     await respond(() => ({ err: { status: 'error', message: 'Internal server error' } }));
 
-    expect(await service.call('list.staff', listStaffPayload())).toEqual({ error: READ_UNREACHABLE_SENTENCE });
+    expect(await service.call('list.staff', listStaffPayload())).toEqual({ error: READ_UNREACHABLE_SENTENCE, code: 'PLATFORM_UNREACHABLE' });
   });
 
   it('an unreadable reply (not a tool result) becomes the infrastructure sentence', async () => {
     await respond(() => ({ response: 'There is no matching message handler defined in the remote service.' }));
 
-    expect(await service.call('list.staff', listStaffPayload())).toEqual({ error: READ_UNREACHABLE_SENTENCE });
+    expect(await service.call('list.staff', listStaffPayload())).toEqual({ error: READ_UNREACHABLE_SENTENCE, code: 'PLATFORM_UNREACHABLE' });
   });
 
   it('a late reply after a timeout is dropped and the next call gets its own answer', async () => {
     let count = 0;
     await respond(() => ({ response: { data: { call: ++count }, scopeContext: 'ok' } }), TIMEOUT_MS + 400);
 
-    expect(await service.call('list.staff', listStaffPayload())).toEqual({ error: READ_TIMEOUT_SENTENCE });
+    expect(await service.call('list.staff', listStaffPayload())).toEqual({ error: READ_TIMEOUT_SENTENCE, code: 'TOOL_TIMED_OUT' });
     await stopResponder?.();
     stopResponder = (await startResponder(channel, queue, () => ({ response: { data: { call: 'second' }, scopeContext: 'ok' } }))).stop;
     expect(await service.call('list.staff', listStaffPayload())).toEqual({ data: { call: 'second' }, scopeContext: 'ok' });
@@ -195,7 +195,7 @@ describe('AgentToolService with the broker unreachable', () => {
   it('a read gets the infrastructure sentence, not a throw, within timeout + 1 s', async () => {
     const { value, elapsedMs } = await timed(() => service.call('list.staff', listStaffPayload()));
 
-    expect(value).toEqual({ error: READ_UNREACHABLE_SENTENCE });
+    expect(value).toEqual({ error: READ_UNREACHABLE_SENTENCE, code: 'PLATFORM_UNREACHABLE' });
     expect(elapsedMs).toBeLessThan(TIMEOUT_MS + 1_000);
   });
 

@@ -1,5 +1,7 @@
 import {
   isMutatingEvent,
+  isToolErrorCode,
+  type AgentToolError,
   type AgentToolEvent,
   type AgentToolPayload,
   type AgentToolResult,
@@ -35,10 +37,15 @@ export const transportFailureMessage = (event: AgentToolEvent, failure: Transpor
   return `${what} ${INFRASTRUCTURE_ISSUE} ${next}`;
 };
 
+const transportFailure = (event: AgentToolEvent, failure: TransportFailure, callId: string): AgentToolError => ({
+  error: transportFailureMessage(event, failure, callId),
+  code: failure === 'timeout' ? 'TOOL_TIMED_OUT' : 'PLATFORM_UNREACHABLE',
+});
+
 const isAgentToolResult = (reply: unknown): reply is AgentToolResult => {
   if (typeof reply !== 'object' || reply === null) return false;
   const candidate = reply as Record<string, unknown>;
-  return typeof candidate['error'] === 'string' || ('data' in candidate && typeof candidate['scopeContext'] === 'string');
+  return (typeof candidate['error'] === 'string' && isToolErrorCode(candidate['code'])) || ('data' in candidate && typeof candidate['scopeContext'] === 'string');
 };
 
 // The RMQ adapter behind the AgentToolCaller port. Semantic errors ({ error } results) pass through
@@ -88,11 +95,11 @@ export class AgentToolService implements AgentToolCaller, OnModuleInit, OnModule
       const reply = await this.client.call(event, payload, this.timeoutMs);
       if (isAgentToolResult(reply)) return reply;
       this.logger.warn(`Tool call "${event}" (callId ${payload.meta.callId}) got an unreadable reply`);
-      return { error: transportFailureMessage(event, 'unreachable', payload.meta.callId) };
+      return transportFailure(event, 'unreachable', payload.meta.callId);
     } catch (error) {
       const failure: TransportFailure = error instanceof RmqRpcError && error.failure === 'timeout' ? 'timeout' : 'unreachable';
       this.logger.warn(`Tool call "${event}" (callId ${payload.meta.callId}) failed in transport (${failure}): ${describeError(error)}`);
-      return { error: transportFailureMessage(event, failure, payload.meta.callId) };
+      return transportFailure(event, failure, payload.meta.callId);
     }
   }
 }

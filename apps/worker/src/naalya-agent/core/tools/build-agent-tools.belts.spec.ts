@@ -35,7 +35,7 @@ vi.mock('@naalya/agent-tools', async (importOriginal) => {
 
 const caller: AgentToolCaller = {
   timeoutMs: 1_000,
-  call: async () => ({ error: 'not used' }),
+  call: async () => ({ error: 'not used', code: 'TOOL_FAILED' }),
 };
 const names = (belt: Array<{ name: string }>) => belt.map((beltTool) => beltTool.name);
 

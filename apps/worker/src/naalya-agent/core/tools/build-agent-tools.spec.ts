@@ -167,7 +167,7 @@ describe('toRpcProxy', () => {
     ])('%s', async (_, context) => {
       const result = await invokeProxy(toRpcProxy(definitionNamed('list_staff'), caller), {}, { context });
 
-      expect(result).toEqual({ error: CONTEXT_MISSING_ERROR });
+      expect(result).toEqual({ error: CONTEXT_MISSING_ERROR, code: 'CONTEXT_MISSING' });
       expect(caller.calls).toEqual([]);
     });
 
@@ -175,7 +175,7 @@ describe('toRpcProxy', () => {
       const proxy = toRpcProxy(definitionNamed('list_staff'), caller);
       const message = await proxy.invoke({}, { context: valid });
 
-      expect(JSON.parse(String(message))).toEqual({ error: CONTEXT_MISSING_ERROR });
+      expect(JSON.parse(String(message))).toEqual({ error: CONTEXT_MISSING_ERROR, code: 'CONTEXT_MISSING' });
       expect(caller.calls).toEqual([]);
     });
   });
@@ -253,7 +253,7 @@ describe('toRpcProxy', () => {
     });
 
     it('never emits streamOnSuccess on an { error } result, so a failed write is not celebrated', async () => {
-      caller.result = { error: 'Forbidden resource' };
+      caller.result = { error: 'Forbidden resource', code: 'PERMISSION_DENIED' };
       const writer = vi.fn();
       const result = await invokeProxy(toRpcProxy(definitionNamed('create_department'), caller), { name: 'Sciences' }, {
         context: schoolContext(),
@@ -261,7 +261,7 @@ describe('toRpcProxy', () => {
       });
 
       expect(writer).not.toHaveBeenCalled();
-      expect(result).toEqual({ error: 'Forbidden resource' });
+      expect(result).toEqual({ error: 'Forbidden resource', code: 'PERMISSION_DENIED' });
     });
 
     it('a read without streamOnSuccess emits nothing', async () => {
@@ -480,7 +480,7 @@ describe('a tool that needs confirmation', () => {
     const result = await agent.invoke(new Command({ resume: 'no' }), config);
 
     expect(caller.calls).toEqual([]);
-    expect(toolResult(result.messages)).toEqual({ error: CONFIRMATION_DECLINED_ERROR });
+    expect(toolResult(result.messages)).toEqual({ error: CONFIRMATION_DECLINED_ERROR, code: 'CONFIRMATION_DECLINED' });
   });
 
   it("a specialist's confirmation is attributed to the specialist", async () => {

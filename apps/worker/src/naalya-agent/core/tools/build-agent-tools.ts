@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
 import {
   EM_DASH,
+  ERROR_SENTENCES,
   RPC_AGENT_TOOLS,
   isApprovalAnswer,
   toolsForMode,
+  toolError,
   toolsForRole,
   type AgentInterruptValue,
   type AgentRunModeName,
@@ -21,7 +23,7 @@ import { argsHash } from './args-hash.js';
 import { agentMapTool } from './local/agent-map.tool.js';
 import { createAskUserTool } from './local/ask-user.tool.js';
 import { clockTool } from './local/clock.tool.js';
-import { CONTEXT_MISSING_ERROR, resolveCallScope, resolveIdentity, resolveRuntimeContext } from './tool-context.js';
+import { resolveCallScope, resolveIdentity, resolveRuntimeContext } from './tool-context.js';
 
 // A last pass over agent-facing copy: the model must not learn the character from us.
 export const withoutEmDash = (text: string): string => text.replaceAll(` ${EM_DASH} `, ', ').replaceAll(EM_DASH, ', ');
@@ -50,11 +52,10 @@ const registeredEventOf = (definition: AnyAgentTool): AgentToolEvent => {
 // (event and schema read from the same registered object), not a type the compiler can follow.
 type ParsedToolArgs = z.output<AnyAgentTool['schema']>;
 
-const contextMissing = () => JSON.stringify({ error: CONTEXT_MISSING_ERROR });
+const contextMissing = () => JSON.stringify(toolError('CONTEXT_MISSING'));
 
 /** What the model gets when the user does not approve a call that needs confirmation. */
-export const CONFIRMATION_DECLINED_ERROR =
-  'The user did not approve this, so it was not done and nothing was sent to the platform. Do not retry it; ask the user what they would like instead.';
+export const CONFIRMATION_DECLINED_ERROR = ERROR_SENTENCES.CONFIRMATION_DECLINED;
 
 // Pauses the run with the confirmation question. On resume LangGraph runs the proxy again from its first line and
 // interrupt() returns the answer, so this must come before anything with an effect.
@@ -97,7 +98,7 @@ export const toRpcProxy = (definition: AnyAgentTool, toolCaller: AgentToolCaller
           confirmation: { event, callId },
         })
       ) {
-        return JSON.stringify({ error: CONFIRMATION_DECLINED_ERROR });
+        return JSON.stringify(toolError('CONFIRMATION_DECLINED'));
       }
 
       const request: AgentToolRequest<ParsedToolArgs> = {

@@ -1,4 +1,5 @@
 import {
+  ERROR_SENTENCES,
   agentRuntimeContextSchema,
   identityFromUserDetails,
   type AgentCallScope,
@@ -70,6 +71,4 @@ export const resolveCallScope = (runtime: RuntimeWithContext): AgentCallScope | 
 // For shaping what Rover offers (display), never for deciding whether a tool may run: the server decides.
 export const resolvePermissions = (runtime: RuntimeWithContext) => resolveRuntimeContext(runtime)?.userPermissions ?? [];
 
-// "Do not retry" matters: agents self-retry error results, which would turn a missing context into a loop.
-export const CONTEXT_MISSING_ERROR =
-  'User context is unavailable for this tool call, so it cannot run securely. Do not retry.';
+export const CONTEXT_MISSING_ERROR = ERROR_SENTENCES.CONTEXT_MISSING;

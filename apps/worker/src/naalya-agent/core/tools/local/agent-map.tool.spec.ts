@@ -34,6 +34,6 @@ describe('get_agent_map', () => {
   });
 
   it('without a trusted context answers CONTEXT_MISSING_ERROR', async () => {
-    expect(await mapFor(undefined)).toEqual({ error: CONTEXT_MISSING_ERROR });
+    expect(await mapFor(undefined)).toEqual({ error: CONTEXT_MISSING_ERROR, code: 'CONTEXT_MISSING' });
   });
 });

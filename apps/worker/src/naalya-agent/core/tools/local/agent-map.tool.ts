@@ -1,15 +1,14 @@
-import { eligibleAgentRoles, toolsForMode, toolsForRole } from '@naalya/agent-tools';
+import { eligibleAgentRoles, LOCAL_TOOL_NAMES, SPECIALIST_PROFILES, toolError, toolsForMode, toolsForRole } from '@naalya/agent-tools';
 import { tool, type ToolRuntime } from 'langchain';
 import { z } from 'zod';
-import { SPECIALIST_PROFILES } from '../../subagents/specialist-profiles.js';
-import { CONTEXT_MISSING_ERROR, resolvePermissions, resolveRuntimeContext } from '../tool-context.js';
+import { resolvePermissions, resolveRuntimeContext } from '../tool-context.js';
 
 // Display only: what Rover and the specialists offer this user in this run. The server decides whether any
 // call may run; nothing here grants or refuses anything.
 export const agentMapTool = tool(
   async (_args: Record<string, never>, runtime: ToolRuntime): Promise<string> => {
     const context = resolveRuntimeContext(runtime);
-    if (!context) return JSON.stringify({ error: CONTEXT_MISSING_ERROR });
+    if (!context) return JSON.stringify(toolError('CONTEXT_MISSING'));
     const mode = context.runMode.mode;
     const names = (definitions: Array<{ name: string }>) => definitions.map((definition) => definition.name);
     return JSON.stringify({
@@ -28,7 +27,7 @@ export const agentMapTool = tool(
     });
   },
   {
-    name: 'get_agent_map',
+    name: LOCAL_TOOL_NAMES.agentMap,
     description:
       'Show which assistants this user can work with in this chat and which tools each one has. Use it to explain who can help with what.',
     schema: z.strictObject({}),

@@ -1,10 +1,8 @@
-import type { AgentInterruptValue, AgentSpeaker } from '@naalya/agent-tools';
+import { LOCAL_TOOL_NAMES, type AgentInterruptValue, type AgentSpeaker } from '@naalya/agent-tools';
 import { interrupt } from '@langchain/langgraph';
 import { tool, type ToolRuntime } from 'langchain';
 import { z } from 'zod';
 import { argsHash } from '../args-hash.js';
-
-export const ASK_USER_TOOL_NAME = 'ask_user';
 
 const askUserSchema = z.strictObject({
   question: z.string().trim().min(1).max(1_000).describe('One short, plain question for the user.'),
@@ -29,7 +27,7 @@ export const createAskUserTool = (askedBy: AgentSpeaker) =>
       return JSON.stringify({ answer: typeof answer === 'string' ? answer : JSON.stringify(answer) });
     },
     {
-      name: ASK_USER_TOOL_NAME,
+      name: LOCAL_TOOL_NAMES.askUser,
       description:
         'Ask the user a question and wait for the answer. Use it when a required detail is missing or before a change the user should confirm. Ask one thing at a time.',
       schema: askUserSchema,

@@ -1,3 +1,4 @@
+import { LOCAL_TOOL_NAMES } from '@naalya/agent-tools';
 import { tool } from 'langchain';
 import { z } from 'zod';
 
@@ -12,7 +13,7 @@ export const clockTool = tool(
     });
   },
   {
-    name: 'clock',
+    name: LOCAL_TOOL_NAMES.clock,
     description: 'Get the current date and time (UTC). Use it for anything that depends on today, such as terms or deadlines.',
     schema: z.strictObject({}),
   },
