@@ -6,9 +6,6 @@ import { z } from 'zod';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 import { AgentRunEventStore, type PersistOutcome } from './agent-run-event-store.service.js';
 
-/** A run's row commits just after its start request is confirmed, so its first events may arrive a moment early. */
-const UNKNOWN_RUN_RETRIES = 30;
-const UNKNOWN_RUN_DELAY_MS = 100;
 /** Database failures are retried in place (keeping the run's order) before the message is given up on. */
 const STORE_RETRIES = 8;
 const STORE_FIRST_DELAY_MS = 100;
@@ -30,7 +27,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * each run's events one after another. A message is acked only after its row commits; a redelivery (crash before
  * the ack) finds its message id already stored and is acked without a second row. Malformed messages, messages from
  * any publisher but the worker's broker user, and messages for a run that does not exist or whose thread differs, are
- * dead-lettered.
+ * dead-lettered. A run's steps are published only once its row has committed (AgentThreadsService.dispatch), so no
+ * event of a real run arrives before its run: one for an unknown run is dead-lettered at once.
  */
 @Injectable()
 export class AgentRunIngest implements BeforeApplicationShutdown {
@@ -42,8 +40,6 @@ export class AgentRunIngest implements BeforeApplicationShutdown {
   /** The tail of each run's chain of messages: a run's events are stored in delivery order. */
   private readonly runTails = new Map<string, Promise<void>>();
   private readonly inFlight = new Set<Promise<void>>();
-  /** Runs found missing after the retries: their further events are dead-lettered at once, not after another wait. */
-  private readonly missingRuns = new Set<string>();
 
   constructor(
     @Inject(SERVER_CONFIG) private readonly config: ServerConfig,
@@ -172,12 +168,11 @@ export class AgentRunIngest implements BeforeApplicationShutdown {
     return { runId, messageId, event: event.data };
   }
 
-  /** Stores one event, retrying what may pass with time; resolves to how to settle it, or null to leave it unacked. */
+  /** Stores one event, retrying database failures; resolves to how to settle it, or null to leave it unacked. */
   private async persist(runId: string, messageId: string, event: AgentRunEvent): Promise<Settlement | null> {
-    let unknownRunAttempts = 0;
     let failures = 0;
     for (;;) {
-      if (this.closing && failures + unknownRunAttempts > 0) return null;
+      if (this.closing && failures > 0) return null;
       let outcome: PersistOutcome;
       try {
         outcome = await this.store.persist(runId, messageId, event);
@@ -195,13 +190,7 @@ export class AgentRunIngest implements BeforeApplicationShutdown {
         case 'foreign-thread':
           return { ack: false, reason: `thread ${event.threadId} is not the run's thread` };
         case 'unknown-run':
-          unknownRunAttempts += 1;
-          if (unknownRunAttempts > UNKNOWN_RUN_RETRIES || this.missingRuns.has(runId)) {
-            if (this.missingRuns.size >= 1_000) this.missingRuns.clear();
-            this.missingRuns.add(runId);
-            return { ack: false, reason: 'no such run' };
-          }
-          await sleep(UNKNOWN_RUN_DELAY_MS);
+          return { ack: false, reason: 'no such run' };
       }
     }
   }
