@@ -132,14 +132,3 @@ export class RecoveringConnection {
     model.on('handler-error', (error: Error, event: string) => logger.error(`Listener of '${event}' threw: ${error.message}`));
   }
 }
-
-/** The bare recovering connection, for the users not yet on RecoveringConnection. */
-export const connectRecovering = (
-  url: string,
-  options: Pick<RecoveringConnectionOptions, 'connectionName' | 'recovery' | 'setup'>,
-): Promise<RecoveringChannelModel> =>
-  connect(url, {
-    noDelay: true,
-    clientProperties: options.connectionName ? { connection_name: options.connectionName } : undefined,
-    recovery: { ...options.recovery, waitForConnect: false, setup: options.setup },
-  });
