@@ -1,8 +1,8 @@
 import { Logger, type LoggerService } from '@nestjs/common';
 import { RmqContext, Server, type CustomTransportStrategy, type MessageHandler, type MsPattern } from '@nestjs/microservices';
 import { isObservable, type Observable } from 'rxjs';
-import type { Channel, ChannelModel, ConsumeMessage, RecoveringChannelModel } from 'amqplib';
-import { connectRecovering } from './rmq-connection.js';
+import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
+import { RecoveringConnection } from './rmq-connection.js';
 import { runInRmqMessageFrame, type RmqMessageFrame } from './current-rmq-message.js';
 import { parseRmqPacket, rmqError, type RmqReplyPacket } from './rmq-packet.js';
 
@@ -72,7 +72,7 @@ type Outcome = {
 
 type InFlightMessage = { abandon: () => void };
 
-type Consumer = { model: ChannelModel; channel: Channel; consumerTag: string };
+type Consumer = { channel: Channel; consumerTag: string };
 
 /** One message between delivery and settlement. */
 type Delivery = {
@@ -152,13 +152,12 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
 
   private readonly options: Required<Omit<AckAfterReplyTransportOptions, 'logger' | 'connectionName' | 'reconnect' | 'requireUserId' | 'replies'>> &
     Pick<AckAfterReplyTransportOptions, 'connectionName' | 'reconnect' | 'requireUserId' | 'replies'>;
-  private connection: RecoveringChannelModel | null = null;
+  private readonly connection: RecoveringConnection;
   private consumer: Consumer | null = null;
   private closing = false;
   private readonly inFlight = new Set<InFlightMessage>();
   /** Set by drain() while it waits: called when the last in-flight message is settled. */
   private onIdle: (() => void) | undefined;
-  private readonly pendingListeners: Array<[string, (...args: unknown[]) => void]> = [];
   private readonly handlerChannels = new WeakMap<Channel, Channel>();
 
   constructor(options: AckAfterReplyTransportOptions) {
@@ -175,32 +174,31 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
       // setTimeout treats NaN or Infinity as 1 ms, which would fail every call instead of reporting the mistake.
       if (!Number.isFinite(value) || value <= 0) throw new Error(`${key} must be a positive number, got ${value}.`);
     }
+    const { reconnect, connectionName, url, queue } = this.options;
+    this.connection = new RecoveringConnection({
+      url,
+      connectionName,
+      what: `consuming ${queue}`,
+      logger: this.logger,
+      recovery: {
+        initialDelay: reconnect?.initialDelayMs ?? 100,
+        maxDelay: reconnect?.maxDelayMs ?? 30_000,
+        initialMaxRetries: reconnect?.startupRetries ?? 5,
+      },
+      setup: (model) => this.startConsuming(model),
+    });
+    this.connection.on('connect', () => this._status$.next('connected'));
+    this.connection.on('disconnect', () => this._status$.next('disconnected'));
   }
 
   async listen(callback: (...optionalParams: unknown[]) => unknown): Promise<void> {
     this.closing = false;
     try {
-      const { reconnect, connectionName, url } = this.options;
-      const connection = await connectRecovering(url, {
-        connectionName,
-        recovery: {
-          initialDelay: reconnect?.initialDelayMs ?? 100,
-          maxDelay: reconnect?.maxDelayMs ?? 30_000,
-          initialMaxRetries: reconnect?.startupRetries ?? 5,
-        },
-        setup: (model) => this.startConsuming(model),
-      });
-      this.connection = connection;
-      this.watchConnection(connection);
-      for (const [event, listener] of this.pendingListeners.splice(0)) connection.on(event, listener);
-      await connection.waitForConnect();
+      await this.connection.open();
       this._status$.next('connected');
       callback();
     } catch (error) {
-      const connection = this.connection;
-      this.connection = null;
-      await connection?.close().catch(() => undefined);
-      this.logger.error(`Could not start consuming ${this.options.queue}: ${describe(error)}`);
+      this.logger.error(describe(error));
       callback(error);
     }
   }
@@ -217,11 +215,9 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
       }
     }
     await this.drain();
-    const connection = this.connection;
     this.consumer = null;
-    this.connection = null;
     await consumer?.channel.close().catch(() => undefined);
-    await connection?.close().catch(() => undefined);
+    await this.connection.close();
     this._status$.next('disconnected');
   }
 
@@ -229,15 +225,14 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
     event: EventKey,
     callback: AckAfterReplyEvents[EventKey],
   ): void {
-    const listener = callback as (...args: unknown[]) => void;
-    if (this.connection) this.connection.on(event, listener);
-    else this.pendingListeners.push([event, listener]);
+    this.connection.on(event, callback);
   }
 
   /** The recovering amqplib connection. */
   unwrap<T>(): T {
-    if (!this.connection) throw new Error('AckAfterReplyTransport is not listening: call listen() first.');
-    return this.connection as T;
+    const connection = this.connection.current;
+    if (!connection) throw new Error('AckAfterReplyTransport is not listening: call listen() first.');
+    return connection as T;
   }
 
   /** Runs after every (re)connection, as amqplib's recovery setup. */
@@ -245,9 +240,7 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
     if (this.closing) return;
     coalesceSocketWrites(model);
     const channel = await this.openChannel(model);
-    // Without an 'error' listener a channel error crashes the process (amqp-node/amqplib#649).
-    channel.on('error', (error: Error) => this.logger.error(`RabbitMQ channel error on ${this.options.queue}: ${error.message}`));
-    channel.on('close', () => this.onChannelClosed(channel));
+    this.connection.supervise(model, channel, () => this.onChannelClosed(channel));
     channel.on('handler-error', (error: Error, event: string) => this.logger.error(`Listener of '${event}' threw: ${error.message}`));
     await channel.checkExchange(this.options.deadLetterExchange);
     await channel.prefetch(this.options.prefetch, false);
@@ -256,7 +249,7 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
       (message) => (message ? this.dispatch(channel, message) : this.onConsumerCancelled(channel)),
       { noAck: false },
     );
-    this.consumer = { model, channel, consumerTag };
+    this.consumer = { channel, consumerTag };
     if (this.closing) await channel.cancel(consumerTag).catch(() => undefined);
   }
 
@@ -265,31 +258,14 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
     return model.createChannel();
   }
 
-  private watchConnection(connection: RecoveringChannelModel): void {
-    const queue = this.options.queue;
-    connection.on('error', (error: Error) => this.logger.error(`RabbitMQ connection error (${queue}): ${error.message}`));
-    connection.on('connect', () => this._status$.next('connected'));
-    connection.on('disconnect', (error: Error) => {
-      this._status$.next('disconnected');
-      this.logger.warn(`Disconnected from RabbitMQ (${queue}): ${error.message}. Reconnecting.`);
-    });
-    connection.on('connect-failed', (error: Error) => this.logger.warn(`Connecting to RabbitMQ (${queue}) failed: ${error.message}`));
-    connection.on('reconnect-failed', (error: Error) => this.logger.error(`Gave up reconnecting to RabbitMQ (${queue}): ${error.message}`));
-    connection.on('blocked', (reason: string) => this.logger.warn(`RabbitMQ blocked the connection (${queue}): ${reason}`));
-    connection.on('unblocked', () => this.logger.log(`RabbitMQ unblocked the connection (${queue}).`));
-    connection.on('handler-error', (error: Error, event: string) => this.logger.error(`Listener of '${event}' threw: ${error.message}`));
-  }
-
-  private onChannelClosed(channel: Channel): void {
-    const consumer = this.consumer;
-    if (consumer?.channel !== channel) return;
+  /** Whether the connection restarts: the consuming channel closed while the transport is not closing. */
+  private onChannelClosed(channel: Channel): boolean {
+    if (this.consumer?.channel !== channel) return false;
     this.consumer = null;
-    if (this.closing) return;
+    if (this.closing) return false;
     this._status$.next('disconnected');
     this.logger.warn(`The channel consuming ${this.options.queue} closed; reconnecting.`);
-    // Closing the connection hands the restart, with its backoff, to amqplib's recovery, which runs startConsuming again.
-    // When the connection itself went down this close is refused, and recovery is already under way.
-    consumer.model.close().catch(() => undefined);
+    return true;
   }
 
   /** The broker cancels the consumer when the queue is deleted: restart and let the setup report what is wrong. */

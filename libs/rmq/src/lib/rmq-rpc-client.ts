@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { LoggerService } from '@nestjs/common';
-import type { Channel, ChannelModel, ConsumeMessage, RecoveringChannelModel } from 'amqplib';
-import { connectRecovering } from './rmq-connection.js';
+import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
+import { RecoveringConnection, type BrokerLogger } from './rmq-connection.js';
 import { DIRECT_REPLY_TO } from './rmq-names.js';
 import type { RmqIncomingPacket, RmqReplyPacket } from './rmq-packet.js';
 
@@ -20,7 +19,7 @@ export type RmqRpcClientOptions = {
   connectionName?: string;
   /** Reconnect backoff (defaults 100 ms doubling to 5 s). Reconnection never gives up once started. */
   reconnect?: { initialDelayMs?: number; maxDelayMs?: number };
-  logger?: Pick<LoggerService, 'log' | 'warn'>;
+  logger?: BrokerLogger;
 };
 
 /** Why a call got no answer: it timed out, or there was no connection, or the server answered with an error. */
@@ -39,6 +38,7 @@ export class RmqRpcError extends Error {
 type PendingCall = { resolve: (response: unknown) => void; reject: (error: RmqRpcError) => void; timer: NodeJS.Timeout };
 
 const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+const SILENT: BrokerLogger = { log: () => undefined, warn: () => undefined, error: () => undefined };
 
 /**
  * Request and reply over RabbitMQ on plain amqplib, for the Nest packet format AckAfterReplyTransport serves
@@ -51,38 +51,32 @@ const describe = (error: unknown): string => (error instanceof Error ? error.mes
  * A call no queue can take (mandatory, returned by the broker) fails at once too.
  */
 export class RmqRpcClient {
-  private connection: RecoveringChannelModel | null = null;
+  private readonly connection: RecoveringConnection;
   private channel: Channel | null = null;
   private closing = false;
-  private lastConnectError: Error | undefined;
   private readonly pending = new Map<string, PendingCall>();
 
-  constructor(private readonly options: RmqRpcClientOptions) {}
-
-  /** Connects, or fails within timeoutMs with the broker's last reason; afterwards reconnection is automatic. */
-  async connect(timeoutMs: number): Promise<void> {
-    if (this.connection) return;
-    this.closing = false;
-    const { url, connectionName, reconnect } = this.options;
-    const connection = await connectRecovering(url, {
+  constructor(private readonly options: RmqRpcClientOptions) {
+    const { url, connectionName, reconnect, exchange } = options;
+    this.connection = new RecoveringConnection({
+      url,
       connectionName,
+      what: `calling through "${exchange}"`,
+      logger: options.logger ?? SILENT,
       recovery: { initialDelay: reconnect?.initialDelayMs ?? 100, maxDelay: reconnect?.maxDelayMs ?? 5_000 },
       setup: (model) => this.openChannel(model),
     });
-    this.connection = connection;
-    this.watch(connection);
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        const reason = this.lastConnectError ? `: ${this.lastConnectError.message}` : '';
-        reject(new Error(`no connection within ${timeoutMs} ms${reason}`));
-      }, timeoutMs);
+    // A direct reply-to address dies with its channel: no answer can arrive for a call in flight.
+    this.connection.on('disconnect', () => {
+      this.channel = null;
+      this.failAll('the connection to RabbitMQ was lost');
     });
-    try {
-      await Promise.race([connection.waitForConnect(), timedOut]);
-    } finally {
-      clearTimeout(timer);
-    }
+  }
+
+  /** Connects, or fails within timeoutMs with the broker's last reason; afterwards reconnection is automatic. */
+  async connect(timeoutMs: number): Promise<void> {
+    this.closing = false;
+    await this.connection.open(timeoutMs);
   }
 
   /** Resolves with the server's `response`; rejects with an RmqRpcError, never with anything else. */
@@ -117,19 +111,15 @@ export class RmqRpcClient {
   async close(): Promise<void> {
     this.closing = true;
     this.failAll('the client closed');
-    const connection = this.connection;
-    this.connection = null;
     this.channel = null;
-    await connection?.close().catch(() => undefined);
+    await this.connection.close();
   }
 
   /** amqplib's recovery setup: runs after every (re)connection. */
   private async openChannel(model: ChannelModel): Promise<void> {
     if (this.closing) return;
     const channel = await model.createChannel();
-    // Without an 'error' listener a channel error crashes the process (amqp-node/amqplib#649).
-    channel.on('error', (error: Error) => this.options.logger?.warn(`RabbitMQ channel error (${this.options.exchange}): ${error.message}`));
-    channel.on('close', () => this.onChannelClosed(model, channel));
+    this.connection.supervise(model, channel, () => this.onChannelClosed(channel));
     channel.on('return', (message: ConsumeMessage) =>
       this.finish(String(message.properties.correlationId))?.reject(
         new RmqRpcError('unreachable', `no queue is bound to "${this.options.exchange}" under "${this.options.routingKey}"`),
@@ -141,26 +131,12 @@ export class RmqRpcClient {
     this.channel = channel;
   }
 
-  private watch(connection: RecoveringChannelModel): void {
-    const { logger, exchange } = this.options;
-    connection.on('error', (error: Error) => logger?.warn(`RabbitMQ connection error (${exchange}): ${error.message}`));
-    connection.on('connect-failed', (error: Error) => {
-      this.lastConnectError = error;
-    });
-    connection.on('connect', () => logger?.log(`Connected to RabbitMQ (${exchange}).`));
-    connection.on('disconnect', (error: Error) => {
-      this.channel = null;
-      this.failAll('the connection to RabbitMQ was lost');
-      logger?.warn(`Disconnected from RabbitMQ (${exchange}): ${error.message}. Reconnecting.`);
-    });
-  }
-
-  private onChannelClosed(model: ChannelModel, channel: Channel): void {
-    if (this.channel !== channel) return;
+  /** Whether the connection restarts: the publishing channel closed while the client is not closing. */
+  private onChannelClosed(channel: Channel): boolean {
+    if (this.channel !== channel) return false;
     this.channel = null;
     this.failAll('the channel to RabbitMQ closed');
-    // Closing the connection hands the restart, with its backoff, to amqplib's recovery.
-    if (!this.closing) model.close().catch(() => undefined);
+    return !this.closing;
   }
 
   private receive(message: ConsumeMessage): void {

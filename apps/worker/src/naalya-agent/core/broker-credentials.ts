@@ -5,8 +5,5 @@ import { brokerCredentialsOf } from '@naalya/rmq';
 // the two cannot disagree.
 export const brokerUserOf = (rabbitmqUrl: string): string => brokerCredentialsOf(rabbitmqUrl).user;
 
-// For the log only, never for the model. Connection errors carry the broker URL, so credentials are masked.
-export const describeBrokerError = (error: unknown): string => {
-  const text = error instanceof Error ? error.message : typeof error === 'string' ? error : JSON.stringify(error);
-  return text.replace(/\/\/[^/@\s"]*@/g, '//***@');
-};
+// For the log only, never for the model: credentials masked, as in every broker log line.
+export { describeBrokerError } from '@naalya/rmq';

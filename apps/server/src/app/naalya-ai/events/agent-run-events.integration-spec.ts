@@ -175,11 +175,23 @@ describe('ingest: run events from the exchange', () => {
     const ghost = { runId: randomUUID(), threadId: ids.threadId };
     await broker.publishEvent(runEvents(ghost).started());
 
-    await waitUntil(async () => (await broker.channel.checkQueue(broker.names.deadLetterQueue)).messageCount >= 6, 8_000);
+    await waitUntil(async () => (await broker.channel.checkQueue(broker.names.deadLetterQueue)).messageCount >= 6);
     expect((await broker.channel.checkQueue(broker.names.deadLetterQueue)).messageCount).toBe(6);
     expect(await storedEvents(ids.runId)).toEqual([]);
     expect(await storedEvents(other.runId)).toEqual([]);
-  }, 15_000);
+  });
+
+  it('dead-letters an event for a run that does not exist at once, storing nothing: a real run is committed before its first step is published', async () => {
+    const ghost = { runId: randomUUID(), threadId: randomUUID() };
+    const startedAt = Date.now();
+    await broker.publishEvent(runEvents(ghost).started());
+
+    await waitUntil(async () => (await broker.channel.checkQueue(broker.names.deadLetterQueue)).messageCount >= 1);
+    // No wait for the run to appear: a run waited for would take seconds.
+    expect(Date.now() - startedAt).toBeLessThan(2_500);
+    expect((await broker.channel.checkQueue(broker.names.deadLetterQueue)).messageCount).toBe(1);
+    expect(await storedEvents(ghost.runId)).toEqual([]);
+  });
 
   it("dead-letters a run event published without the worker's user_id (a forged publisher), storing nothing, and stores the same event signed", async () => {
     const ids = await newRun();

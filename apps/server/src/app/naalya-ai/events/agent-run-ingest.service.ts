@@ -1,22 +1,25 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import { agentRunEventSchema, type AgentRunEvent } from '@naalya/agent-tools';
-import { DEFAULT_MAX_MESSAGE_BYTES, connectRecovering, foreignPublisher, rmqNames, runEventsIngestQueue } from '@naalya/rmq';
-import type { Channel, ChannelModel, ConsumeMessage, RecoveringChannelModel } from 'amqplib';
+import {
+  DEFAULT_MAX_MESSAGE_BYTES,
+  OrderedConsumer,
+  foreignPublisher,
+  rmqNames,
+  runEventsIngestQueue,
+  type MessageSettlement,
+  type OrderedWork,
+} from '@naalya/rmq';
+import type { ConsumeMessage } from 'amqplib';
 import { z } from 'zod';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 import { AgentRunEventStore, type PersistOutcome } from './agent-run-event-store.service.js';
 
-/** A run's row commits just after its start request is confirmed, so its first events may arrive a moment early. */
-const UNKNOWN_RUN_RETRIES = 30;
-const UNKNOWN_RUN_DELAY_MS = 100;
 /** Database failures are retried in place (keeping the run's order) before the message is given up on. */
 const STORE_RETRIES = 8;
 const STORE_FIRST_DELAY_MS = 100;
 const STORE_MAX_DELAY_MS = 5_000;
 
 const runIdSchema = z.guid();
-
-type Settlement = { ack: true } | { ack: false; reason: string };
 
 const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -27,23 +30,18 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * single active consumer: the contract carries no sequence of its own, so publish order is the only order a run's
  * events have, and RabbitMQ keeps it only towards one consumer; the other instances stand by and take over, with
  * the unacknowledged messages in their places, if it goes. Within the active consumer, runs proceed in parallel and
- * each run's events one after another. A message is acked only after its row commits; a redelivery (crash before
- * the ack) finds its message id already stored and is acked without a second row. Malformed messages, messages from
- * any publisher but the worker's broker user, and messages for a run that does not exist or whose thread differs, are
- * dead-lettered.
+ * each run's events one after another (OrderedConsumer, keyed by run id). A message is acked only after its row
+ * commits; a redelivery (crash before the ack) finds its message id already stored and is acked without a second row.
+ * Malformed messages, messages from any publisher but the worker's broker user, and messages for a run that does not
+ * exist or whose thread differs, are dead-lettered. A run's steps are published only once its row has committed
+ * (AgentThreadsService.dispatch), so no event of a real run arrives before its run: one for an unknown run is
+ * dead-lettered at once.
  */
 @Injectable()
 export class AgentRunIngest implements BeforeApplicationShutdown {
   private readonly logger = new Logger(AgentRunIngest.name);
   private readonly queue: string;
-  private connection: RecoveringChannelModel | null = null;
-  private consumer: { channel: Channel; consumerTag: string } | null = null;
-  private closing = false;
-  /** The tail of each run's chain of messages: a run's events are stored in delivery order. */
-  private readonly runTails = new Map<string, Promise<void>>();
-  private readonly inFlight = new Set<Promise<void>>();
-  /** Runs found missing after the retries: their further events are dead-lettered at once, not after another wait. */
-  private readonly missingRuns = new Set<string>();
+  private consumer: OrderedConsumer | null = null;
 
   constructor(
     @Inject(SERVER_CONFIG) private readonly config: ServerConfig,
@@ -51,98 +49,37 @@ export class AgentRunIngest implements BeforeApplicationShutdown {
   ) {
     this.queue = runEventsIngestQueue(rmqNames(config.AGENT_TOOLS_QUEUE, config.AGENT_RUNS_QUEUE));
   }
-
   /** Starts consuming; fails if the broker or the queue (declared by the topology step) cannot be reached. */
   async start(connectionName = 'naalya-server-run-events'): Promise<void> {
-    if (this.connection) return;
-    this.closing = false;
-    const connection = await connectRecovering(this.config.RABBITMQ_URL, {
+    this.consumer ??= new OrderedConsumer({
+      url: this.config.RABBITMQ_URL,
       connectionName,
+      what: `consuming run events from "${this.queue}"`,
+      logger: this.logger,
       recovery: { initialMaxRetries: 5 },
-      setup: (model) => this.startConsuming(model),
+      queue: this.queue,
+      prefetch: this.config.DATABASE_POOL_SIZE,
+      drainTimeoutMs: this.config.SHUTDOWN_DRAIN_TIMEOUT_MS,
+      noun: 'run event',
+      route: (message) => this.route(message),
     });
-    this.connection = connection;
-    connection.on('error', (error: Error) => this.logger.error(`RabbitMQ connection error (${this.queue}): ${error.message}`));
-    connection.on('disconnect', (error: Error) => this.logger.warn(`Disconnected from RabbitMQ (${this.queue}): ${error.message}. Reconnecting.`));
-    try {
-      await connection.waitForConnect();
-    } catch (error) {
-      this.connection = null;
-      await connection.close().catch(() => undefined);
-      throw new Error(`Could not start consuming run events from "${this.queue}": ${describe(error)}`);
-    }
+    await this.consumer.start();
   }
 
   /** Stops consuming, lets the messages in hand finish (bounded), then closes; what is left is redelivered. */
   async close(): Promise<void> {
-    this.closing = true;
-    const consumer = this.consumer;
-    this.consumer = null;
-    if (consumer) await consumer.channel.cancel(consumer.consumerTag).catch(() => undefined);
-    if (this.inFlight.size > 0) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        Promise.allSettled([...this.inFlight]),
-        new Promise((resolve) => (timer = setTimeout(resolve, this.config.SHUTDOWN_DRAIN_TIMEOUT_MS))),
-      ]);
-      clearTimeout(timer);
-    }
-    const connection = this.connection;
-    this.connection = null;
-    await connection?.close().catch(() => undefined);
+    await this.consumer?.close();
   }
 
   beforeApplicationShutdown(): Promise<void> {
     return this.close();
   }
 
-  private async startConsuming(model: ChannelModel): Promise<void> {
-    if (this.closing) return;
-    const channel = await model.createChannel();
-    // Without an 'error' listener a channel error crashes the process (amqp-node/amqplib#649).
-    channel.on('error', (error: Error) => this.logger.error(`RabbitMQ channel error (${this.queue}): ${error.message}`));
-    channel.on('close', () => {
-      if (this.consumer?.channel !== channel) return;
-      this.consumer = null;
-      // Closing the connection hands the restart, with its backoff, to amqplib's recovery.
-      if (!this.closing) model.close().catch(() => undefined);
-    });
-    await channel.prefetch(this.config.DATABASE_POOL_SIZE);
-    const { consumerTag } = await channel.consume(
-      this.queue,
-      (message) => {
-        if (message) this.receive(channel, message);
-        else channel.close().catch(() => undefined);
-      },
-      { noAck: false },
-    );
-    this.consumer = { channel, consumerTag };
-  }
-
-  private receive(channel: Channel, message: ConsumeMessage): void {
+  private route(message: ConsumeMessage): MessageSettlement | OrderedWork {
     const parsed = this.parse(message);
-    if ('reason' in parsed) {
-      this.settle(channel, message, { ack: false, reason: parsed.reason });
-      return;
-    }
+    if ('reason' in parsed) return { ack: false, reason: parsed.reason };
     const { runId, messageId, event } = parsed;
-    const previous = this.runTails.get(runId) ?? Promise.resolve();
-    const work = previous
-      .then(() => this.persist(runId, messageId, event))
-      .then((settlement) => {
-        if (settlement) this.settle(channel, message, settlement);
-      });
-    this.track(runId, work);
-  }
-
-  private track(runId: string, work: Promise<void>): void {
-    const done = work.catch((error: unknown) => this.logger.error(`Run ${runId}: handling an event failed: ${describe(error)}`));
-    this.runTails.set(runId, done);
-    this.inFlight.add(done);
-    void done.finally(() => {
-      this.inFlight.delete(done);
-      if (this.runTails.get(runId) === done) this.runTails.delete(runId);
-    });
+    return { key: runId, run: (closing) => this.persist(runId, messageId, event, closing) };
   }
 
   private parse(message: ConsumeMessage): { runId: string; messageId: string; event: AgentRunEvent } | { reason: string } {
@@ -172,12 +109,11 @@ export class AgentRunIngest implements BeforeApplicationShutdown {
     return { runId, messageId, event: event.data };
   }
 
-  /** Stores one event, retrying what may pass with time; resolves to how to settle it, or null to leave it unacked. */
-  private async persist(runId: string, messageId: string, event: AgentRunEvent): Promise<Settlement | null> {
-    let unknownRunAttempts = 0;
+  /** Stores one event, retrying database failures; resolves to how to settle it, or null to leave it unacked. */
+  private async persist(runId: string, messageId: string, event: AgentRunEvent, closing: AbortSignal): Promise<MessageSettlement | null> {
     let failures = 0;
     for (;;) {
-      if (this.closing && failures + unknownRunAttempts > 0) return null;
+      if (closing.aborted && failures > 0) return null;
       let outcome: PersistOutcome;
       try {
         outcome = await this.store.persist(runId, messageId, event);
@@ -195,27 +131,8 @@ export class AgentRunIngest implements BeforeApplicationShutdown {
         case 'foreign-thread':
           return { ack: false, reason: `thread ${event.threadId} is not the run's thread` };
         case 'unknown-run':
-          unknownRunAttempts += 1;
-          if (unknownRunAttempts > UNKNOWN_RUN_RETRIES || this.missingRuns.has(runId)) {
-            if (this.missingRuns.size >= 1_000) this.missingRuns.clear();
-            this.missingRuns.add(runId);
-            return { ack: false, reason: 'no such run' };
-          }
-          await sleep(UNKNOWN_RUN_DELAY_MS);
+          return { ack: false, reason: 'no such run' };
       }
-    }
-  }
-
-  private settle(channel: Channel, message: ConsumeMessage, settlement: Settlement): void {
-    try {
-      if (settlement.ack) channel.ack(message);
-      else {
-        this.logger.warn(`Dead-lettering a run event (routing key ${message.fields.routingKey.slice(0, 100)}): ${settlement.reason}.`);
-        channel.nack(message, false, false);
-      }
-    } catch (error) {
-      // Only a closed channel refuses; the broker has requeued the message, and its redelivery is stored once.
-      this.logger.warn(`Could not settle a run event: ${describe(error)}`);
     }
   }
 }
