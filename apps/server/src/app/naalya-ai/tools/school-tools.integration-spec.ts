@@ -51,7 +51,7 @@ describe('relationship rules hold for people who are not the owner', () => {
 
   it('a member of staff holding STUDENT READ who is not the class teacher is refused by list_class_students', async () => {
     const result = await call(listClassStudentsTool, school.personas.registrar, { classId: lookups(school).angelasClass.id });
-    expect(result).toEqual({ error: "Only the class teacher or a director of studies can see this class's students." });
+    expect(result).toEqual({ error: "Only the class teacher or a director of studies can see this class's students.", code: 'PERMISSION_DENIED' });
   });
 
   it('a director of studies may list any class of the school (the second role of list_class_students)', async () => {
