@@ -16,7 +16,7 @@ type ResolvedContext = { context: AgentRuntimeContext; identity: AgentIdentity; 
 // A run hands the same context object to every tool call, and parsing it again cost every call several microseconds
 // (bench/, variant (b)). Keyed by that object: a rebuilt context is a new key and is parsed anew, and an object edited in
 // place after its first call keeps its first verdict (the identity minted at dispatch). Identity and call scope are
-// derived once with the parse, so the proxy's per-call read of them is a lookup, not a rebuild. The result is frozen;
+// derived once with the parse, so the proxy's per-call read of each is a WeakMap lookup, not a rebuild. The result is frozen;
 // the input is not, since it belongs to LangGraph's config (freezing it broke confirmation resumes in the e2e tests).
 const resolvedContexts = new WeakMap<object, ResolvedContext | null>();
 
@@ -37,18 +37,11 @@ export const callScopeFromContext = ({ runMode }: AgentRuntimeContext): AgentCal
     : { mode: 'school', targetSchoolId: runMode.targetSchoolId };
 };
 
-// A tool call reads its context, identity and scope in a row: the context resolved last is checked first, so the
-// second and third reads are a comparison, not another lookup (the proxy does no more per call than when it built
-// identity and scope itself). It holds at most that one context alive.
-let lastContext: object | undefined;
-let lastResolved: ResolvedContext | null = null;
-
 // The proxy never trusts model arguments for "who is calling" or "which campus": it reads the
 // context the server minted at dispatch, and a malformed one reads as no context at all.
 const resolve = (runtime: RuntimeWithContext): ResolvedContext | null => {
   const context = runtime?.context;
   if (typeof context !== 'object' || context === null) return null;
-  if (context === lastContext) return lastResolved;
   let resolved = resolvedContexts.get(context);
   if (resolved === undefined) {
     const parsed = agentRuntimeContextSchema.safeParse(context);
@@ -57,8 +50,6 @@ const resolve = (runtime: RuntimeWithContext): ResolvedContext | null => {
       : null;
     resolvedContexts.set(context, resolved);
   }
-  lastContext = context;
-  lastResolved = resolved;
   return resolved;
 };
 
