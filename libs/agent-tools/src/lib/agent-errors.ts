@@ -43,11 +43,25 @@ export const CONVERSATION_ERROR_CODES = [
   'ALREADY_ANSWERED',
   'STALE_INTERRUPT',
   'INVALID_LAST_EVENT_ID',
+  'QUESTION_PENDING',
+  'RUN_QUEUE_FULL',
+  'DIRECT_RUN_LIMIT',
 ] as const;
 export type ConversationErrorCode = (typeof CONVERSATION_ERROR_CODES)[number];
 
 /** A RUN_ERROR event's code: why the worker ended a run step. */
-export const RUN_ERROR_CODES = ['RUN_FAILED', 'STEP_TIMED_OUT', 'TOO_MANY_STEPS', 'WAITING_FOR_ANSWER', 'NOTHING_PENDING'] as const;
+export const RUN_ERROR_CODES = [
+  'RUN_FAILED',
+  'STEP_TIMED_OUT',
+  'TOO_MANY_STEPS',
+  'WAITING_FOR_ANSWER',
+  'NOTHING_PENDING',
+  // The server's, not a worker's: it decides a run is over.
+  'RUN_ABANDONED',
+  'STEP_DEAD_LETTERED',
+  'QUESTION_EXPIRED',
+  'AGENT_UNAVAILABLE',
+] as const;
 export type RunErrorCode = (typeof RUN_ERROR_CODES)[number];
 
 export type ErrorCode = ToolErrorCode | ConversationErrorCode | RunErrorCode;
@@ -90,6 +104,14 @@ export const ERROR_SENTENCES = {
   TOO_MANY_STEPS: 'The assistant took too many steps on this request and stopped. Try a simpler request.',
   WAITING_FOR_ANSWER: 'This conversation is waiting for an answer to a question. Answer it before sending a new message.',
   NOTHING_PENDING: 'Nothing in this conversation is waiting for an answer.',
+  QUESTION_PENDING:
+    'This conversation is waiting for an answer to a question. Answer it, or send your message with "interrupt" to stop the current run.',
+  RUN_QUEUE_FULL: 'Too many messages are already waiting in this conversation. Wait for them to start, or stop the current run.',
+  DIRECT_RUN_LIMIT: 'You have too many direct tool sessions open. Close one before opening another.',
+  RUN_ABANDONED: 'The assistant stopped responding while working on this message, so it was stopped. Please send it again.',
+  STEP_DEAD_LETTERED: 'The assistant failed on this message several times, so it was stopped. Please send it again or rephrase it.',
+  QUESTION_EXPIRED: 'This question was not answered in time, so the run ended. Send a new message to continue.',
+  AGENT_UNAVAILABLE: 'The assistant cannot be reached right now. Try again in a moment.',
 } as const satisfies Partial<Record<ErrorCode, string>>;
 
 /** A code whose sentence is fixed. */

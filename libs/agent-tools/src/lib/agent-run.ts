@@ -91,9 +91,39 @@ export const agentRunEventSchema = z.discriminatedUnion('type', [
   z.strictObject({
     ...base,
     type: z.literal('RUN_FINISHED'),
-    outcome: z.enum(['success', 'interrupt']),
+    /** `cancelled` is written by the server alone, when the run's owner stops it. */
+    outcome: z.enum(['success', 'interrupt', 'cancelled']),
     interrupts: z.array(agentInterruptSchema).optional(),
+    /** On `cancelled`: the writes the run committed before it was stopped (they stay). */
+    committedWrites: z.array(z.strictObject({ callId: id, event: z.string(), auditId: z.string().nullable() })).optional(),
   }),
   z.strictObject({ ...base, type: z.literal('RUN_ERROR'), message: z.string(), code: z.enum(RUN_ERROR_CODES) }),
 ]);
 export type AgentRunEvent = z.infer<typeof agentRunEventSchema>;
+
+/**
+ * The run lease, over the tools queue as an RPC (the worker must know the answer before it calls the model): `claim`
+ * before a step runs, `renew` every third of the lease while it runs, `release` when it is done. The server reads the
+ * run, its epoch and its caller from the dispatch token alone; `workerId` names the claimant.
+ */
+export const AGENT_RUN_LEASE_PATTERN = 'agent.run.lease';
+
+export const agentRunLeaseRequestSchema = z.strictObject({
+  action: z.enum(['claim', 'renew', 'release']),
+  workerId: z.string().min(1).max(200),
+  dispatchToken: z.string().min(1).max(8_000),
+});
+export type AgentRunLeaseRequest = z.infer<typeof agentRunLeaseRequestSchema>;
+
+/**
+ * Why a lease is refused: `superseded` (the step was dispatched again, or another worker holds it), `cancelled` (its
+ * owner stopped the run), `ended` (the run is no longer running), `refused` (the token is not the server's).
+ */
+export const LEASE_REFUSALS = ['superseded', 'cancelled', 'ended', 'refused'] as const;
+export type LeaseRefusal = (typeof LEASE_REFUSALS)[number];
+
+export const agentRunLeaseReplySchema = z.discriminatedUnion('granted', [
+  z.strictObject({ granted: z.literal(true), leaseMs: z.number().int().positive() }),
+  z.strictObject({ granted: z.literal(false), reason: z.enum(LEASE_REFUSALS) }),
+]);
+export type AgentRunLeaseReply = z.infer<typeof agentRunLeaseReplySchema>;
