@@ -77,7 +77,8 @@ export const ensureDispatchRuns = async (ownerDataSource: DataSource, demo: Demo
       [threadId, persona.schoolId, persona.id],
     );
     await ownerDataSource.query(
-      `INSERT INTO agent_runs (id, thread_id, school_id, owner_id, status, message) VALUES ($1, $2, $3, $4, 'running', 'Test dispatch')
+      `INSERT INTO agent_runs (id, thread_id, school_id, owner_id, status, message, kind, expires_at)
+       VALUES ($1, $2, $3, $4, 'running', 'Test dispatch', 'direct', now() + interval '1 day')
        ON CONFLICT DO NOTHING`,
       [runId, threadId, persona.schoolId, persona.id],
     );
@@ -152,6 +153,8 @@ export const dispatchEnvelope = async <A>(
     identity,
     scope,
     ...run,
+    // The persona's test run is a direct run (no lease, epoch 0), as POST /agent/context opens.
+    epoch: 0,
     exp: Math.floor(Date.now() / 1000) + (options.tokenTtlSeconds ?? 3600),
   });
   if (requiresConfirmation(tool) && options.approval !== 'none') {

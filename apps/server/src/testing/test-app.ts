@@ -40,6 +40,13 @@ export const testConfig = (database: TestDatabase, overrides: Partial<ServerConf
   TOOL_CALLS_PER_MINUTE_PER_SCHOOL: 1_000_000,
   TOOL_CALLS_PER_MINUTE_PER_USER: 1_000_000,
   TOOL_HANDLER_TIMEOUT_MS: 30_000,
+  AGENT_RUN_LEASE_SECONDS: 30,
+  AGENT_RUN_MAX_ATTEMPTS: 3,
+  // Suites that test the sweeper call sweep() themselves; the timer stays out of their way.
+  AGENT_RUN_SWEEP_INTERVAL_MS: 600_000,
+  AGENT_RUN_QUEUE_LIMIT: 5,
+  AGENT_QUESTION_TTL_SECONDS: 86_400,
+  AGENT_DIRECT_RUNS_PER_USER: 1_000,
   SHUTDOWN_DRAIN_TIMEOUT_MS: 5_000,
   HTTP_PORT: 0,
   LOG_LEVEL: 'error',

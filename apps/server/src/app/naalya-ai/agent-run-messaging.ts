@@ -1,13 +1,20 @@
 import type { INestApplication } from '@nestjs/common';
 import { AgentRunPublisher } from './dispatch/agent-run-publisher.service.js';
 import { AgentRunIngest } from './events/agent-run-ingest.service.js';
+import { RunSweeper } from './lifecycle/run-sweeper.service.js';
 
 /**
- * Connects run dispatch and run event ingest to the broker (both plain amqplib, declared by the topology step).
+ * Connects run dispatch and run event ingest to the broker (both plain amqplib, declared by the topology step), and
+ * starts the sweeper (it dispatches steps again).
  * Started explicitly, like the tool transport, so that an app built for a test that needs neither connects to
  * nothing. Both close themselves in beforeApplicationShutdown: the ingest drains before the database closes.
  */
 export const startAgentRunMessaging = async (app: INestApplication): Promise<void> => {
   await app.get(AgentRunPublisher).start();
-  await app.get(AgentRunIngest).start();
+  const sweeper = app.get(RunSweeper);
+  const ingest = app.get(AgentRunIngest);
+  // A worker's last event frees the thread: its next queued run starts now, not at the next sweep.
+  ingest.onRunEnded((runId, threadId) => void sweeper.promote(runId, threadId).catch(() => undefined));
+  await ingest.start();
+  sweeper.start();
 };

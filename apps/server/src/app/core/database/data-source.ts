@@ -4,9 +4,10 @@ import { CreateSchoolDomain1764662400001 } from './migrations/1764662400001-crea
 import { CreateAgentRuns1764662400002 } from './migrations/1764662400002-create-agent-runs.js';
 import { DispatchRunState1764662400003 } from './migrations/1764662400003-dispatch-run-state.js';
 import { CreateToolCallApprovals1764662400004 } from './migrations/1764662400004-create-tool-call-approvals.js';
+import { RunLeases1764662400005 } from './migrations/1764662400005-run-leases.js';
 import { StrayQueryLogger } from './stray-query.logger.js';
 
-export const MIGRATIONS = [CreateTenancySchema1764662400000, CreateSchoolDomain1764662400001, CreateAgentRuns1764662400002, DispatchRunState1764662400003, CreateToolCallApprovals1764662400004];
+export const MIGRATIONS = [CreateTenancySchema1764662400000, CreateSchoolDomain1764662400001, CreateAgentRuns1764662400002, DispatchRunState1764662400003, CreateToolCallApprovals1764662400004, RunLeases1764662400005];
 
 /** The entity classes the app maps; the app hands its list down (core does not know the domain). */
 export type EntityList = NonNullable<DataSourceOptions['entities']>;

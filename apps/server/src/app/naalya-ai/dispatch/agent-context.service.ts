@@ -12,8 +12,11 @@ import { SchoolEntity } from '../../core/identity/school.entity.js';
 import { CapabilitiesService } from '../../teaching/capabilities.service.js';
 import { scopeOfRunMode, signDispatchToken } from './dispatch-token.js';
 
-/** `runId` and `threadId` are the recorded run's and thread's when a run is dispatched; fresh ones otherwise. */
-export type MintContextDto = { campusId?: string; targetSchoolId?: string; runId?: string; threadId?: string };
+/**
+ * `runId` and `threadId` are the recorded run's and thread's when a run is dispatched; fresh ones otherwise. `epoch` is
+ * the run's dispatch epoch (see AgentRunStore); `ttlSeconds` shortens the token's life (never lengthens it).
+ */
+export type MintContextDto = { campusId?: string; targetSchoolId?: string; runId?: string; threadId?: string; epoch?: number; ttlSeconds?: number };
 
 /**
  * Mints the runtime context a run carries to the worker: the only source of identity and call scope
@@ -48,7 +51,8 @@ export class AgentContextService {
       identity: { sub: user.id, type: user.userType, schoolId: user.schoolId, campusId: user.campusId },
       scope: scopeOfRunMode(runMode),
       ...run,
-      exp: Math.floor(Date.now() / 1000) + this.config.DISPATCH_TOKEN_TTL_SECONDS,
+      epoch: dto.epoch ?? 0,
+      exp: Math.floor(Date.now() / 1000) + Math.min(dto.ttlSeconds ?? Infinity, this.config.DISPATCH_TOKEN_TTL_SECONDS),
     });
     return agentRuntimeContextSchema.parse({
       userDetails: {

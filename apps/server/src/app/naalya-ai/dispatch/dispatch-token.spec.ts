@@ -9,6 +9,7 @@ const claims: DispatchClaims = {
   scope: { mode: 'school' },
   runId: 'r1',
   threadId: 't1',
+  epoch: 1,
   exp: Math.floor(Date.now() / 1000) + 60,
 };
 

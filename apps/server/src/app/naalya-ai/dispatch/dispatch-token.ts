@@ -13,6 +13,8 @@ export type DispatchClaims = {
   scope: AgentCallScope;
   runId: string;
   threadId: string;
+  /** The run's dispatch epoch: a token of an older epoch (the step was dispatched again, or cancelled) is refused. */
+  epoch: number;
   /** Epoch seconds. */
   exp: number;
 };
@@ -30,6 +32,7 @@ const claimsSchema = z.strictObject({
   ]),
   runId: id,
   threadId: id,
+  epoch: z.number().int().min(0),
   exp: z.number().int().positive(),
 });
 
@@ -49,6 +52,7 @@ const normalise = (claims: DispatchClaims): DispatchClaims => ({
       : { mode: 'school', ...(claims.scope.targetSchoolId ? { targetSchoolId: claims.scope.targetSchoolId } : {}) },
   runId: claims.runId,
   threadId: claims.threadId,
+  epoch: claims.epoch,
   exp: claims.exp,
 });
 

@@ -7,7 +7,6 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { DemoPersona } from '../../seed/demo-seed.js';
 import { tokenFor } from '../../../testing/rest-client.js';
 import type { TestApp } from '../../../testing/test-app.js';
-import { AgentRunEventStore } from './agent-run-event-store.service.js';
 import { AgentRunIngest } from './agent-run-ingest.service.js';
 import { LAST_EVENT_ID_ERROR } from './agent-run-stream.service.js';
 import {
@@ -19,6 +18,7 @@ import {
   runEvents,
   type OpenStream,
   type TestBroker,
+  storeAsWorker,
 } from '../fixtures/agent-run-test-kit.js';
 
 const run = promisify(execFile);
@@ -123,7 +123,7 @@ describe('ingest: run events from the exchange', () => {
     const event = runEvents(ids).started();
     const messageId = randomUUID();
     // Committed, but the ack never reached the broker: the broker delivers it again.
-    await testApp.module.get(AgentRunEventStore).persist(ids.runId, messageId, event);
+    await storeAsWorker(testApp, ids, event, messageId);
     await broker.publishEvent(event, { messageId });
     await broker.publishEvent(runEvents(ids).finished());
 

@@ -8,6 +8,6 @@ import { AgentRunStreamService } from './agent-run-stream.service.js';
 @Module({
   imports: [AgentRunStoreModule],
   providers: [AgentRunEventStore, AgentRunIngest, AgentRunNotifier, AgentRunStreamService],
-  exports: [AgentRunStreamService],
+  exports: [AgentRunStreamService, AgentRunEventStore, AgentRunIngest],
 })
 export class AgentRunEventsModule {}

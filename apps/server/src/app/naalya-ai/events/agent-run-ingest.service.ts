@@ -12,7 +12,14 @@ import {
 import type { ConsumeMessage } from 'amqplib';
 import { z } from 'zod';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
+import { verifyDispatchToken } from '../dispatch/dispatch-token.js';
 import { AgentRunEventStore, type PersistOutcome } from './agent-run-event-store.service.js';
+
+/** The AMQP header a worker's run event carries: the dispatch token of the step that produced it. */
+export const DISPATCH_TOKEN_HEADER = 'x-dispatch-token';
+
+/** Told when a worker's event ended a run (so the thread's next queued run can start). */
+export type RunEndedListener = (runId: string, threadId: string) => void;
 
 /** Database failures are retried in place (keeping the run's order) before the message is given up on. */
 const STORE_RETRIES = 8;
@@ -32,16 +39,19 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * the unacknowledged messages in their places, if it goes. Within the active consumer, runs proceed in parallel and
  * each run's events one after another (OrderedConsumer, keyed by run id). A message is acked only after its row
  * commits; a redelivery (crash before the ack) finds its message id already stored and is acked without a second row.
- * Malformed messages, messages from any publisher but the worker's broker user, and messages for a run that does not
- * exist or whose thread differs, are dead-lettered. A run's steps are published only once its row has committed
- * (AgentThreadsService.dispatch), so no event of a real run arrives before its run: one for an unknown run is
- * dead-lettered at once.
+ * Malformed messages, messages from any publisher but the worker's broker user, messages without a valid dispatch
+ * token of their run, and messages for a run that does not exist or whose thread differs, are dead-lettered. An
+ * event of a step the server has taken back (its epoch is not the run's, or the run is no longer running) is
+ * acknowledged and dropped: a frozen worker that wakes up after its lease was given to another must not write.
+ * A run's steps are published only once its row has committed, so no event of a real run arrives before its run:
+ * one for an unknown run is dead-lettered at once.
  */
 @Injectable()
 export class AgentRunIngest implements BeforeApplicationShutdown {
   private readonly logger = new Logger(AgentRunIngest.name);
   private readonly queue: string;
   private consumer: OrderedConsumer | null = null;
+  private readonly endedListeners: RunEndedListener[] = [];
 
   constructor(
     @Inject(SERVER_CONFIG) private readonly config: ServerConfig,
@@ -66,6 +76,10 @@ export class AgentRunIngest implements BeforeApplicationShutdown {
     await this.consumer.start();
   }
 
+  onRunEnded(listener: RunEndedListener): void {
+    this.endedListeners.push(listener);
+  }
+
   /** Stops consuming, lets the messages in hand finish (bounded), then closes; what is left is redelivered. */
   async close(): Promise<void> {
     await this.consumer?.close();
@@ -78,11 +92,11 @@ export class AgentRunIngest implements BeforeApplicationShutdown {
   private route(message: ConsumeMessage): MessageSettlement | OrderedWork {
     const parsed = this.parse(message);
     if ('reason' in parsed) return { ack: false, reason: parsed.reason };
-    const { runId, messageId, event } = parsed;
-    return { key: runId, run: (closing) => this.persist(runId, messageId, event, closing) };
+    const { runId, messageId, event, epoch } = parsed;
+    return { key: runId, run: (closing) => this.persist(runId, messageId, event, epoch, closing) };
   }
 
-  private parse(message: ConsumeMessage): { runId: string; messageId: string; event: AgentRunEvent } | { reason: string } {
+  private parse(message: ConsumeMessage): { runId: string; messageId: string; event: AgentRunEvent; epoch: number } | { reason: string } {
     const { content, fields, properties } = message;
     // Only the worker's broker user: RabbitMQ validates user_id against the publishing connection, so anyone else who
     // can write the exchange (an operator's account, a misconfigured service) cannot put words in a user's stream.
@@ -106,17 +120,22 @@ export class AgentRunIngest implements BeforeApplicationShutdown {
     }
     const messageId = typeof properties.messageId === 'string' ? properties.messageId : '';
     if (messageId.length === 0 || messageId.length > 200) return { reason: 'no message id (needed to store it exactly once)' };
-    return { runId, messageId, event: event.data };
+    // The step's dispatch token names the run, its thread and the epoch the event belongs to; the store fences on the epoch.
+    const header = properties.headers?.[DISPATCH_TOKEN_HEADER];
+    const token = verifyDispatchToken(this.config.DISPATCH_SIGNING_KEY, typeof header === 'string' ? header : undefined);
+    if (!token.ok) return { reason: `a dispatch token that is ${token.reason}` };
+    if (token.claims.runId !== runId || token.claims.threadId !== event.data.threadId) return { reason: "a dispatch token of another run" };
+    return { runId, messageId, event: event.data, epoch: token.claims.epoch };
   }
 
   /** Stores one event, retrying database failures; resolves to how to settle it, or null to leave it unacked. */
-  private async persist(runId: string, messageId: string, event: AgentRunEvent, closing: AbortSignal): Promise<MessageSettlement | null> {
+  private async persist(runId: string, messageId: string, event: AgentRunEvent, epoch: number, closing: AbortSignal): Promise<MessageSettlement | null> {
     let failures = 0;
     for (;;) {
       if (closing.aborted && failures > 0) return null;
       let outcome: PersistOutcome;
       try {
-        outcome = await this.store.persist(runId, messageId, event);
+        outcome = await this.store.persist(runId, messageId, event, epoch);
       } catch (error) {
         failures += 1;
         if (failures > STORE_RETRIES) return { ack: false, reason: `storing it kept failing: ${describe(error)}` };
@@ -126,7 +145,13 @@ export class AgentRunIngest implements BeforeApplicationShutdown {
       }
       switch (outcome.kind) {
         case 'persisted':
+          if (outcome.ended) for (const listener of this.endedListeners) listener(runId, outcome.threadId);
+          return { ack: true };
         case 'duplicate':
+          return { ack: true };
+        case 'fenced':
+          // A step the server took back (dispatched again, or cancelled) may still be talking: expected, never stored.
+          this.logger.warn(`Run ${runId}: ${event.type} of epoch ${epoch} refused (the run is ${outcome.status} at epoch ${outcome.epoch}).`);
           return { ack: true };
         case 'foreign-thread':
           return { ack: false, reason: `thread ${event.threadId} is not the run's thread` };

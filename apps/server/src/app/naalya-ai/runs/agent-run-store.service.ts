@@ -1,11 +1,11 @@
-import { randomUUID } from 'node:crypto';
-import { ConflictException, Injectable, NotFoundException } from '@nestjs/common';
-import { ERROR_SENTENCES, type AgentRunEvent, type AgentRunStatus, type AgentRuntimeContext } from '@naalya/agent-tools';
-import { DataSource, In } from 'typeorm';
+import { ConflictException, HttpException, HttpStatus, Inject, Injectable, NotFoundException } from '@nestjs/common';
+import { ERROR_SENTENCES, type AgentRunEvent, type AgentRunKind, type AgentRunStatus, type CommittedWrite, type LeaseRefusal } from '@naalya/agent-tools';
+import { DataSource } from 'typeorm';
+import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { withCode } from '../../core/http/error-code.js';
 import { currentManager, repo } from '../../core/tenancy/tenant-context.js';
-import { ACTIVE_RUN_STATUSES, AgentRunEntity, type StoredInterrupt } from './agent-run.entity.js';
+import { AgentRunEntity, type RunStep, type StoredInterrupt } from './agent-run.entity.js';
 import { runStateAfter } from './agent-run-state.js';
 import { recordConfirmationAnswer } from './tool-call-approvals.js';
 
@@ -15,7 +15,10 @@ export const UNKNOWN_INTERRUPT_ERROR = ERROR_SENTENCES.UNKNOWN_INTERRUPT;
 export const ALREADY_ANSWERED_ERROR = ERROR_SENTENCES.ALREADY_ANSWERED;
 export const STALE_INTERRUPT_ERROR = ERROR_SENTENCES.STALE_INTERRUPT;
 
-const runInProgress = () => withCode('RUN_IN_PROGRESS', new ConflictException(RUN_IN_PROGRESS_ERROR));
+export const runInProgress = () => withCode('RUN_IN_PROGRESS', new ConflictException(RUN_IN_PROGRESS_ERROR));
+export const questionPending = () => withCode('QUESTION_PENDING', new ConflictException(ERROR_SENTENCES.QUESTION_PENDING));
+export const runQueueFull = () => withCode('RUN_QUEUE_FULL', new HttpException(ERROR_SENTENCES.RUN_QUEUE_FULL, HttpStatus.TOO_MANY_REQUESTS));
+export const directRunLimit = () => withCode('DIRECT_RUN_LIMIT', new HttpException(ERROR_SENTENCES.DIRECT_RUN_LIMIT, HttpStatus.TOO_MANY_REQUESTS));
 
 const UNIQUE_VIOLATION = '23505';
 const ONE_ACTIVE_RUN_INDEX = 'uq_agent_runs_one_active_per_thread';
@@ -24,6 +27,46 @@ const TENANT_CACHE_LIMIT = 10_000;
 /** The thread a run is recorded in: the run takes its school and owner. */
 export type RunThread = { id: string; schoolId: string | null; ownerId: string };
 export type RunTenant = { schoolId: string | null; ownerId: string };
+
+/** A new run as the caller asked for it; `queued` waits for the thread's active run to end. */
+export type NewRun = {
+  id: string;
+  thread: RunThread;
+  message: string;
+  kind: AgentRunKind;
+  status: 'running' | 'queued';
+  campusId: string | null;
+  targetSchoolId: string | null;
+  /** Direct runs: when the session ends (its token's expiry). */
+  expiresAt?: Date;
+};
+
+/** A step as dispatched: the epoch its token must carry, and what its context is minted for. */
+export type DispatchedStep = {
+  runId: string;
+  threadId: string;
+  ownerId: string;
+  epoch: number;
+  step: RunStep;
+  message: string;
+  campusId: string | null;
+  targetSchoolId: string | null;
+};
+
+/** A run row as the lifecycle reads it under its lock; `leaseLive` and `expired` are read under the lock too. */
+export type LockedRun = {
+  id: string;
+  threadId: string;
+  ownerId: string;
+  kind: AgentRunKind;
+  status: AgentRunStatus;
+  epoch: number;
+  attempts: number;
+  leaseLive: boolean;
+  expired: boolean;
+};
+
+export type LeaseAnswer = { granted: true; leaseMs: number } | { granted: false; reason: LeaseRefusal };
 
 /** An answer as resume recorded it; `answers` holds every answer not yet sent to the worker, once none is pending. */
 export type RecordedAnswer = {
@@ -38,6 +81,7 @@ export type RunForEvent = {
   threadId: string;
   status: AgentRunStatus;
   lastSeq: number;
+  epoch: number;
   pendingInterrupts: StoredInterrupt[];
   error: string | null;
 };
@@ -48,12 +92,14 @@ type AnswerableRun = {
   campus_id: string | null;
   target_school_id: string | null;
   pending_interrupts: StoredInterrupt[];
+  expired: boolean;
 };
 
 type EventLockedRun = {
   thread_id: string;
   status: AgentRunStatus;
   last_seq: number;
+  epoch: number;
   pending_interrupts: StoredInterrupt[];
   error: string | null;
 };
@@ -63,46 +109,190 @@ const isActiveRunConflict = (error: unknown): boolean => {
   return driverError?.code === UNIQUE_VIOLATION && driverError.constraint === ONE_ACTIVE_RUN_INDEX;
 };
 
+type LockedRow = {
+  id: string;
+  thread_id: string;
+  owner_id: string;
+  kind: AgentRunKind;
+  status: AgentRunStatus;
+  epoch: number;
+  attempts: number;
+  lease_live: boolean;
+  expired: boolean;
+};
+
 /**
- * The one writer of `agent_runs`: whether a thread may start a run, the running row, answers to its questions, its
- * state after each event, and its failure when its step could not be published. Keeping every statement on the row
- * here keeps its locks in one place: the thread lock and the one-active-run index for starts, the run's row lock for
- * answers and events. Every method but tenantOf runs inside a unit of work its caller opened, under RLS.
+ * The one writer of `agent_runs`: new runs (running, queued or direct), each dispatch of a step (a new epoch, which
+ * every older token fails against), the lease on it, answers to its questions, its state after each event (the
+ * server's own included: a cancel, an abandoned step, an expired question) and the revocation of its tokens. Keeping
+ * every statement on the row here keeps its locks in one place: the thread lock and the one-active-run index for
+ * starts, the run's row lock for everything after. Every method but tenantOf runs inside a unit of work its caller
+ * opened, under RLS.
  */
 @Injectable()
 export class AgentRunStore {
   // A run's school and owner never change: cached so each event costs one unit of work.
   private readonly tenants = new Map<string, RunTenant>();
 
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(
+    private readonly dataSource: DataSource,
+    @Inject(SERVER_CONFIG) private readonly config: ServerConfig,
+  ) {}
+
+  /** The thread's run that holds it (running, or waiting for an answer), if any. */
+  async activeRun(threadId: string): Promise<{ id: string; status: AgentRunStatus } | null> {
+    const [run] = (await currentManager().query(
+      `SELECT id, status FROM agent_runs WHERE thread_id = $1 AND status IN ('running', 'interrupted') LIMIT 1`,
+      [threadId],
+    )) as { id: string; status: AgentRunStatus }[];
+    return run ?? null;
+  }
+
+  async queuedCount(threadId: string): Promise<number> {
+    const [row] = (await currentManager().query(`SELECT count(*)::int AS n FROM agent_runs WHERE thread_id = $1 AND status = 'queued'`, [threadId])) as {
+      n: number;
+    }[];
+    return row?.n ?? 0;
+  }
+
+  /** The direct runs a user has open now (bounded by AGENT_DIRECT_RUNS_PER_USER). */
+  async openDirectRuns(ownerId: string): Promise<number> {
+    const [row] = (await currentManager().query(
+      `SELECT count(*)::int AS n FROM agent_runs WHERE owner_id = $1 AND status = 'running' AND kind = 'direct' AND expires_at > now()`,
+      [ownerId],
+    )) as { n: number }[];
+    return row?.n ?? 0;
+  }
 
   /**
-   * Records a running run in a thread the caller has locked, or 409 while another run of it is active; the partial
-   * unique index is the floor under that check. `mint` makes the run's context once the thread is known to be free,
-   * with the new run's id: a context refused there records nothing.
+   * Records a run. A running one goes into a thread the caller has locked and checked for an active run; the partial
+   * unique index is the floor under that check (a race answers 409). A running agent run is dispatched next
+   * (beginStep); a direct run needs no worker and runs until it is closed or expires.
    */
-  async start(
-    thread: RunThread,
-    message: string,
-    mint: (runId: string) => Promise<AgentRuntimeContext>,
-  ): Promise<{ runId: string; context: AgentRuntimeContext }> {
-    if (await repo(AgentRunEntity).existsBy({ threadId: thread.id, status: In([...ACTIVE_RUN_STATUSES]) })) {
-      throw runInProgress();
-    }
-    const runId = randomUUID();
-    const context = await mint(runId);
+  async insert(run: NewRun): Promise<void> {
     try {
-      await this.insertRunning(runId, thread, message, context);
+      await repo(AgentRunEntity).insert({
+        id: run.id,
+        threadId: run.thread.id,
+        schoolId: run.thread.schoolId,
+        ownerId: run.thread.ownerId,
+        kind: run.kind,
+        status: run.status,
+        message: run.message,
+        campusId: run.campusId,
+        targetSchoolId: run.targetSchoolId,
+        pendingInterrupts: [],
+        lastSeq: 0,
+        epoch: 0,
+        attempts: 0,
+        expiresAt: run.expiresAt ?? null,
+      });
     } catch (error) {
       if (isActiveRunConflict(error)) throw runInProgress();
       throw error;
     }
-    return { runId, context };
   }
 
-  /** Records the running run of a thread opened for direct tool calls, under the run id its context was minted with. */
-  openDirect(runId: string, thread: RunThread, message: string, context: AgentRuntimeContext): Promise<void> {
-    return this.insertRunning(runId, thread, message, context);
+  /**
+   * Dispatches a step of a run this unit of work holds: running, a new epoch, no lease holder yet and one lease's
+   * time for a worker to claim it. `again` counts another attempt at the same step; otherwise the step is new.
+   */
+  async beginStep(runId: string, step: RunStep, options: { again?: boolean } = {}): Promise<DispatchedStep> {
+    const [rows] = (await currentManager().query(
+      `UPDATE agent_runs SET status = 'running', epoch = epoch + 1, attempts = ${options.again ? 'attempts + 1' : '1'}, step = $2,
+              lease_worker = NULL, lease_expires_at = now() + make_interval(secs => $3), expires_at = NULL, updated_at = now()
+        WHERE id = $1
+        RETURNING thread_id, owner_id, epoch, message, campus_id, target_school_id`,
+      [runId, JSON.stringify(step), this.config.AGENT_RUN_LEASE_SECONDS],
+    )) as [{ thread_id: string; owner_id: string; epoch: number; message: string; campus_id: string | null; target_school_id: string | null }[], number];
+    const row = rows[0];
+    if (!row) throw new Error(`Run ${runId} vanished while it was being dispatched.`);
+    return {
+      runId,
+      threadId: row.thread_id,
+      ownerId: row.owner_id,
+      epoch: row.epoch,
+      step,
+      message: row.message,
+      campusId: row.campus_id,
+      targetSchoolId: row.target_school_id,
+    };
+  }
+
+  /** The oldest queued run of a thread with no active run, locked; one another instance is starting is skipped. */
+  async nextQueued(threadId: string): Promise<string | null> {
+    if (await this.activeRun(threadId)) return null;
+    const [run] = (await currentManager().query(
+      `SELECT id FROM agent_runs WHERE thread_id = $1 AND status = 'queued' ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED`,
+      [threadId],
+    )) as { id: string }[];
+    return run?.id ?? null;
+  }
+
+  /** The run's row locked for the lifecycle (cancel, the sweeper, a dead-lettered step); null if gone or (skipLocked) held elsewhere. */
+  async lock(runId: string, options: { skipLocked?: boolean } = {}): Promise<LockedRun | null> {
+    const [run] = (await currentManager().query(
+      `SELECT id, thread_id, owner_id, kind, status, epoch, attempts,
+              COALESCE(lease_expires_at > now(), false) AS lease_live, COALESCE(expires_at < now(), false) AS expired
+         FROM agent_runs WHERE id = $1 FOR UPDATE${options.skipLocked ? ' SKIP LOCKED' : ''}`,
+      [runId],
+    )) as LockedRow[];
+    if (!run) return null;
+    return {
+      id: run.id,
+      threadId: run.thread_id,
+      ownerId: run.owner_id,
+      kind: run.kind,
+      status: run.status,
+      epoch: run.epoch,
+      attempts: run.attempts,
+      leaseLive: run.lease_live,
+      expired: run.expired,
+    };
+  }
+
+  /** The step a run is on, to dispatch it again once its lease expired. */
+  async stepOf(runId: string): Promise<RunStep> {
+    const [run] = (await currentManager().query(`SELECT step FROM agent_runs WHERE id = $1`, [runId])) as { step: RunStep | null }[];
+    return run?.step ?? { kind: 'start' };
+  }
+
+  /** Revokes every token of the run (its epoch moves on) and its lease: a cancel's first write, under the row lock. */
+  async revoke(runId: string): Promise<void> {
+    await currentManager().query(`UPDATE agent_runs SET epoch = epoch + 1, lease_worker = NULL, lease_expires_at = NULL, updated_at = now() WHERE id = $1`, [
+      runId,
+    ]);
+  }
+
+  /** The writes the run committed (the ledger names each write's run), read across schools: a platform admin writes in a target school. */
+  async committedWrites(runId: string): Promise<CommittedWrite[]> {
+    const rows = (await currentManager().query(`SELECT call_id, event, audit_id FROM agent_run_committed_writes($1)`, [runId])) as {
+      call_id: string;
+      event: string;
+      audit_id: string | null;
+    }[];
+    return rows.map((row) => ({ callId: row.call_id, event: row.event, auditId: row.audit_id }));
+  }
+
+  /**
+   * Claims or renews the lease on a run's current step for one worker. A claim succeeds for the first worker of an
+   * epoch only: a step redelivered to a second worker while the first may still be alive is refused, and the sweeper
+   * dispatches it again under a new epoch once the lease has expired. A renew succeeds only for the holder, before
+   * expiry: a lease once gone stays gone.
+   */
+  async lease(runId: string, epoch: number, workerId: string, action: 'claim' | 'renew'): Promise<LeaseAnswer> {
+    const holder = action === 'claim' ? '(lease_worker IS NULL OR lease_worker = $3)' : 'lease_worker = $3';
+    const [, updated] = (await currentManager().query(
+      `UPDATE agent_runs SET lease_worker = $3, lease_expires_at = now() + make_interval(secs => $4)
+        WHERE id = $1 AND epoch = $2 AND status = 'running' AND kind = 'agent' AND lease_expires_at > now() AND ${holder}`,
+      [runId, epoch, workerId, this.config.AGENT_RUN_LEASE_SECONDS],
+    )) as [unknown, number];
+    if (updated === 1) return { granted: true, leaseMs: this.config.AGENT_RUN_LEASE_SECONDS * 1000 };
+    const [run] = (await currentManager().query(`SELECT status, epoch FROM agent_runs WHERE id = $1`, [runId])) as { status: AgentRunStatus; epoch: number }[];
+    if (!run) return { granted: false, reason: 'refused' };
+    if (run.status === 'cancelled') return { granted: false, reason: 'cancelled' };
+    if (run.status === 'running' || run.epoch !== epoch) return { granted: false, reason: 'superseded' };
+    return { granted: false, reason: 'ended' };
   }
 
   /**
@@ -112,7 +302,7 @@ export class AgentRunStore {
    */
   async recordAnswer(thread: RunThread, reply: { interruptId: string; answer: string }, userId: string): Promise<RecordedAnswer> {
     const [run] = (await currentManager().query(
-      `SELECT id, status, campus_id, target_school_id, pending_interrupts FROM agent_runs
+      `SELECT id, status, campus_id, target_school_id, pending_interrupts, COALESCE(expires_at < now(), false) AS expired FROM agent_runs
         WHERE thread_id = $1 AND pending_interrupts @> $2::jsonb
         ORDER BY created_at DESC LIMIT 1 FOR UPDATE`,
       [thread.id, JSON.stringify([{ interruptId: reply.interruptId }])],
@@ -120,7 +310,8 @@ export class AgentRunStore {
     const interrupt = run?.pending_interrupts.find((candidate) => candidate.interruptId === reply.interruptId);
     if (!run || !interrupt) throw withCode('UNKNOWN_INTERRUPT', new ConflictException(UNKNOWN_INTERRUPT_ERROR));
     if (interrupt.answered) throw withCode('ALREADY_ANSWERED', new ConflictException(ALREADY_ANSWERED_ERROR));
-    if (run.status !== 'interrupted') throw withCode('STALE_INTERRUPT', new ConflictException(STALE_INTERRUPT_ERROR));
+    // An expired question is stale even before the sweeper has ended its run.
+    if (run.status !== 'interrupted' || run.expired) throw withCode('STALE_INTERRUPT', new ConflictException(STALE_INTERRUPT_ERROR));
 
     Object.assign(interrupt, { answered: true, answer: reply.answer, answeredAt: new Date().toISOString() });
     // The approval is bound to what the worker asked about (stored with the question), never to anything the
@@ -146,11 +337,8 @@ export class AgentRunStore {
       answers = Object.fromEntries(undelivered.map((candidate) => [candidate.interruptId, candidate.answer ?? '']));
       for (const candidate of undelivered) candidate.delivered = true;
     }
-    await currentManager().query(`UPDATE agent_runs SET pending_interrupts = $2, status = $3, updated_at = now() WHERE id = $1`, [
-      run.id,
-      JSON.stringify(run.pending_interrupts),
-      resumed ? 'running' : 'interrupted',
-    ]);
+    // Still interrupted until every question is answered; the resumed step is then dispatched (beginStep) in this unit of work.
+    await currentManager().query(`UPDATE agent_runs SET pending_interrupts = $2, updated_at = now() WHERE id = $1`, [run.id, JSON.stringify(run.pending_interrupts)]);
     return {
       run: { id: run.id, campusId: run.campus_id, targetSchoolId: run.target_school_id },
       resumed,
@@ -159,36 +347,47 @@ export class AgentRunStore {
     };
   }
 
-  /** Fails a run that is still running, with the sentence its thread shows: an event that already ended it wins. */
-  async failIfRunning(runId: string, error: string): Promise<void> {
-    await currentManager().query(`UPDATE agent_runs SET status = 'failed', error = $2, updated_at = now() WHERE id = $1 AND status = 'running'`, [
-      runId,
-      error,
-    ]);
-  }
-
   /** The run's row locked until its event's unit of work commits: so its seq (last_seq + 1) is gapless and monotonic. */
   async lockForEvent(runId: string): Promise<RunForEvent | null> {
     const [run] = (await currentManager().query(
-      `SELECT thread_id, status, last_seq, pending_interrupts, error FROM agent_runs WHERE id = $1 FOR UPDATE`,
+      `SELECT thread_id, status, last_seq, epoch, pending_interrupts, error FROM agent_runs WHERE id = $1 FOR UPDATE`,
       [runId],
     )) as EventLockedRun[];
     if (!run) return null;
-    return { threadId: run.thread_id, status: run.status, lastSeq: run.last_seq, pendingInterrupts: run.pending_interrupts, error: run.error };
+    return {
+      threadId: run.thread_id,
+      status: run.status,
+      lastSeq: run.last_seq,
+      epoch: run.epoch,
+      pendingInterrupts: run.pending_interrupts,
+      error: run.error,
+    };
   }
 
   /** What the event stored as `seq` does to its run (runStateAfter), in the unit of work that stored it. */
-  async applyEvent(runId: string, run: RunForEvent, seq: number, event: AgentRunEvent): Promise<void> {
-    const next = runStateAfter({ status: run.status, pendingInterrupts: run.pendingInterrupts, error: run.error }, event);
+  async applyEvent(runId: string, run: RunForEvent, seq: number, event: AgentRunEvent): Promise<AgentRunStatus> {
+    const next = runStateAfter({ status: run.status, pendingInterrupts: run.pendingInterrupts, error: run.error, errorCode: null }, event);
+    // Questions wait a bounded time (AGENT_QUESTION_TTL_SECONDS) from when they were asked; only a running step holds a lease.
+    const expiry = next.status === 'interrupted' && run.status !== 'interrupted' ? `now() + make_interval(secs => ${this.config.AGENT_QUESTION_TTL_SECONDS})` : 'expires_at';
+    const lease = next.status === 'running' ? '' : ', lease_worker = NULL, lease_expires_at = NULL';
     await currentManager().query(
-      `UPDATE agent_runs SET last_seq = $2, status = $3, pending_interrupts = $4, error = $5, updated_at = now() WHERE id = $1`,
-      [runId, seq, next.status, JSON.stringify(next.pendingInterrupts), next.error],
+      `UPDATE agent_runs SET last_seq = $2, status = $3, pending_interrupts = $4, error = $5, error_code = $6, expires_at = ${expiry}${lease},
+              updated_at = now() WHERE id = $1`,
+      [runId, seq, next.status, JSON.stringify(next.pendingInterrupts), next.error, next.errorCode],
     );
+    return next.status;
   }
 
   /** The caller's run in the caller's thread, or 404. */
   async ownedRun(threadId: string, runId: string, caller: JwtPayload): Promise<AgentRunEntity> {
     const run = await repo(AgentRunEntity).findOneBy({ id: runId, threadId, ownerId: caller.sub });
+    if (!run) throw withCode('RUN_NOT_FOUND', new NotFoundException(RUN_NOT_FOUND_ERROR));
+    return run;
+  }
+
+  /** The caller's direct run, or 404. */
+  async ownedDirectRun(runId: string, caller: JwtPayload): Promise<AgentRunEntity> {
+    const run = await repo(AgentRunEntity).findOneBy({ id: runId, ownerId: caller.sub, kind: 'direct' });
     if (!run) throw withCode('RUN_NOT_FOUND', new NotFoundException(RUN_NOT_FOUND_ERROR));
     return run;
   }
@@ -219,20 +418,5 @@ export class AgentRunStore {
     if (this.tenants.size >= TENANT_CACHE_LIMIT) this.tenants.delete(this.tenants.keys().next().value as string);
     this.tenants.set(runId, tenant);
     return tenant;
-  }
-
-  private async insertRunning(runId: string, thread: RunThread, message: string, context: AgentRuntimeContext): Promise<void> {
-    await repo(AgentRunEntity).insert({
-      id: runId,
-      threadId: thread.id,
-      schoolId: thread.schoolId,
-      ownerId: thread.ownerId,
-      status: 'running',
-      message,
-      campusId: context.runMode.mode === 'campus' ? context.runMode.campus.id : null,
-      targetSchoolId: context.runMode.mode === 'school' ? (context.runMode.targetSchoolId ?? null) : null,
-      pendingInterrupts: [],
-      lastSeq: 0,
-    });
   }
 }

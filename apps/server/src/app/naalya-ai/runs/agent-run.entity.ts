@@ -1,4 +1,4 @@
-import type { AgentRunStatus, AgentSpeaker } from '@naalya/agent-tools';
+import type { AgentRunKind, AgentRunStatus, AgentSpeaker } from '@naalya/agent-tools';
 import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
 
 /** Statuses that hold the thread's lock: a new run waits until the active one finishes or fails. */
@@ -17,12 +17,18 @@ export type StoredInterrupt = {
   answer?: string;
   answeredAt?: string;
   delivered: boolean;
+  /** The run was cancelled or its questions expired before this one was answered. */
+  voided?: boolean;
 };
+
+/** The step a run is on, so the sweeper can dispatch it again from its checkpoint: a new message, or answers. */
+export type RunStep = { kind: 'start' } | { kind: 'resume'; answers: Record<string, string> };
 
 @Entity({ name: 'agent_runs' })
 export class AgentRunEntity {
   @PrimaryColumn({ type: 'uuid' }) id: string;
   @Column({ name: 'thread_id', type: 'uuid' }) threadId: string;
+  @Column({ type: 'text' }) kind: AgentRunKind;
   @Column({ name: 'school_id', type: 'uuid', nullable: true }) schoolId: string | null;
   @Column({ name: 'owner_id', type: 'uuid' }) ownerId: string;
   @Column({ type: 'text' }) status: AgentRunStatus;
@@ -32,6 +38,16 @@ export class AgentRunEntity {
   @Column({ name: 'pending_interrupts', type: 'jsonb' }) pendingInterrupts: StoredInterrupt[];
   @Column({ name: 'last_seq', type: 'integer' }) lastSeq: number;
   @Column({ type: 'text', nullable: true }) error: string | null;
+  @Column({ name: 'error_code', type: 'text', nullable: true }) errorCode: string | null;
+  /** Bumped at every dispatch and by a cancel: only a dispatch token of the current epoch is honoured. */
+  @Column({ type: 'integer' }) epoch: number;
+  /** How many times the current step was dispatched. */
+  @Column({ type: 'integer' }) attempts: number;
+  @Column({ name: 'lease_worker', type: 'text', nullable: true }) leaseWorker: string | null;
+  @Column({ name: 'lease_expires_at', type: 'timestamptz', nullable: true }) leaseExpiresAt: Date | null;
+  /** A direct run's end, or when an interrupted run's questions stop waiting. */
+  @Column({ name: 'expires_at', type: 'timestamptz', nullable: true }) expiresAt: Date | null;
+  @Column({ type: 'jsonb', nullable: true }) step: RunStep | null;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
   @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' }) updatedAt: Date;
 }

@@ -6,8 +6,7 @@ import type { DemoPersona } from '../../seed/demo-seed.js';
 import { dispatchEnvelope, personaRun, type DispatchOptions } from '../../../testing/dispatch-envelope.js';
 import type { TestApp } from '../../../testing/test-app.js';
 import { invokeTool } from '../../../testing/tool-handlers.js';
-import { AgentRunEventStore } from '../events/agent-run-event-store.service.js';
-import { agentRequest, createAgentTestApp, createTestBroker, type TestBroker } from '../fixtures/agent-run-test-kit.js';
+import { agentRequest, createAgentTestApp, createTestBroker, type TestBroker, storeAsWorker } from '../fixtures/agent-run-test-kit.js';
 import { CONFIRMATION_REQUIRED_ERROR } from '../tools/tool-executor.js';
 
 let broker: TestBroker;
@@ -146,7 +145,7 @@ describe('resume records the answer to a confirmation as an approval bound to wh
         },
       ],
     };
-    await testApp.module.get(AgentRunEventStore).persist(runId, randomUUID(), event);
+    await storeAsWorker(testApp, { runId, threadId }, event);
     return { admin, threadId, runId, interruptId, callId };
   };
 

@@ -3,6 +3,8 @@ import { Body, Controller, Get, Headers, HttpCode, NotFoundException, Param, Pos
 import {
   AGENT_RUN_MODES,
   ERROR_SENTENCES,
+  MULTITASK_STRATEGIES,
+  type CancelRunResponse,
   agentMapFor,
   type AgentMap,
   type ResumeResponse,
@@ -25,6 +27,7 @@ const startRunSchema = z.strictObject({
   message: z.string().trim().min(1).max(4_000),
   campusId: z.guid().optional(),
   targetSchoolId: z.guid().optional(),
+  multitaskStrategy: z.enum(MULTITASK_STRATEGIES).optional(),
 });
 const resumeSchema = z.strictObject({ interruptId: z.string().min(1).max(100), answer: z.string().max(4_000) });
 const mapQuerySchema = z.strictObject({ mode: z.enum(AGENT_RUN_MODES).default('school') });
@@ -61,10 +64,17 @@ export class AgentThreadsController {
     return this.threads.getThread(idParam(threadId, 'THREAD_NOT_FOUND'), caller);
   }
 
-  /** Records the run, mints its context and publishes it; 409 while another run of the thread is active. */
+  /** Records the run, mints its context and publishes it; while another run is active, multitaskStrategy decides (409 by default). */
   @Post('threads/:threadId/runs')
   startRun(@Param('threadId') threadId: string, @Body() body: unknown, @AgentCaller() caller: JwtPayload): Promise<StartRunResponse> {
     return this.threads.startRun(idParam(threadId, 'THREAD_NOT_FOUND'), parseDto(startRunSchema, body), caller);
+  }
+
+  /** Stops a run (owner only, idempotent): what it committed stays, and is listed. */
+  @Post('threads/:threadId/runs/:runId/cancel')
+  @HttpCode(200)
+  cancelRun(@Param('threadId') threadId: string, @Param('runId') runId: string, @AgentCaller() caller: JwtPayload): Promise<CancelRunResponse> {
+    return this.threads.cancelRun(idParam(threadId, 'THREAD_NOT_FOUND'), idParam(runId, 'RUN_NOT_FOUND'), caller);
   }
 
   /** Answers one pending question by id; the run resumes once every pending question is answered. */

@@ -18,7 +18,6 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } 
 import type { DemoPersona } from '../../seed/demo-seed.js';
 import type { TestApp } from '../../../testing/test-app.js';
 import { AGENT_UNAVAILABLE_ERROR, AgentRunPublisher } from '../dispatch/agent-run-publisher.service.js';
-import { AgentRunEventStore } from '../events/agent-run-event-store.service.js';
 import { ALREADY_ANSWERED_ERROR, RUN_IN_PROGRESS_ERROR, STALE_INTERRUPT_ERROR, UNKNOWN_INTERRUPT_ERROR } from '../runs/agent-run-store.service.js';
 import { THREAD_NOT_FOUND_ERROR } from './agent-threads.service.js';
 import {
@@ -30,6 +29,7 @@ import {
   openEventStream,
   runEvents,
   type TestBroker,
+  storeAsWorker,
 } from '../fixtures/agent-run-test-kit.js';
 
 let broker: TestBroker;
@@ -75,9 +75,7 @@ const newRun = async (persona: DemoPersona, body?: Record<string, unknown>) => {
 const resume = (persona: DemoPersona, threadId: string, interruptId: string, answer = 'Yes') =>
   call(persona, 'POST', `/agent/threads/${threadId}/resume`, { interruptId, answer });
 
-/** Stores a step's end the way the ingest does (the ingest itself is covered by the run events suite). */
-const store = (ids: { runId: string; threadId: string }, event: AgentRunEvent) =>
-  testApp.module.get(AgentRunEventStore).persist(ids.runId, randomUUID(), event);
+const store = (ids: { runId: string; threadId: string }, event: AgentRunEvent) => storeAsWorker(testApp, ids, event);
 
 const ask = (ids: { runId: string; threadId: string }, ...interruptIds: string[]) =>
   store(ids, runEvents(ids).interrupted(interruptIds.map((interruptId) => ({ interruptId, question: `Question ${interruptId}?` }))));

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { Injectable, Logger, NotFoundException } from '@nestjs/common';
+import { Inject, Injectable, Logger, NotFoundException } from '@nestjs/common';
 import {
   ERROR_SENTENCES,
-  type AgentRunRequest,
   type AgentRuntimeContext,
+  type CancelRunResponse,
+  type MultitaskStrategy,
   type ResumeResponse,
   type RunSummary,
   type StartRunResponse,
@@ -12,12 +13,14 @@ import {
 } from '@naalya/agent-tools';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { IdentityService } from '../../core/auth/identity.service.js';
+import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 import { withCode } from '../../core/http/error-code.js';
 import { repo } from '../../core/tenancy/tenant-context.js';
 import { AgentContextService } from '../dispatch/agent-context.service.js';
-import { AGENT_UNAVAILABLE_ERROR, AgentRunPublisher } from '../dispatch/agent-run-publisher.service.js';
+import { AgentRunPublisher } from '../dispatch/agent-run-publisher.service.js';
+import { RunLifecycle, type PendingStep } from '../lifecycle/run-lifecycle.service.js';
 import type { AgentRunEntity } from '../runs/agent-run.entity.js';
-import { AgentRunStore } from '../runs/agent-run-store.service.js';
+import { AgentRunStore, directRunLimit, questionPending, runInProgress, runQueueFull } from '../runs/agent-run-store.service.js';
 import { asCaller } from './agent-caller.guard.js';
 import { AgentThreadEntity } from './agent-thread.entity.js';
 
@@ -26,7 +29,7 @@ export const DIRECT_RUN_TITLE = 'Direct tool calls';
 const TITLE_LENGTH = 80;
 
 export type CreateThreadDto = { title?: string };
-export type StartRunDto = { message: string; campusId?: string; targetSchoolId?: string };
+export type StartRunDto = { message: string; campusId?: string; targetSchoolId?: string; multitaskStrategy?: MultitaskStrategy };
 export type ResumeDto = { interruptId: string; answer: string };
 
 
@@ -39,18 +42,22 @@ const threadSummary = (thread: AgentThreadEntity): ThreadSummary => ({
 
 const runSummary = (run: AgentRunEntity): RunSummary => ({
   id: run.id,
+  kind: run.kind,
   status: run.status,
   message: run.message,
   campusId: run.campusId,
   targetSchoolId: run.targetSchoolId,
-  interrupts: run.pendingInterrupts.map(({ interruptId, question, askedBy, answered, confirmation }) => ({
+  interrupts: run.pendingInterrupts.map(({ interruptId, question, askedBy, answered, confirmation, voided }) => ({
     interruptId,
     question,
     askedBy,
     answered,
     ...(confirmation ? { confirm: true as const } : {}),
+    expiresAt: run.status === 'interrupted' && !answered && run.expiresAt ? run.expiresAt.toISOString() : null,
+    ...(voided ? { voided: true as const } : {}),
   })),
   error: run.error,
+  errorCode: run.errorCode,
   lastSeq: run.lastSeq,
   createdAt: run.createdAt.toISOString(),
   updatedAt: run.updatedAt.toISOString(),
@@ -72,6 +79,8 @@ export class AgentThreadsService {
     private readonly contextService: AgentContextService,
     private readonly publisher: AgentRunPublisher,
     private readonly runs: AgentRunStore,
+    private readonly lifecycle: RunLifecycle,
+    @Inject(SERVER_CONFIG) private readonly config: ServerConfig,
   ) {}
 
   createThread(dto: CreateThreadDto, caller: JwtPayload): Promise<ThreadSummary> {
@@ -105,78 +114,131 @@ export class AgentThreadsService {
     });
   }
 
+  /**
+   * A new message in a thread. With no active run it starts at once; otherwise `multitaskStrategy` decides: reject
+   * (409), enqueue (a queued run, started when the active one ends; not while a question waits for its answer), or
+   * interrupt (the active run is cancelled in the same unit of work, then the new one starts).
+   */
   async startRun(threadId: string, dto: StartRunDto, caller: JwtPayload): Promise<StartRunResponse> {
-    const { runId, context } = await asCaller(caller, async () => {
-      // Locking the thread serialises starts on it, so the store's check for an active run cannot race another start.
+    const strategy = dto.multitaskStrategy ?? 'reject';
+    const { runId, status, steps } = await asCaller(caller, async () => {
+      // Locking the thread serialises starts on it, so the checks below cannot race another start.
       const thread = await this.ownedThread(threadId, caller, { lock: true });
-      const started = await this.runs.start(thread, dto.message, (runId) =>
-        // Identity, campus and target school are checked and minted here, from the token and the database.
-        this.contextService.mint({ campusId: dto.campusId, targetSchoolId: dto.targetSchoolId, runId, threadId: thread.id }, caller),
-      );
-      await repo(AgentThreadEntity).update(
-        { id: thread.id },
-        { updatedAt: new Date(), ...(thread.title ? {} : { title: dto.message.slice(0, TITLE_LENGTH) }) },
-      );
-      return started;
+      const active = await this.runs.activeRun(thread.id);
+      const busy = active !== null || (await this.runs.queuedCount(thread.id)) > 0;
+      const runId = randomUUID();
+      const newRun = { id: runId, thread, message: dto.message, kind: 'agent' as const, campusId: dto.campusId ?? null, targetSchoolId: dto.targetSchoolId ?? null };
+      // Identity, campus and target school are checked here, from the token and the database, whatever happens next.
+      const validate = () => this.contextService.mint({ campusId: dto.campusId, targetSchoolId: dto.targetSchoolId, runId, threadId: thread.id }, caller);
+      await this.touch(thread, dto.message);
+      if (busy && strategy === 'reject') throw runInProgress();
+      if (busy && strategy === 'enqueue') {
+        if (active?.status === 'interrupted') throw questionPending();
+        if ((await this.runs.queuedCount(thread.id)) >= this.config.AGENT_RUN_QUEUE_LIMIT) throw runQueueFull();
+        await validate();
+        await this.runs.insert({ ...newRun, status: 'queued' });
+        return { runId, status: 'queued' as const, steps: [] };
+      }
+      if (active && strategy === 'interrupt') await this.lifecycle.cancelHeld(active.id);
+      await validate();
+      await this.runs.insert({ ...newRun, status: 'running' });
+      return { runId, status: 'running' as const, steps: [await this.lifecycle.dispatchStep(runId, { kind: 'start' }, caller)] };
     });
-    await this.dispatch(caller, runId, { kind: 'start', context, message: dto.message });
-    return { runId };
+    await this.publishOrFail(caller, steps);
+    return { runId, status };
   }
 
   async resume(threadId: string, dto: ResumeDto, caller: JwtPayload): Promise<ResumeResponse> {
-    const { result, step } = await asCaller(caller, async () => {
+    const { result, steps } = await asCaller(caller, async () => {
       await this.identityService.assertCurrent(caller);
       const thread = await this.ownedThread(threadId, caller);
       const { run, resumed, pendingInterruptIds, answers } = await this.runs.recordAnswer(thread, dto, caller.sub);
-      // Re-minted, not replayed: the caller's identity and reach are read again for the next step.
-      const step: AgentRunRequest | undefined = resumed
-        ? {
-            kind: 'resume',
-            context: await this.contextService.mint(
-              { campusId: run.campusId ?? undefined, targetSchoolId: run.targetSchoolId ?? undefined, runId: run.id, threadId: thread.id },
-              caller,
-            ),
-            answers,
-          }
-        : undefined;
-      return { result: { runId: run.id, resumed, pendingInterruptIds }, step };
+      const steps = resumed ? [await this.lifecycle.dispatchStep(run.id, { kind: 'resume', answers }, caller)] : [];
+      return { result: { runId: run.id, resumed, pendingInterruptIds }, steps };
     });
-    if (step) await this.dispatch(caller, result.runId, step);
+    await this.publishOrFail(caller, steps);
     return result;
   }
 
   /**
-   * Publishes a run step once the unit of work that recorded it has committed. The worker may call its first tool the
-   * moment it has the message, and the server refuses a call whose run it cannot read as running (or whose approval it
-   * cannot read), so a step published inside the transaction raced its COMMIT: the bench's scale-out saw a first tool
-   * call refused as "not part of a conversation in progress". A step the broker does not take fails its run, which
-   * releases the thread for the next message, and the caller gets the 503.
+   * Stops a run of the caller's (owner only; idempotent). The tokens of the run are revoked and the cancel recorded in
+   * one unit of work, which waits for any tool call of the run still inside its transaction: a write either committed
+   * before this answers (and is listed in committedWrites) or commits nothing. The worker learns of it at its next
+   * lease renewal and aborts. The thread's next queued run starts.
    */
-  private async dispatch(caller: JwtPayload, runId: string, step: AgentRunRequest): Promise<void> {
-    try {
-      await this.publisher.publish(step);
-    } catch (error) {
-      await asCaller(caller, () => this.runs.failIfRunning(runId, AGENT_UNAVAILABLE_ERROR)).catch((failure: unknown) =>
-        this.logger.error(`Run ${runId} was not published and could not be marked failed: ${failure instanceof Error ? failure.message : String(failure)}`),
-      );
-      throw error;
-    }
+  async cancelRun(threadId: string, runId: string, caller: JwtPayload): Promise<CancelRunResponse> {
+    const { response, steps } = await asCaller(caller, async () => {
+      const run = await this.runs.ownedRun(threadId, runId, caller);
+      const cancelled = await this.lifecycle.cancelHeld(run.id);
+      const steps = [await this.lifecycle.startNextQueued(threadId, caller)];
+      const status = cancelled ? 'cancelled' : ((await this.runs.statusOf(run.id)) ?? run.status);
+      const committedWrites = cancelled ? cancelled.committedWrites : await this.runs.committedWrites(run.id);
+      return { response: { runId: run.id, status, cancelled: cancelled !== null, committedWrites }, steps };
+    });
+    await this.lifecycle.publish(steps);
+    return response;
   }
 
   /**
-   * POST /agent/context: a thread with one running run of its own for calling tools directly (the demo, the worker's
-   * end-to-end tests), so the minted context's dispatch token names a run in flight. Nothing is published to the worker.
+   * Publishes steps once the unit of work that recorded them has committed. The worker may call its first tool the
+   * moment it has the message, and the server refuses a call whose run it cannot read as running, so a step published
+   * inside the transaction raced its COMMIT. A step the broker does not take fails its run (the thread is free for the
+   * next message) and the caller gets the 503.
+   */
+  private async publishOrFail(caller: JwtPayload, steps: PendingStep[]): Promise<void> {
+    for (const step of steps) {
+      try {
+        await this.publisher.publish(step);
+      } catch (error) {
+        const { runId, threadId } = step.context.run;
+        await asCaller(caller, () => this.lifecycle.fail(runId, threadId, 'AGENT_UNAVAILABLE')).catch((failure: unknown) =>
+          this.logger.error(`Run ${runId} was not published and could not be marked failed: ${failure instanceof Error ? failure.message : String(failure)}`),
+        );
+        throw error;
+      }
+    }
+  }
+
+  /** Names an untitled thread after its first message, and moves it up the caller's list. */
+  private touch(thread: AgentThreadEntity, message: string): Promise<unknown> {
+    return repo(AgentThreadEntity).update({ id: thread.id }, { updatedAt: new Date(), ...(thread.title ? {} : { title: message.slice(0, TITLE_LENGTH) }) });
+  }
+
+  /**
+   * POST /agent/context: a direct run (no worker, no lease) in a thread of its own, for calling tools directly (the
+   * demo, the tests, the battery, the bench): its context's dispatch token names a run in flight until the caller
+   * closes it or the token expires. A user has a bounded number open at once.
    */
   openDirectRun(dto: { campusId?: string; targetSchoolId?: string }, caller: JwtPayload): Promise<AgentRuntimeContext> {
     return asCaller(caller, async () => {
       const user = await this.identityService.assertCurrent(caller);
+      if ((await this.runs.openDirectRuns(user.id)) >= this.config.AGENT_DIRECT_RUNS_PER_USER) throw directRunLimit();
       const threadId = randomUUID();
       const runId = randomUUID();
       const context = await this.contextService.mint({ ...dto, runId, threadId }, caller);
       const thread = { id: threadId, schoolId: user.schoolId, ownerId: user.id };
       await repo(AgentThreadEntity).insert({ ...thread, title: DIRECT_RUN_TITLE });
-      await this.runs.openDirect(runId, thread, DIRECT_RUN_TITLE, context);
+      await this.runs.insert({
+        id: runId,
+        thread,
+        message: DIRECT_RUN_TITLE,
+        kind: 'direct',
+        status: 'running',
+        campusId: context.runMode.mode === 'campus' ? context.runMode.campus.id : null,
+        targetSchoolId: context.runMode.mode === 'school' ? (context.runMode.targetSchoolId ?? null) : null,
+        // The run ends when its token does (minted with the same lifetime a moment ago).
+        expiresAt: new Date(Date.now() + this.config.DISPATCH_TOKEN_TTL_SECONDS * 1000),
+      });
       return context;
+    });
+  }
+
+  /** Ends a direct run of the caller's (idempotent): its token is refused from now on. */
+  closeDirectRun(runId: string, caller: JwtPayload): Promise<void> {
+    return asCaller(caller, async () => {
+      const run = await this.runs.ownedDirectRun(runId, caller);
+      const held = await this.runs.lock(run.id);
+      if (held?.status === 'running') await this.lifecycle.close(run.id, run.threadId);
     });
   }
 

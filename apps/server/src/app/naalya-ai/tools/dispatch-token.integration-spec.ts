@@ -24,7 +24,7 @@ const departmentsNamed = async (name: string) =>
 const runFor = async (persona: { id: string; schoolId: string | null }, status: 'running' | 'interrupted' | 'finished' | 'failed') => {
   const run = { runId: randomUUID(), threadId: randomUUID() };
   await testApp.owner.query(`INSERT INTO agent_threads (id, school_id, owner_id) VALUES ($1, $2, $3)`, [run.threadId, persona.schoolId, persona.id]);
-  await testApp.owner.query(`INSERT INTO agent_runs (id, thread_id, school_id, owner_id, status, message) VALUES ($1, $2, $3, $4, $5, 'm')`, [
+  await testApp.owner.query(`INSERT INTO agent_runs (id, thread_id, school_id, owner_id, status, message, kind, expires_at) VALUES ($1, $2, $3, $4, $5, 'm', 'direct', now() + interval '1 day')`, [
     run.runId,
     run.threadId,
     persona.schoolId,

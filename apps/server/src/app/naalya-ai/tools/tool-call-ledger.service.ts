@@ -31,12 +31,12 @@ export class ToolCallLedgerService {
   }
 
   /** In the call's transaction: the row and the effect commit together, and a duplicate delivery loses the race. */
-  async record(callId: string, event: string, hash: string, jwt: JwtPayload, result: AgentToolResult): Promise<void> {
+  async record(callId: string, event: string, hash: string, jwt: JwtPayload, result: AgentToolResult, runId: string | null = null): Promise<void> {
     try {
       // Plain SQL, like lookup(): one fixed INSERT on every write, without the QueryBuilder's per-call CPU.
       await currentManager().query(
-        `INSERT INTO tool_call_ledger (call_id, school_id, event, request_hash, actor_id, result) VALUES ($1, $2, $3, $4, $5, $6)`,
-        [callId, jwt.schoolId, event, hash, jwt.sub, JSON.stringify(result)],
+        `INSERT INTO tool_call_ledger (call_id, school_id, event, request_hash, actor_id, result, run_id) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+        [callId, jwt.schoolId, event, hash, jwt.sub, JSON.stringify(result), runId],
       );
     } catch (error) {
       // Only a call id taken in another school (invisible here under RLS) can still collide.

@@ -226,19 +226,28 @@ export class ToolExecutor {
       );
       if (auditId) result.auditId = auditId;
     }
-    if (plan.ledgerHash !== undefined) await this.ledger.record(plan.callId, plan.event, plan.ledgerHash, plan.tenantJwt, result);
+    if (plan.ledgerHash !== undefined) await this.ledger.record(plan.callId, plan.event, plan.ledgerHash, plan.tenantJwt, result, plan.dispatch.runId);
     // Past the transport's time limit the caller already got an error: commit nothing it no longer expects.
     if (currentRmqMessage()?.aborted) throw new Error('The tool call ran past its time limit; rolled back.');
     return result;
   }
 
-  /** The token's run is still running, is the token's caller's, and is in the token's thread. */
+  /**
+   * The token's run is still running under the token's epoch with a live lease (a direct run needs none), is the
+   * token's caller's, and is in the token's thread. The lookup takes a share lock on the run's row until this call's
+   * transaction ends, so a cancel (which updates the row) waits for the call: it commits before the cancel answers, or
+   * finds the run cancelled here and commits nothing.
+   */
   private async runInFlight(claims: DispatchClaims): Promise<boolean> {
-    const [run] = (await currentManager().query(`SELECT status, owner_id, thread_id FROM agent_run_dispatch_state($1)`, [claims.runId])) as {
-      status: string;
-      owner_id: string;
-      thread_id: string;
-    }[];
-    return run?.status === 'running' && run.owner_id === claims.identity.sub && run.thread_id === claims.threadId;
+    const [run] = (await currentManager().query(`SELECT status, owner_id, thread_id, epoch, lease_live FROM agent_run_dispatch_state($1)`, [
+      claims.runId,
+    ])) as { status: string; owner_id: string; thread_id: string; epoch: number; lease_live: boolean }[];
+    return (
+      run?.status === 'running' &&
+      run.epoch === claims.epoch &&
+      run.lease_live &&
+      run.owner_id === claims.identity.sub &&
+      run.thread_id === claims.threadId
+    );
   }
 }
