@@ -29,6 +29,8 @@ export type DispatchOptions = {
   /** The run the token names; by default the persona's own running test run (see ensureDispatchRuns). */
   run?: { runId: string; threadId: string };
   /** Seconds from now until the token expires (negative: already expired). */
+  /** The run's dispatch epoch the token carries: 0 for the persona's direct test run; a dispatched run's current one otherwise. */
+  epoch?: number;
   tokenTtlSeconds?: number;
   /** Sign with another key (a forger's). */
   signingKey?: string;
@@ -154,7 +156,7 @@ export const dispatchEnvelope = async <A>(
     scope,
     ...run,
     // The persona's test run is a direct run (no lease, epoch 0), as POST /agent/context opens.
-    epoch: 0,
+    epoch: options.epoch ?? 0,
     exp: Math.floor(Date.now() / 1000) + (options.tokenTtlSeconds ?? 3600),
   });
   if (requiresConfirmation(tool) && options.approval !== 'none') {

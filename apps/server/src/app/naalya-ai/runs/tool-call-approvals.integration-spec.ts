@@ -149,6 +149,9 @@ describe('resume records the answer to a confirmation as an approval bound to wh
     return { admin, threadId, runId, interruptId, callId };
   };
 
+  /** The resumed step's epoch: the worker's calls carry the token of the step it is running. */
+  const epochOf = async (runId: string) => ((await ownerRows(`SELECT epoch FROM agent_runs WHERE id = $1`, [runId]))[0] as { epoch: number }).epoch;
+
   it('a yes is recorded against the stored call id, event, argument hash, thread and user, and that call then runs', async () => {
     const departmentId = await newDepartment();
     const { admin, threadId, runId, interruptId, callId } = await pausedOnConfirmation(departmentId);
@@ -168,7 +171,7 @@ describe('resume records the answer to a confirmation as an approval bound to wh
         live: true,
       },
     ]);
-    const outcome = await attemptDelete(departmentId, { run: { runId, threadId }, callId, approval: 'none' }, admin);
+    const outcome = await attemptDelete(departmentId, { run: { runId, threadId }, epoch: await epochOf(runId), callId, approval: 'none' }, admin);
     expect(outcome).toMatchObject({ deleted: true, audits: 1, logged: [] });
   });
 
@@ -177,6 +180,6 @@ describe('resume records the answer to a confirmation as an approval bound to wh
     const { admin, threadId, runId, interruptId, callId } = await pausedOnConfirmation(departmentId);
     expect((await call(admin, 'POST', `/agent/threads/${threadId}/resume`, { interruptId, answer: 'no' })).status).toBe(200);
     expect(await ownerRows(`SELECT approved FROM tool_call_approvals WHERE call_id = $1`, [callId])).toEqual([{ approved: false }]);
-    refusedAndUnchanged(await attemptDelete(departmentId, { run: { runId, threadId }, callId, approval: 'none' }, admin), 'declined');
+    refusedAndUnchanged(await attemptDelete(departmentId, { run: { runId, threadId }, epoch: await epochOf(runId), callId, approval: 'none' }, admin), 'declined');
   });
 });

@@ -184,9 +184,15 @@ describe('starting a run', () => {
     await ask(ids, 'hold');
     expect((await startRun(caller, ids.threadId)).status).toBe(409);
 
-    await store(ids, runEvents(ids).failed('The model gave up.'));
+    expect((await call(caller, 'POST', `/agent/threads/${ids.threadId}/runs/${ids.runId}/cancel`)).status).toBe(200);
+    const failing = await startRun(caller, ids.threadId, { message: 'Try again' });
+    expect(failing.status).toBe(201);
+    await broker.takeRunRequest();
+    const failingIds = { threadId: ids.threadId, runId: (failing.body as { runId: string }).runId };
+    await store(failingIds, runEvents(failingIds).failed('The model gave up.'));
     const next = await startRun(caller, ids.threadId, { message: 'Try again' });
     expect(next.status).toBe(201);
+    await broker.takeRunRequest();
     const nextIds = { threadId: ids.threadId, runId: (next.body as { runId: string }).runId };
     await store(nextIds, runEvents(nextIds).finished());
     expect((await startRun(caller, ids.threadId, { message: 'And again' })).status).toBe(201);
@@ -260,9 +266,9 @@ describe('resuming a run', () => {
     expect(request).toMatchObject({ kind: 'resume', answers: { first: 'Sciences' } });
     expect(await resume(caller, ids.threadId, 'first', 'Mathematics')).toMatchObject({ status: 409, body: { message: ALREADY_ANSWERED_ERROR, code: 'ALREADY_ANSWERED' } });
 
-    // The resumed step asks again, then fails: its question is left unanswered by a run that has moved on.
+    // The resumed step asks again, then the user stops the run: its question is left unanswered by a run that has ended.
     await ask(ids, 'second');
-    await store(ids, runEvents(ids).failed('Stopped.'));
+    expect((await call(caller, 'POST', `/agent/threads/${ids.threadId}/runs/${ids.runId}/cancel`)).status).toBe(200);
     expect(await resume(caller, ids.threadId, 'second')).toMatchObject({ status: 409, body: { message: STALE_INTERRUPT_ERROR, code: 'STALE_INTERRUPT' } });
     expect(await broker.runQueueDepth()).toBe(0);
   });

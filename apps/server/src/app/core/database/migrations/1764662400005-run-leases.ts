@@ -26,6 +26,7 @@ export class RunLeases1764662400005 implements MigrationInterface {
         ADD COLUMN expires_at timestamptz,
         ADD COLUMN step jsonb,
         ADD COLUMN error_code text;
+      ALTER TABLE agent_runs DROP CONSTRAINT agent_runs_status_check;
       ALTER TABLE agent_runs ADD CONSTRAINT ck_agent_runs_status
         CHECK (status IN ('queued', 'running', 'interrupted', 'finished', 'failed', 'cancelled'));
       -- Runs left running by the previous version: direct sessions end now, conversation steps are due for the sweeper.
@@ -96,6 +97,7 @@ export class RunLeases1764662400005 implements MigrationInterface {
       DROP POLICY IF EXISTS agent_runs_lock_lookup ON agent_runs;
       ALTER TABLE tool_call_ledger DROP COLUMN IF EXISTS run_id;
       ALTER TABLE agent_runs DROP CONSTRAINT IF EXISTS ck_agent_runs_status,
+        ADD CONSTRAINT agent_runs_status_check CHECK (status IN ('running', 'interrupted', 'finished', 'failed')),
         DROP COLUMN kind, DROP COLUMN epoch, DROP COLUMN attempts, DROP COLUMN lease_worker,
         DROP COLUMN lease_expires_at, DROP COLUMN expires_at, DROP COLUMN step, DROP COLUMN error_code;
     `);
