@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { ERROR_SENTENCES, type AgentRunRequest, type CommittedWrite, type RunErrorCode } from '@naalya/agent-tools';
+import { ERROR_SENTENCES, FINAL_RUN_STATUSES, type AgentRunRequest, type CommittedWrite, type RunErrorCode } from '@naalya/agent-tools';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 import { UserEntity } from '../../core/identity/user.entity.js';
@@ -66,8 +66,13 @@ export class RunLifecycle {
     return { committedWrites };
   }
 
-  /** Ends a run this unit of work holds with a sentence the thread shows (its questions voided, its tokens refused). */
+  /**
+   * Ends a run with a sentence the thread shows (its questions voided, its tokens refused), under its row lock; a run
+   * that has already ended is left as it is.
+   */
   async fail(runId: string, threadId: string, code: RunErrorCode): Promise<void> {
+    const run = await this.runs.lock(runId);
+    if (!run || FINAL_RUN_STATUSES.includes(run.status)) return;
     await this.runs.revoke(runId);
     await this.events.appendServerEvent(runId, { runId, threadId, type: 'RUN_ERROR', message: ERROR_SENTENCES[code as keyof typeof ERROR_SENTENCES], code });
   }
