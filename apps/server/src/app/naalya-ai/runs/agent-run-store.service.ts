@@ -229,7 +229,10 @@ export class AgentRunStore {
     return run?.id ?? null;
   }
 
-  /** The run's row locked for the lifecycle (cancel, the sweeper, a dead-lettered step); null if gone or (skipLocked) held elsewhere. */
+  /**
+   * The run's row locked for the lifecycle (cancel, the sweeper, a dead-lettered step); null if gone or (skipLocked)
+   * held elsewhere. FOR UPDATE waits for the run's tool calls still inside their transactions (each holds KEY SHARE).
+   */
   async lock(runId: string, options: { skipLocked?: boolean } = {}): Promise<LockedRun | null> {
     const [run] = (await currentManager().query(
       `SELECT id, thread_id, owner_id, kind, status, epoch, attempts,
@@ -347,10 +350,13 @@ export class AgentRunStore {
     };
   }
 
-  /** The run's row locked until its event's unit of work commits: so its seq (last_seq + 1) is gapless and monotonic. */
+  /**
+   * The run's row locked until its event's unit of work commits: so its seq (last_seq + 1) is gapless and monotonic.
+   * NO KEY UPDATE, so a tool call of the run in its transaction (KEY SHARE) does not hold the stream up; a cancel does.
+   */
   async lockForEvent(runId: string): Promise<RunForEvent | null> {
     const [run] = (await currentManager().query(
-      `SELECT thread_id, status, last_seq, epoch, pending_interrupts, error FROM agent_runs WHERE id = $1 FOR UPDATE`,
+      `SELECT thread_id, status, last_seq, epoch, pending_interrupts, error FROM agent_runs WHERE id = $1 FOR NO KEY UPDATE`,
       [runId],
     )) as EventLockedRun[];
     if (!run) return null;

@@ -234,9 +234,9 @@ export class ToolExecutor {
 
   /**
    * The token's run is still running under the token's epoch with a live lease (a direct run needs none), is the
-   * token's caller's, and is in the token's thread. The lookup takes a share lock on the run's row until this call's
-   * transaction ends, so a cancel (which updates the row) waits for the call: it commits before the cancel answers, or
-   * finds the run cancelled here and commits nothing.
+   * token's caller's, and is in the token's thread. The lookup takes a KEY SHARE lock on the run's row until this
+   * call's transaction ends, so a cancel (which locks the row FOR UPDATE) waits for the call: it commits before the
+   * cancel answers, or finds the run cancelled here and commits nothing. Lease renewals and stored events do not wait.
    */
   private async runInFlight(claims: DispatchClaims): Promise<boolean> {
     const [run] = (await currentManager().query(`SELECT status, owner_id, thread_id, epoch, lease_live FROM agent_run_dispatch_state($1)`, [

@@ -9,8 +9,9 @@ import { APP_GROUP_ROLE } from '../database-roles.js';
  * (multitaskStrategy `enqueue`). The ledger names the run of each write, so a cancel can report what stayed.
  *
  * Three narrow SECURITY DEFINER functions, each answering one question across schools: a tool call's run state
- * (now with its epoch and lease, under a share lock held until the call commits, so a cancel waits for it); the runs
- * the sweeper is due to look at; a run's committed writes.
+ * (now with its epoch and lease, under a KEY SHARE lock held until the call commits: a cancel, which locks the row FOR
+ * UPDATE, waits for it, while lease renewals and stored events, plain updates, do not); the runs the sweeper is due to
+ * look at; a run's committed writes.
  */
 export class RunLeases1764662400005 implements MigrationInterface {
   name = 'RunLeases1764662400005';
@@ -40,7 +41,7 @@ export class RunLeases1764662400005 implements MigrationInterface {
       ALTER TABLE tool_call_ledger ADD COLUMN run_id uuid;
       CREATE INDEX ix_tool_call_ledger_run ON tool_call_ledger (run_id) WHERE run_id IS NOT NULL;
 
-      -- SELECT ... FOR SHARE needs an UPDATE policy as well as a SELECT one (the owner is subject to RLS here).
+      -- SELECT ... FOR KEY SHARE needs an UPDATE policy as well as a SELECT one (the owner is subject to RLS here).
       CREATE POLICY agent_runs_lock_lookup ON agent_runs FOR UPDATE TO CURRENT_USER USING (true);
       CREATE POLICY tool_call_ledger_run_lookup ON tool_call_ledger FOR SELECT TO CURRENT_USER USING (true);
 
@@ -51,7 +52,7 @@ export class RunLeases1764662400005 implements MigrationInterface {
         AS $$
           SELECT r.status, r.owner_id, r.thread_id, r.epoch,
                  r.kind = 'direct' OR r.lease_expires_at > now()
-            FROM public.agent_runs r WHERE r.id = p_run_id FOR SHARE
+            FROM public.agent_runs r WHERE r.id = p_run_id FOR KEY SHARE
         $$;
       REVOKE ALL ON FUNCTION agent_run_dispatch_state(uuid) FROM PUBLIC;
       GRANT EXECUTE ON FUNCTION agent_run_dispatch_state(uuid) TO ${APP_GROUP_ROLE};
