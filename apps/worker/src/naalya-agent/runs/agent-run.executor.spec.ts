@@ -2,6 +2,7 @@ import {
   ERROR_SENTENCES,
   agentRunEventSchema,
   type AgentRunEvent,
+  type AgentRunLeaseReply,
   type AgentRunRequest,
   type AgentRuntimeContext,
   type AgentSpeaker,
@@ -545,6 +546,48 @@ describe('the run lease: the server decides whether a step runs, and when it sto
     expect(leases.requestsOf('renew').length).toBeLessThanOrEqual(2);
     expect(types(events)).toEqual(['RUN_STARTED']);
     expect(leases.requestsOf('release')).toEqual([]);
+  });
+
+  it('a process frozen past its lease (SIGSTOP) writes no checkpoint and publishes nothing when it wakes, before any renew answers', async () => {
+    const rover = fakeModel().respond(toolCalls(call('list_staff', {}, 'tc-staff'))).respond(new AIMessage('never said'));
+    let wokeAt = Number.POSITIVE_INFINITY;
+    // Renews are granted until the freeze; the one after it says the step was taken over, after a network's delay.
+    const renew = async (): Promise<AgentRunLeaseReply> => {
+      if (Date.now() < wokeAt) return { granted: true, leaseMs: 600 };
+      await sleep(30);
+      return { granted: false, reason: 'superseded' };
+    };
+    const leases = new FakeRunLeases(600).answer('renew', ...Array.from({ length: 50 }, () => renew));
+    const checkpointer = new MemorySaver();
+    const writes: number[] = [];
+    const put = checkpointer.put.bind(checkpointer);
+    const putWrites = checkpointer.putWrites.bind(checkpointer);
+    vi.spyOn(checkpointer, 'put').mockImplementation(async (...args) => (writes.push(Date.now()), put(...args)));
+    vi.spyOn(checkpointer, 'putWrites').mockImplementation(async (...args) => (writes.push(Date.now()), putWrites(...args)));
+    // The tool's answer arrives, then the process freezes for longer than the lease: no timer can fire meanwhile.
+    const caller = new (class extends FakeToolCaller {
+      override async call(...args: Parameters<FakeToolCaller['call']>): ReturnType<FakeToolCaller['call']> {
+        const result = await super.call(...args);
+        await sleep(50);
+        const until = Date.now() + 700;
+        while (Date.now() < until) {
+          // frozen
+        }
+        wokeAt = Date.now();
+        return result;
+      }
+    })();
+    const { events, step } = harness({ rover }, checkpointer, { leases, caller });
+
+    const { outcome } = await step(start(contextFor(), 'show the staff'));
+
+    expect(outcome).toBe('stopped');
+    expect(types(events)).toContain('TOOL_CALL_START');
+    expect(wokeAt).toBeLessThan(Number.POSITIVE_INFINITY);
+    expect(writes.filter((at) => at >= wokeAt)).toEqual([]);
+    expect(types(events)).not.toContain('TOOL_CALL_RESULT');
+    expect(types(events)).not.toContain('RUN_ERROR');
+    expect(rover.callCount).toBe(1);
   });
 
   it('a step stopped by the transport (its time limit) still reports RUN_ERROR STEP_TIMED_OUT, and releases its lease', async () => {

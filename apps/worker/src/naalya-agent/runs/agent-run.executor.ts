@@ -15,6 +15,7 @@ import type { SubagentDeps } from '../core/subagents/subagent.types.js';
 import type { AgentToolCaller } from '../core/tools/agent-tool-caller.js';
 import { toolCallIdempotencyKey } from '../core/tools/build-agent-tools.js';
 import { TimedToolCaller } from '../core/tools/timed-tool-caller.js';
+import { FencedCheckpointSaver } from './fenced-checkpoint-saver.js';
 import type { RunLeases } from './run-lease.client.js';
 import { RunEventTranslator, toAgentInterrupts } from './run-event.translator.js';
 import { StepLease } from './step-lease.js';
@@ -155,7 +156,7 @@ export class AgentRunExecutor {
     const signal = transportSignal ? AbortSignal.any([lease.signal, transportSignal]) : lease.signal;
     const publish = async (event: AgentRunEvent): Promise<void> => {
       // A step without its lease publishes nothing: the server would refuse it, and a cancelled run must not end twice.
-      if (lease.lost) return;
+      if (!lease.held()) return;
       const parsed = agentRunEventSchema.parse(event);
       try {
         await this.deps.events.publish(parsed, { dispatchToken });
@@ -174,7 +175,9 @@ export class AgentRunExecutor {
         if (!model) throw new Error(`No model was made for ${speaker}.`);
         return model;
       };
-      const graph = createRoverGraph(context, toolCaller, { checkpointer: this.deps.checkpointer, modelFor });
+      // Nor does it write the thread's checkpoints, which only the worker writes and so only the worker can fence.
+      const checkpointer = new FencedCheckpointSaver(this.deps.checkpointer, () => lease.held());
+      const graph = createRoverGraph(context, toolCaller, { checkpointer, modelFor });
       // The context is not persisted by LangGraph: it travels with every call, resumes included. The signal reaches
       // every node and, through the node's config, every model call (and each tool call's wait).
       const config = { configurable: { thread_id: ids.threadId }, context, signal };
@@ -197,7 +200,7 @@ export class AgentRunExecutor {
           if (lease.lost) return 'stopped';
         }
       }
-      if (lease.lost) return 'stopped';
+      if (!lease.held()) return 'stopped';
 
       const interrupts = toAgentInterrupts(pendingInterrupts(await graph.graph.getState(config)));
       if (interrupts.length > 0) {

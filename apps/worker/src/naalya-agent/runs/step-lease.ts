@@ -75,6 +75,21 @@ export class StepLease {
     return this.loss;
   }
 
+  /**
+   * Whether the step may still act (publish, write its checkpoint): the lease is not lost, and by this process's own
+   * clock the lease last granted has not run out. The second half catches a process that was frozen (SIGSTOP, a stalled
+   * VM) past its lease: when it wakes, the server may already have given the step to another worker, and it must not
+   * write before its next renew would have told it so. Marks the lease lost (expired) when it has run out.
+   */
+  held(): boolean {
+    if (this.loss) return false;
+    if (this.now() - this.grantedAt >= this.leaseMs) {
+      this.lose('expired');
+      return false;
+    }
+    return true;
+  }
+
   /** A third of the lease: three chances to renew before it expires. */
   get renewIntervalMs(): number {
     return Math.max(1, Math.floor(this.leaseMs / 3));
@@ -134,6 +149,7 @@ export class StepLease {
   }
 
   private lose(loss: LeaseLoss): void {
+    if (this.loss) return;
     this.loss = loss;
     this.stop();
     // A cancel is the owner's wish, not a fault.
