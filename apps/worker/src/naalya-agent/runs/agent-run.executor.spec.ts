@@ -476,8 +476,8 @@ describe('the run lease: the server decides whether a step runs, and when it sto
 
   it('a step that outlasts a third of its lease renews it every third, and stops renewing when it ends', async () => {
     const rover = fakeModel().respond(toolCalls(call('list_staff', {}, 'tc-staff'))).respond(new AIMessage('Done.'));
-    const leases = new FakeRunLeases(150);
-    const { step } = harness({ rover }, new MemorySaver(), { leases, caller: new SlowToolCaller(260) });
+    const leases = new FakeRunLeases(300);
+    const { step } = harness({ rover }, new MemorySaver(), { leases, caller: new SlowToolCaller(450) });
 
     const { outcome, events } = await step(start(contextFor(), 'show the staff'));
 
@@ -485,12 +485,12 @@ describe('the run lease: the server decides whether a step runs, and when it sto
     expect(finished(events)).toMatchObject({ outcome: 'success' });
     const renews = leases.requestsOf('renew');
     expect(renews.length).toBeGreaterThanOrEqual(2);
-    // Every 50 ms (a third of 150), each renew given up within that third so none overlap.
-    expect(renews.every(({ timeoutMs }) => timeoutMs === 50)).toBe(true);
-    for (let index = 1; index < renews.length; index += 1) expect(renews[index].at - renews[index - 1].at).toBeGreaterThanOrEqual(45);
-    expect(renews[0].at - leases.requestsOf('claim')[0].at).toBeGreaterThanOrEqual(45);
+    // Every 100 ms (a third of 300), each renew given up within that third so none overlap.
+    expect(renews.every(({ timeoutMs }) => timeoutMs === 100)).toBe(true);
+    for (let index = 1; index < renews.length; index += 1) expect(renews[index].at - renews[index - 1].at).toBeGreaterThanOrEqual(95);
+    expect(renews[0].at - leases.requestsOf('claim')[0].at).toBeGreaterThanOrEqual(95);
     const count = leases.requests.length;
-    await sleep(120);
+    await sleep(250);
     expect(leases.requests.length).toBe(count);
     expect(leases.requests.at(-1)?.action).toBe('release');
   });
@@ -499,8 +499,10 @@ describe('the run lease: the server decides whether a step runs, and when it sto
     'a renew refused as %s aborts the graph mid-step: the waiting tool call stops, no model is called again, nothing more is published',
     async (reason) => {
       const rover = fakeModel().respond(toolCalls(call('list_staff', {}, 'tc-staff'))).respond(new AIMessage('never said'));
-      const leases = new FakeRunLeases(60).answer('renew', { granted: false, reason });
       const caller = new HangingToolCaller();
+      // Renewed every 300 ms, refused once the tool call is waiting.
+      const refuseOnceCalled = async (): Promise<AgentRunLeaseReply> => (caller.calls.length > 0 ? { granted: false, reason } : { granted: true, leaseMs: 900 });
+      const leases = new FakeRunLeases(900).answer('renew', ...Array.from({ length: 30 }, () => refuseOnceCalled));
       const { events, step } = harness({ rover }, new MemorySaver(), { leases, caller });
 
       const { outcome } = await step(start(contextFor(), 'show the staff'));
@@ -513,13 +515,44 @@ describe('the run lease: the server decides whether a step runs, and when it sto
       expect(types(events)).not.toContain('RUN_ERROR');
       expect(types(events)).not.toContain('RUN_FINISHED');
       expect(types(events)[0]).toBe('RUN_STARTED');
-      expect(leases.requests.map(({ action }) => action)).toEqual(['claim', 'renew']);
+      expect(leases.requests.at(-1)?.action).toBe('renew');
+      expect(leases.requestsOf('release')).toEqual([]);
     },
   );
 
+  it('after a cancel mid-call, the next message on the thread runs: the model is told the stopped call has no result', async () => {
+    const seen: BaseMessage[][] = [];
+    const rover = fakeModel()
+      .respond(toolCalls(call('create_department', { name: 'Sciences' }, 'tc-create')))
+      .respond((messages) => {
+        seen.push(messages);
+        return new AIMessage('Hello again.');
+      });
+    const caller = new HangingToolCaller();
+    const cancelOnceCalled = async (): Promise<AgentRunLeaseReply> =>
+      caller.calls.length > 0 ? { granted: false, reason: 'cancelled' } : { granted: true, leaseMs: 900 };
+    const leases = new FakeRunLeases(900).answer('renew', ...Array.from({ length: 30 }, () => cancelOnceCalled));
+    const checkpointer = new MemorySaver();
+    const first = harness({ rover }, checkpointer, { leases, caller });
+    expect((await first.step(start(contextFor({}, 'thread-after-cancel'), 'create a department called Sciences'))).outcome).toBe('stopped');
+
+    const second = harness({ rover }, checkpointer);
+    const { outcome, events } = await second.step(start(contextFor({}, 'thread-after-cancel'), 'hello again'));
+
+    expect(outcome).toBe('success');
+    expect(finished(events)).toMatchObject({ outcome: 'success' });
+    const sent = seen[0] ?? [];
+    const stopped = sent.findIndex((message) => message.type === 'tool');
+    expect(sent[stopped - 1]).toMatchObject({ tool_calls: [expect.objectContaining({ id: 'tc-create' })] });
+    expect(String(sent[stopped]?.content)).toContain('was stopped before its result came back');
+    expect(sent.at(-1)).toMatchObject({ content: 'hello again' });
+  });
+
   it('a cancel reaches a model call in flight through its signal, and the step ends with nothing more published', async () => {
     const rover = new SignalBoundModel();
-    const leases = new FakeRunLeases(60).answer('renew', { granted: false, reason: 'cancelled' });
+    const cancelOnceCalled = async (): Promise<AgentRunLeaseReply> =>
+      rover.signals.length > 0 ? { granted: false, reason: 'cancelled' } : { granted: true, leaseMs: 900 };
+    const leases = new FakeRunLeases(900).answer('renew', ...Array.from({ length: 30 }, () => cancelOnceCalled));
     const { events, step } = harness({ rover }, new MemorySaver(), { leases });
 
     const { outcome } = await step(start(contextFor(), 'hello'));
@@ -535,14 +568,14 @@ describe('the run lease: the server decides whether a step runs, and when it sto
 
   it('renews that get no answer stop the step once its lease would have expired, without RUN_ERROR', async () => {
     const rover = new SignalBoundModel();
-    const leases = new FakeRunLeases(60).answer('renew', ...Array.from({ length: 10 }, () => new Error('no reply within 20 ms')));
+    const leases = new FakeRunLeases(900).answer('renew', ...Array.from({ length: 10 }, () => new Error('no reply within 300 ms')));
     const { events, step } = harness({ rover }, new MemorySaver(), { leases });
 
     const { outcome } = await step(start(contextFor(), 'hello'));
 
     expect(outcome).toBe('stopped');
     expect((rover.abortReasons[0] as RunLeaseLostError).loss).toBe('expired');
-    // At most one renew failed and was retried before the lease would have run out (60 ms, renewed every 20).
+    // At most one renew failed and was retried before the lease would have run out (900 ms, renewed every 300).
     expect(leases.requestsOf('renew').length).toBeLessThanOrEqual(2);
     expect(types(events)).toEqual(['RUN_STARTED']);
     expect(leases.requestsOf('release')).toEqual([]);

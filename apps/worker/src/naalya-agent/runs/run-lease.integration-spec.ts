@@ -234,13 +234,13 @@ describe('run leases over real RabbitMQ (a stand-in lease server on the tools qu
   it('a cancel mid-step (renew refused as cancelled): the step stops, is acknowledged, and publishes nothing more, not even RUN_ERROR', async () => {
     let cancelled = false;
     const request = requestFor('show the staff');
-    policy = ({ action }) => (action === 'renew' && cancelled ? { granted: false, reason: 'cancelled' } : { granted: true, leaseMs: 300 });
+    policy = ({ action }) => (action === 'renew' && cancelled ? { granted: false, reason: 'cancelled' } : { granted: true, leaseMs: 900 });
     const { runId } = request.context.run;
     caller.close();
     publishRequest(request);
 
     await waitFor(() => eventsOf(runId).some(({ event }) => event.type === 'TOOL_CALL_END'));
-    // Held mid-step, renewing every 100 ms.
+    // Held mid-step, renewing every 300 ms.
     await waitFor(() => actionsOf(request).filter((action) => action === 'renew').length >= 2);
     expect(await unackedCount(names.runsQueue)).toBe(1);
     const publishedBefore = eventsOf(runId).length;
