@@ -39,7 +39,8 @@ describe('StepLease: claim', () => {
 
 describe('StepLease: the heartbeat', () => {
   beforeEach(() => {
-    vi.useFakeTimers();
+    // The lease is counted on the monotonic clock, so it is faked too.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date', 'performance'] });
   });
 
   afterEach(() => {
@@ -118,6 +119,20 @@ describe('StepLease: the heartbeat', () => {
     expect(lease.signal.aborted).toBe(true);
     expect(lease.lost).toBe('expired');
     expect(leases.requestsOf('renew')).toHaveLength(2);
+  });
+
+  it('held(): by its own clock, a step whose last grant is a whole lease old no longer holds it (a frozen process waking up)', async () => {
+    // The renew is sent but its answer never comes back: nothing else will tell the step.
+    const leases = new FakeRunLeases(3_000).answer('renew', () => new Promise(() => undefined));
+    const lease = await claim(leases);
+
+    await vi.advanceTimersByTimeAsync(2_999);
+    expect(lease.held()).toBe(true);
+    await vi.advanceTimersByTimeAsync(1);
+
+    expect(lease.held()).toBe(false);
+    expect(lease.lost).toBe('expired');
+    expect(lease.signal.aborted).toBe(true);
   });
 
   it('stop() ends the heartbeat; release() gives the lease back once, without waiting for the answer', async () => {

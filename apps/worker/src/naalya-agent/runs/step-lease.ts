@@ -16,6 +16,8 @@ export class RunLeaseLostError extends Error {
   }
 }
 
+const defaultNow = () => performance.now();
+
 /** How long a release may take; nobody waits for it. */
 const RELEASE_TIMEOUT_MS = 2_000;
 
@@ -25,7 +27,7 @@ export type StepLeaseOptions = {
   /** For log lines only. */
   runId: string;
   logger: LoggerService;
-  /** A clock, for tests. */
+  /** A monotonic clock in ms (default performance.now: a wall clock set back or forward must not stretch a lease). */
   now?: () => number;
 };
 
@@ -49,12 +51,12 @@ export class StepLease {
     /** When the last granted request was sent: the server's expiry is at least this plus the lease. */
     private grantedAt: number,
   ) {
-    this.now = options.now ?? Date.now;
+    this.now = options.now ?? defaultNow;
   }
 
   /** Claims the step's lease. Never throws: no answer is a refusal too (the server re-dispatches an unclaimed step). */
   static async claim(options: StepLeaseOptions): Promise<ClaimResult> {
-    const now = options.now ?? Date.now;
+    const now = options.now ?? defaultNow;
     const sentAt = now();
     try {
       const reply = await options.leases.request('claim', options.dispatchToken);
