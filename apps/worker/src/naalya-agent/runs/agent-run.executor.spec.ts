@@ -520,6 +520,30 @@ describe('the run lease: the server decides whether a step runs, and when it sto
     },
   );
 
+  it('a cancel while a specialist waits on its tool stops the specialist and Rover: nothing more is published', async () => {
+    const rover = fakeModel()
+      .respond(toolCalls(call('task', { description: 'classes', subagent_type: 'class_teacher' }, 'tc-task')))
+      .respond(new AIMessage('never said by Rover'));
+    const specialist = fakeModel().respond(toolCalls(call('list_my_classes', {}, 'tc-classes'))).respond(new AIMessage('never said by Angie'));
+    const caller = new HangingToolCaller();
+    const cancelOnceCalled = async (): Promise<AgentRunLeaseReply> =>
+      caller.calls.length > 0 ? { granted: false, reason: 'cancelled' } : { granted: true, leaseMs: 900 };
+    const leases = new FakeRunLeases(900).answer('renew', ...Array.from({ length: 30 }, () => cancelOnceCalled));
+    const { events, step } = harness({ rover, class_teacher: specialist }, new MemorySaver(), { leases, caller });
+
+    const { outcome } = await step(start(contextFor(), 'list my classes'));
+
+    expect(outcome).toBe('stopped');
+    expect(caller.callsTo('list.my-classes')).toHaveLength(1);
+    await sleep(100);
+    expect(specialist.callCount).toBe(1);
+    expect(rover.callCount).toBe(1);
+    expect(types(events)).not.toContain('TOOL_CALL_RESULT');
+    expect(types(events)).not.toContain('TEXT_MESSAGE_START');
+    expect(types(events)).not.toContain('RUN_FINISHED');
+    expect(types(events)).not.toContain('RUN_ERROR');
+  });
+
   it('after a cancel mid-call, the next message on the thread runs: the model is told the stopped call has no result', async () => {
     const seen: BaseMessage[][] = [];
     const rover = fakeModel()

@@ -175,7 +175,7 @@ export class AgentRunExecutor {
         if (!model) throw new Error(`No model was made for ${speaker}.`);
         return model;
       };
-      // Nor does it write the thread's checkpoints, which only the worker writes and so only the worker can fence.
+      // Nor does it write the thread's checkpoints: only the worker writes them, so only the worker can fence them.
       const checkpointer = new FencedCheckpointSaver(this.deps.checkpointer, () => lease.held());
       const graph = createRoverGraph(context, toolCaller, { checkpointer, modelFor });
       // The context is not persisted by LangGraph: it travels with every call, resumes included. The signal reaches
