@@ -1,11 +1,13 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import { Logger, Module, type DynamicModule } from '@nestjs/common';
 import type { WorkerConfig } from './app/config/worker-config.js';
 import { CHECKPOINT_STORE_OPTIONS, CheckpointStore, type CheckpointStoreOptions } from './naalya-agent/core/checkpoint/checkpoint-store.js';
 import { createChatModel } from './naalya-agent/core/model/chat-model.factory.js';
 import { AGENT_TOOL_CALLER, type AgentToolCaller } from './naalya-agent/core/tools/agent-tool-caller.js';
+import { AgentToolService } from './naalya-agent/core/tools/agent-tool.service.js';
 import { AgentToolsModule } from './naalya-agent/core/tools/agent-tools.module.js';
 import { AgentRunConsumer } from './naalya-agent/runs/agent-run.consumer.js';
 import { AgentRunExecutor } from './naalya-agent/runs/agent-run.executor.js';
+import { RunLeaseClient } from './naalya-agent/runs/run-lease.client.js';
 import { RUN_EVENT_PUBLISHER_OPTIONS, RunEventPublisher, type RunEventPublisherOptions } from './naalya-agent/runs/run-event.publisher.js';
 
 // The worker: the runs consumer, its executor, the run events publisher, the checkpoints and the tool hop.
@@ -29,13 +31,24 @@ export class AppModule {
         { provide: CHECKPOINT_STORE_OPTIONS, useValue: checkpointOptions },
         CheckpointStore,
         {
+          // The run lease rides the tools client: one connection, and the only exchange the worker's user may write.
+          provide: RunLeaseClient,
+          inject: [AgentToolService],
+          useFactory: (tools: AgentToolService) => {
+            const leases = new RunLeaseClient(tools);
+            new Logger(RunLeaseClient.name).log(`Run leases are claimed as worker "${leases.workerId}"`);
+            return leases;
+          },
+        },
+        {
           provide: AgentRunExecutor,
-          inject: [AGENT_TOOL_CALLER, CheckpointStore, RunEventPublisher],
-          useFactory: (toolCaller: AgentToolCaller, checkpoints: CheckpointStore, events: RunEventPublisher) =>
+          inject: [AGENT_TOOL_CALLER, CheckpointStore, RunEventPublisher, RunLeaseClient],
+          useFactory: (toolCaller: AgentToolCaller, checkpoints: CheckpointStore, events: RunEventPublisher, leases: RunLeaseClient) =>
             new AgentRunExecutor({
               toolCaller,
               checkpointer: checkpoints.saver,
               events,
+              leases,
               chatModel: (speaker) => createChatModel({ agentModel: config.agentModel, providerKeys: config.providerKeys }, speaker),
             }),
         },

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ScriptedChatModel } from '../core/model/scripted-chat-model.js';
 import { scriptedPolicy } from '../core/model/scripted-policy.js';
 import { schoolContext } from '../core/tools/tool-context.fixture.js';
+import { FakeRunLeases, TEST_DISPATCH_TOKEN } from '../testing/fake-run-leases.fixture.js';
 import { FakeToolCaller } from '../testing/fake-tool-caller.fixture.js';
 import { AgentRunConsumer } from './agent-run.consumer.js';
 import { AgentRunExecutor } from './agent-run.executor.js';
@@ -66,7 +67,7 @@ const received: Array<{ event: AgentRunEvent; message: ConsumeMessage }> = [];
 
 const requestFor = (message: string): AgentRunRequest => ({
   kind: 'start',
-  context: { ...schoolContext(), run: { runId: randomUUID(), threadId: randomUUID() } },
+  context: { ...schoolContext(), run: { runId: randomUUID(), threadId: randomUUID() }, dispatchToken: TEST_DISPATCH_TOKEN },
   message,
 });
 
@@ -97,6 +98,7 @@ beforeAll(async () => {
     toolCaller: caller,
     checkpointer: new MemorySaver(),
     events: publisher,
+    leases: new FakeRunLeases(),
     chatModel: () => new ScriptedChatModel(scriptedPolicy),
   });
   const moduleRef = await Test.createTestingModule({
@@ -156,6 +158,7 @@ describe('the runs queue consumer over real RabbitMQ', () => {
       expect(message.fields.routingKey).toBe(runId);
       expect(message.properties).toMatchObject({ deliveryMode: 2, contentType: 'application/json', type: event.type, userId: 'guest' });
       expect(message.properties.messageId).toEqual(expect.any(String));
+      expect(message.properties.headers).toMatchObject({ 'x-dispatch-token': TEST_DISPATCH_TOKEN });
     }
     expect(new Set(events.map(({ message }) => message.properties.messageId)).size).toBe(events.length);
     expect(events[1]?.event).toMatchObject({ toolCallName: 'list_staff', event: 'list.staff' });

@@ -2,19 +2,25 @@ import {
   ERROR_SENTENCES,
   agentRunEventSchema,
   type AgentRunEvent,
+  type AgentRunLeaseReply,
   type AgentRunRequest,
   type AgentRuntimeContext,
   type AgentSpeaker,
   type AgentToolRole,
 } from '@naalya/agent-tools';
-import { AIMessage } from '@langchain/core/messages';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { BaseChatModel } from '@langchain/core/language_models/chat_models';
+import { AIMessage, type BaseMessage } from '@langchain/core/messages';
+import type { ChatResult } from '@langchain/core/outputs';
 import { MemorySaver } from '@langchain/langgraph';
 import { fakeModel } from 'langchain';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { askUserArgsHash } from '../core/tools/local/ask-user.tool.js';
 import { schoolContext } from '../core/tools/tool-context.fixture.js';
+import { FakeRunLeases, TEST_DISPATCH_TOKEN } from '../testing/fake-run-leases.fixture.js';
 import { FakeToolCaller } from '../testing/fake-tool-caller.fixture.js';
-import { AgentRunExecutor, RunEventPublishError, humanMessageId, type RunStepOutcome } from './agent-run.executor.js';
+import { AgentRunExecutor, RunEventPublishError, humanMessageId, type RunEventMeta, type RunStepOutcome } from './agent-run.executor.js';
+import { RunLeaseLostError } from './step-lease.js';
 
 vi.mock('@naalya/agent-tools', async (importOriginal) => {
   const { withProbeTools } = await import('../testing/probe-registry.fixture.js');
@@ -22,6 +28,8 @@ vi.mock('@naalya/agent-tools', async (importOriginal) => {
 });
 
 type Model = ReturnType<typeof fakeModel>;
+/** A fake model, or any other chat model a test scripts (the executor takes any). */
+type ChatModelLike = Model | BaseChatModel;
 
 const ROLE_PROBES: Record<AgentToolRole, { tool: string; event: string; args: Record<string, unknown> }> = {
   class_teacher: { tool: 'list_my_classes', event: 'list.my-classes', args: {} },
@@ -37,6 +45,7 @@ const contextFor = (overrides: Partial<AgentRuntimeContext> = {}, threadId = 'th
   ...schoolContext(),
   capabilities: { isClassTeacher: true, isSubjectTeacher: true, isDirectorOfStudies: true },
   run: { runId: `run-${++runCounter}`, threadId },
+  dispatchToken: TEST_DISPATCH_TOKEN,
   ...overrides,
 });
 
@@ -44,18 +53,31 @@ type Harness = {
   caller: FakeToolCaller;
   models: Partial<Record<AgentSpeaker, Model>>;
   events: AgentRunEvent[];
+  /** What each event was published with, index for index. */
+  metas: RunEventMeta[];
+  leases: FakeRunLeases;
   executor: AgentRunExecutor;
   step: (request: AgentRunRequest) => Promise<{ outcome: RunStepOutcome; events: AgentRunEvent[] }>;
 };
 
-const harness = (models: Partial<Record<AgentSpeaker, Model>>, checkpointer = new MemorySaver()): Harness => {
-  const caller = new FakeToolCaller();
+const harness = (
+  models: Partial<Record<AgentSpeaker, ChatModelLike>>,
+  checkpointer = new MemorySaver(),
+  { leases = new FakeRunLeases(), caller = new FakeToolCaller() }: { leases?: FakeRunLeases; caller?: FakeToolCaller } = {},
+): Harness => {
   const events: AgentRunEvent[] = [];
+  const metas: RunEventMeta[] = [];
   const executor = new AgentRunExecutor({
     toolCaller: caller,
     checkpointer,
-    events: { publish: async (event) => void events.push(event) },
-    chatModel: (speaker) => models[speaker] ?? fakeModel().respond(new AIMessage(`unused ${speaker}`)),
+    events: {
+      publish: async (event, meta) => {
+        events.push(event);
+        metas.push(meta);
+      },
+    },
+    leases,
+    chatModel: (speaker) => (models[speaker] ?? fakeModel().respond(new AIMessage(`unused ${speaker}`))) as Model,
     logger: { log: () => undefined, error: () => undefined, warn: () => undefined },
   });
   const step = async (request: AgentRunRequest) => {
@@ -63,7 +85,7 @@ const harness = (models: Partial<Record<AgentSpeaker, Model>>, checkpointer = ne
     const outcome = await executor.execute(request);
     return { outcome, events: events.slice(before) };
   };
-  return { caller, models, events, executor, step };
+  return { caller, models: models as Partial<Record<AgentSpeaker, Model>>, events, metas, leases, executor, step };
 };
 
 const start = (context: AgentRuntimeContext, message: string): AgentRunRequest => ({ kind: 'start', context, message });
@@ -211,6 +233,7 @@ describe('AgentRunExecutor: one run step as run events', () => {
       toolCaller: new FakeToolCaller(),
       checkpointer: new MemorySaver(),
       events: { publish: async () => Promise.reject(new Error('channel closed')) },
+      leases: new FakeRunLeases(),
       chatModel: () => fakeModel().respond(new AIMessage('hi')),
       logger: { log: () => undefined, error: () => undefined, warn: () => undefined },
     });
@@ -333,5 +356,307 @@ describe('redelivery: a run step is safe to repeat', () => {
     const again = await step(request);
 
     expect(finished(again.events)).toEqual(finished(first.events));
+  });
+});
+
+/** Records every call, then never answers: a hop that hangs until the step stops waiting for it. */
+class HangingToolCaller extends FakeToolCaller {
+  override async call(...args: Parameters<FakeToolCaller['call']>): ReturnType<FakeToolCaller['call']> {
+    await super.call(...args);
+    return new Promise<never>(() => undefined);
+  }
+}
+
+/** Records every call, then answers after delayMs. */
+class SlowToolCaller extends FakeToolCaller {
+  constructor(private readonly delayMs: number) {
+    super();
+  }
+
+  override async call(...args: Parameters<FakeToolCaller['call']>): ReturnType<FakeToolCaller['call']> {
+    const result = await super.call(...args);
+    await sleep(this.delayMs);
+    return result;
+  }
+}
+
+/** A chat model that answers nothing until its call's signal aborts: shows the step's signal reaches the model call. */
+class SignalBoundModel extends BaseChatModel {
+  readonly signals: Array<AbortSignal | undefined> = [];
+  readonly abortReasons: unknown[] = [];
+
+  constructor() {
+    super({});
+  }
+
+  _llmType(): string {
+    return 'signal-bound';
+  }
+
+  override bindTools(): this {
+    return this;
+  }
+
+  async _generate(_messages: BaseMessage[], options: this['ParsedCallOptions']): Promise<ChatResult> {
+    const { signal } = options;
+    this.signals.push(signal);
+    if (!signal) throw new Error('no signal reached the model call');
+    return new Promise<ChatResult>((_resolve, reject) => {
+      signal.addEventListener(
+        'abort',
+        () => {
+          this.abortReasons.push(signal.reason);
+          reject(signal.reason);
+        },
+        { once: true },
+      );
+    });
+  }
+}
+
+const LEASE_REFUSED = ['superseded', 'cancelled', 'ended', 'refused'] as const;
+
+describe('the run lease: the server decides whether a step runs, and when it stops', () => {
+  it.each(LEASE_REFUSED)('a claim refused as %s runs nothing and publishes nothing: no checkpoint read, no model, no tool', async (reason) => {
+    const rover = fakeModel().respond(toolCalls(call('list_staff', {}, 'tc-staff')));
+    const checkpointer = new MemorySaver();
+    const reads = vi.spyOn(checkpointer, 'getTuple');
+    const leases = new FakeRunLeases().answer('claim', { granted: false, reason });
+    const { caller, step } = harness({ rover }, checkpointer, { leases });
+
+    const { outcome, events } = await step(start(contextFor(), 'show the staff'));
+
+    expect(outcome).toBe('dropped');
+    expect(events).toEqual([]);
+    expect(reads).not.toHaveBeenCalled();
+    expect(rover.callCount).toBe(0);
+    expect(caller.calls).toEqual([]);
+    expect(leases.requests.map(({ action, dispatchToken }) => ({ action, dispatchToken }))).toEqual([{ action: 'claim', dispatchToken: TEST_DISPATCH_TOKEN }]);
+  });
+
+  it('a claim that gets no answer (timeout, no connection, an unreadable reply) drops the step the same way', async () => {
+    const rover = fakeModel().respond(new AIMessage('hi'));
+    const leases = new FakeRunLeases().answer('claim', new Error('no reply within 15000 ms'));
+    const { step } = harness({ rover }, new MemorySaver(), { leases });
+
+    const { outcome, events } = await step(start(contextFor(), 'hello'));
+
+    expect(outcome).toBe('dropped');
+    expect(events).toEqual([]);
+    expect(rover.callCount).toBe(0);
+    expect(leases.requestsOf('release')).toEqual([]);
+  });
+
+  it('a step with no dispatch token cannot claim a lease: dropped, nothing asked, nothing published', async () => {
+    const rover = fakeModel().respond(new AIMessage('hi'));
+    const { leases, step } = harness({ rover });
+    const { dispatchToken: _dropped, ...context } = contextFor();
+
+    const { outcome, events } = await step(start(context, 'hello'));
+
+    expect(outcome).toBe('dropped');
+    expect(events).toEqual([]);
+    expect(leases.requests).toEqual([]);
+    expect(rover.callCount).toBe(0);
+  });
+
+  it('a granted step claims before it runs, publishes every event with its dispatch token, and releases the lease when it ends', async () => {
+    const rover = fakeModel().respond(toolCalls(call('list_staff', {}, 'tc-staff'))).respond(new AIMessage('Here are your staff.'));
+    const { events, metas, leases, step } = harness({ rover });
+
+    const { outcome } = await step(start(contextFor(), 'show the staff'));
+
+    expect(outcome).toBe('success');
+    expect(events.length).toBeGreaterThan(2);
+    expect(metas).toHaveLength(events.length);
+    expect(metas.every((meta) => meta.dispatchToken === TEST_DISPATCH_TOKEN)).toBe(true);
+    expect(leases.requests.map(({ action }) => action)).toEqual(['claim', 'release']);
+    expect(leases.requests.every(({ dispatchToken }) => dispatchToken === TEST_DISPATCH_TOKEN)).toBe(true);
+  });
+
+  it('a step that outlasts a third of its lease renews it every third, and stops renewing when it ends', async () => {
+    const rover = fakeModel().respond(toolCalls(call('list_staff', {}, 'tc-staff'))).respond(new AIMessage('Done.'));
+    const leases = new FakeRunLeases(300);
+    const { step } = harness({ rover }, new MemorySaver(), { leases, caller: new SlowToolCaller(450) });
+
+    const { outcome, events } = await step(start(contextFor(), 'show the staff'));
+
+    expect(outcome).toBe('success');
+    expect(finished(events)).toMatchObject({ outcome: 'success' });
+    const renews = leases.requestsOf('renew');
+    expect(renews.length).toBeGreaterThanOrEqual(2);
+    // Every 100 ms (a third of 300), each renew given up within that third so none overlap.
+    expect(renews.every(({ timeoutMs }) => timeoutMs === 100)).toBe(true);
+    for (let index = 1; index < renews.length; index += 1) expect(renews[index].at - renews[index - 1].at).toBeGreaterThanOrEqual(95);
+    expect(renews[0].at - leases.requestsOf('claim')[0].at).toBeGreaterThanOrEqual(95);
+    const count = leases.requests.length;
+    await sleep(250);
+    expect(leases.requests.length).toBe(count);
+    expect(leases.requests.at(-1)?.action).toBe('release');
+  });
+
+  it.each(['cancelled', 'superseded', 'ended'] as const)(
+    'a renew refused as %s aborts the graph mid-step: the waiting tool call stops, no model is called again, nothing more is published',
+    async (reason) => {
+      const rover = fakeModel().respond(toolCalls(call('list_staff', {}, 'tc-staff'))).respond(new AIMessage('never said'));
+      const caller = new HangingToolCaller();
+      // Renewed every 300 ms, refused once the tool call is waiting.
+      const refuseOnceCalled = async (): Promise<AgentRunLeaseReply> => (caller.calls.length > 0 ? { granted: false, reason } : { granted: true, leaseMs: 900 });
+      const leases = new FakeRunLeases(900).answer('renew', ...Array.from({ length: 30 }, () => refuseOnceCalled));
+      const { events, step } = harness({ rover }, new MemorySaver(), { leases, caller });
+
+      const { outcome } = await step(start(contextFor(), 'show the staff'));
+
+      expect(outcome).toBe('stopped');
+      expect(caller.callsTo('list.staff')).toHaveLength(1);
+      expect(rover.callCount).toBe(1);
+      await sleep(100);
+      expect(types(events)).not.toContain('TOOL_CALL_RESULT');
+      expect(types(events)).not.toContain('RUN_ERROR');
+      expect(types(events)).not.toContain('RUN_FINISHED');
+      expect(types(events)[0]).toBe('RUN_STARTED');
+      expect(leases.requests.at(-1)?.action).toBe('renew');
+      expect(leases.requestsOf('release')).toEqual([]);
+    },
+  );
+
+  it('a cancel while a specialist waits on its tool stops the specialist and Rover: nothing more is published', async () => {
+    const rover = fakeModel()
+      .respond(toolCalls(call('task', { description: 'classes', subagent_type: 'class_teacher' }, 'tc-task')))
+      .respond(new AIMessage('never said by Rover'));
+    const specialist = fakeModel().respond(toolCalls(call('list_my_classes', {}, 'tc-classes'))).respond(new AIMessage('never said by Angie'));
+    const caller = new HangingToolCaller();
+    const cancelOnceCalled = async (): Promise<AgentRunLeaseReply> =>
+      caller.calls.length > 0 ? { granted: false, reason: 'cancelled' } : { granted: true, leaseMs: 900 };
+    const leases = new FakeRunLeases(900).answer('renew', ...Array.from({ length: 30 }, () => cancelOnceCalled));
+    const { events, step } = harness({ rover, class_teacher: specialist }, new MemorySaver(), { leases, caller });
+
+    const { outcome } = await step(start(contextFor(), 'list my classes'));
+
+    expect(outcome).toBe('stopped');
+    expect(caller.callsTo('list.my-classes')).toHaveLength(1);
+    await sleep(100);
+    expect(specialist.callCount).toBe(1);
+    expect(rover.callCount).toBe(1);
+    expect(types(events)).not.toContain('TOOL_CALL_RESULT');
+    expect(types(events)).not.toContain('TEXT_MESSAGE_START');
+    expect(types(events)).not.toContain('RUN_FINISHED');
+    expect(types(events)).not.toContain('RUN_ERROR');
+  });
+
+  it('after a cancel mid-call, the next message on the thread runs: the model is told the stopped call has no result', async () => {
+    const seen: BaseMessage[][] = [];
+    const rover = fakeModel()
+      .respond(toolCalls(call('create_department', { name: 'Sciences' }, 'tc-create')))
+      .respond((messages) => {
+        seen.push(messages);
+        return new AIMessage('Hello again.');
+      });
+    const caller = new HangingToolCaller();
+    const cancelOnceCalled = async (): Promise<AgentRunLeaseReply> =>
+      caller.calls.length > 0 ? { granted: false, reason: 'cancelled' } : { granted: true, leaseMs: 900 };
+    const leases = new FakeRunLeases(900).answer('renew', ...Array.from({ length: 30 }, () => cancelOnceCalled));
+    const checkpointer = new MemorySaver();
+    const first = harness({ rover }, checkpointer, { leases, caller });
+    expect((await first.step(start(contextFor({}, 'thread-after-cancel'), 'create a department called Sciences'))).outcome).toBe('stopped');
+
+    const second = harness({ rover }, checkpointer);
+    const { outcome, events } = await second.step(start(contextFor({}, 'thread-after-cancel'), 'hello again'));
+
+    expect(outcome).toBe('success');
+    expect(finished(events)).toMatchObject({ outcome: 'success' });
+    const sent = seen[0] ?? [];
+    const stopped = sent.findIndex((message) => message.type === 'tool');
+    expect(sent[stopped - 1]).toMatchObject({ tool_calls: [expect.objectContaining({ id: 'tc-create' })] });
+    expect(String(sent[stopped]?.content)).toContain('was stopped before its result came back');
+    expect(sent.at(-1)).toMatchObject({ content: 'hello again' });
+  });
+
+  it('a cancel reaches a model call in flight through its signal, and the step ends with nothing more published', async () => {
+    const rover = new SignalBoundModel();
+    const cancelOnceCalled = async (): Promise<AgentRunLeaseReply> =>
+      rover.signals.length > 0 ? { granted: false, reason: 'cancelled' } : { granted: true, leaseMs: 900 };
+    const leases = new FakeRunLeases(900).answer('renew', ...Array.from({ length: 30 }, () => cancelOnceCalled));
+    const { events, step } = harness({ rover }, new MemorySaver(), { leases });
+
+    const { outcome } = await step(start(contextFor(), 'hello'));
+
+    expect(outcome).toBe('stopped');
+    expect(rover.signals).toHaveLength(1);
+    expect(rover.signals[0]?.aborted).toBe(true);
+    expect(rover.abortReasons[0]).toBeInstanceOf(RunLeaseLostError);
+    expect((rover.abortReasons[0] as RunLeaseLostError).loss).toBe('cancelled');
+    await sleep(50);
+    expect(types(events)).toEqual(['RUN_STARTED']);
+  });
+
+  it('renews that get no answer stop the step once its lease would have expired, without RUN_ERROR', async () => {
+    const rover = new SignalBoundModel();
+    const leases = new FakeRunLeases(900).answer('renew', ...Array.from({ length: 10 }, () => new Error('no reply within 300 ms')));
+    const { events, step } = harness({ rover }, new MemorySaver(), { leases });
+
+    const { outcome } = await step(start(contextFor(), 'hello'));
+
+    expect(outcome).toBe('stopped');
+    expect((rover.abortReasons[0] as RunLeaseLostError).loss).toBe('expired');
+    // At most one renew failed and was retried before the lease would have run out (900 ms, renewed every 300).
+    expect(leases.requestsOf('renew').length).toBeLessThanOrEqual(2);
+    expect(types(events)).toEqual(['RUN_STARTED']);
+    expect(leases.requestsOf('release')).toEqual([]);
+  });
+
+  it('a process frozen past its lease (SIGSTOP) writes no checkpoint and publishes nothing when it wakes, before any renew answers', async () => {
+    const rover = fakeModel().respond(toolCalls(call('list_staff', {}, 'tc-staff'))).respond(new AIMessage('never said'));
+    let wokeAt = Number.POSITIVE_INFINITY;
+    // Renews are granted until the freeze; the one after it says the step was taken over, after a network's delay.
+    const renew = async (): Promise<AgentRunLeaseReply> => {
+      if (Date.now() < wokeAt) return { granted: true, leaseMs: 600 };
+      await sleep(30);
+      return { granted: false, reason: 'superseded' };
+    };
+    const leases = new FakeRunLeases(600).answer('renew', ...Array.from({ length: 50 }, () => renew));
+    const checkpointer = new MemorySaver();
+    const writes: number[] = [];
+    const put = checkpointer.put.bind(checkpointer);
+    const putWrites = checkpointer.putWrites.bind(checkpointer);
+    vi.spyOn(checkpointer, 'put').mockImplementation(async (...args) => (writes.push(Date.now()), put(...args)));
+    vi.spyOn(checkpointer, 'putWrites').mockImplementation(async (...args) => (writes.push(Date.now()), putWrites(...args)));
+    // The tool's answer arrives, then the process freezes for longer than the lease: no timer can fire meanwhile.
+    const caller = new (class extends FakeToolCaller {
+      override async call(...args: Parameters<FakeToolCaller['call']>): ReturnType<FakeToolCaller['call']> {
+        const result = await super.call(...args);
+        await sleep(50);
+        const until = Date.now() + 700;
+        while (Date.now() < until) {
+          // frozen
+        }
+        wokeAt = Date.now();
+        return result;
+      }
+    })();
+    const { events, step } = harness({ rover }, checkpointer, { leases, caller });
+
+    const { outcome } = await step(start(contextFor(), 'show the staff'));
+
+    expect(outcome).toBe('stopped');
+    expect(types(events)).toContain('TOOL_CALL_START');
+    expect(wokeAt).toBeLessThan(Number.POSITIVE_INFINITY);
+    expect(writes.filter((at) => at >= wokeAt)).toEqual([]);
+    expect(types(events)).not.toContain('TOOL_CALL_RESULT');
+    expect(types(events)).not.toContain('RUN_ERROR');
+    expect(rover.callCount).toBe(1);
+  });
+
+  it('a step stopped by the transport (its time limit) still reports RUN_ERROR STEP_TIMED_OUT, and releases its lease', async () => {
+    const rover = new SignalBoundModel();
+    const { leases, executor, events } = harness({ rover });
+    const transport = new AbortController();
+    setTimeout(() => transport.abort(new Error('time limit')), 30);
+
+    const outcome = await executor.execute(start(contextFor(), 'hello'), transport.signal);
+
+    expect(outcome).toBe('error');
+    expect(events.at(-1)).toMatchObject({ type: 'RUN_ERROR', code: 'STEP_TIMED_OUT' });
+    expect(leases.requests.map(({ action }) => action)).toEqual(['claim', 'release']);
   });
 });

@@ -15,10 +15,16 @@ import type { SubagentDeps } from '../core/subagents/subagent.types.js';
 import type { AgentToolCaller } from '../core/tools/agent-tool-caller.js';
 import { toolCallIdempotencyKey } from '../core/tools/build-agent-tools.js';
 import { TimedToolCaller } from '../core/tools/timed-tool-caller.js';
+import { FencedCheckpointSaver } from './fenced-checkpoint-saver.js';
+import type { RunLeases } from './run-lease.client.js';
 import { RunEventTranslator, toAgentInterrupts } from './run-event.translator.js';
+import { StepLease } from './step-lease.js';
+
+/** What travels with every event of a step: the step's dispatch token, so the server stores only its current epoch's events. */
+export type RunEventMeta = { dispatchToken: string };
 
 /** Where run events go: the RabbitMQ publisher in production, an array in tests. Publishes in call order. */
-export type RunEventSink = { publish(event: AgentRunEvent): Promise<void> };
+export type RunEventSink = { publish(event: AgentRunEvent, meta: RunEventMeta): Promise<void> };
 
 type ChatModel = ReturnType<SubagentDeps['modelFor']>;
 
@@ -28,12 +34,18 @@ export type AgentRunExecutorDeps = {
   /** A fresh model for one speaker of one run step. */
   chatModel: (speaker: AgentSpeaker) => Promise<ChatModel> | ChatModel;
   events: RunEventSink;
+  /** The run lease RPC: a step runs only while the server grants it its lease. */
+  leases: RunLeases;
   logger?: LoggerService;
   /** Model and tool steps one run step may take before it is stopped. Default 40. */
   recursionLimit?: number;
 };
 
-export type RunStepOutcome = 'success' | 'interrupt' | 'error';
+/**
+ * `dropped`: the server granted no lease (or no token to claim one with), nothing ran and nothing was published.
+ * `stopped`: the lease was lost mid-step (cancelled, superseded, ended, expired); nothing more was published.
+ */
+export type RunStepOutcome = 'success' | 'interrupt' | 'error' | 'dropped' | 'stopped';
 
 /** Publishing failed: the step cannot report anything, so the message must not be acknowledged as handled. */
 export class RunEventPublishError extends Error {
@@ -93,10 +105,14 @@ const safeErrorFor = (error: unknown, signal: AbortSignal | undefined): RunError
 };
 
 /**
- * One run step: builds Rover and the eligible specialists for this turn, streams the graph, and publishes
- * what happened as run events, from RUN_STARTED to RUN_FINISHED (success, or interrupt with the pending
- * questions) or RUN_ERROR with a message safe to show. Graph failures become RUN_ERROR and the step counts
- * as handled; only a failure to publish is thrown, so the message is not acknowledged as done.
+ * One run step: claims the step's lease, builds Rover and the eligible specialists for this turn, streams the graph,
+ * and publishes what happened as run events, from RUN_STARTED to RUN_FINISHED (success, or interrupt with the pending
+ * questions) or RUN_ERROR with a message safe to show. Graph failures become RUN_ERROR and the step counts as handled;
+ * only a failure to publish is thrown, so the message is not acknowledged as done.
+ *
+ * The server decides whether the step may run: without a granted claim nothing is read, called or published. While it
+ * runs, the lease is renewed every third of its length; once it is lost (the run was cancelled, or given to another
+ * worker) the graph and its model calls are aborted and nothing more is published, not even RUN_ERROR.
  */
 export class AgentRunExecutor {
   private readonly logger: LoggerService;
@@ -105,13 +121,45 @@ export class AgentRunExecutor {
     this.logger = deps.logger ?? new Logger(AgentRunExecutor.name);
   }
 
+  /** `signal`: the transport's, aborted when the step's time limit passes or shutdown outlives the drain. */
   async execute(request: AgentRunRequest, signal?: AbortSignal): Promise<RunStepOutcome> {
+    const { runId, threadId } = request.context.run;
+    const dispatchToken = request.context.dispatchToken;
+    if (!dispatchToken) {
+      this.logger.warn(`Run ${runId} (thread ${threadId}) dropped before it ran: its step carries no dispatch token, so no lease can be claimed.`);
+      return 'dropped';
+    }
+    const claim = await StepLease.claim({ leases: this.deps.leases, dispatchToken, runId, logger: this.logger });
+    if (!claim.granted) {
+      this.logger.warn(
+        `Run ${runId} (thread ${threadId}) dropped before it ran: the server granted no lease (${claim.reason}${claim.detail ? `: ${claim.detail}` : ''}).`,
+      );
+      return 'dropped';
+    }
+    const { lease } = claim;
+    let ended = false;
+    try {
+      const outcome = await this.runStep(request, dispatchToken, lease, signal);
+      ended = true;
+      return lease.lost ? 'stopped' : outcome;
+    } finally {
+      lease.stop();
+      // Only a step that ended normally gives its lease back; a thrown one leaves it to expire.
+      if (ended) lease.release();
+    }
+  }
+
+  private async runStep(request: AgentRunRequest, dispatchToken: string, lease: StepLease, transportSignal: AbortSignal | undefined): Promise<RunStepOutcome> {
     const { context } = request;
     const ids = { runId: context.run.runId, threadId: context.run.threadId };
+    // Either way the step stops: its lease is gone, or the transport gave up on it.
+    const signal = transportSignal ? AbortSignal.any([lease.signal, transportSignal]) : lease.signal;
     const publish = async (event: AgentRunEvent): Promise<void> => {
+      // A step without its lease publishes nothing: the server would refuse it, and a cancelled run must not end twice.
+      if (!lease.held()) return;
       const parsed = agentRunEventSchema.parse(event);
       try {
-        await this.deps.events.publish(parsed);
+        await this.deps.events.publish(parsed, { dispatchToken });
       } catch (error) {
         throw new RunEventPublishError(`Run ${ids.runId}: publishing ${event.type} failed: ${error instanceof Error ? error.message : String(error)}`);
       }
@@ -119,7 +167,7 @@ export class AgentRunExecutor {
 
     await publish({ ...ids, type: 'RUN_STARTED' });
     try {
-      const toolCaller = new TimedToolCaller(this.deps.toolCaller);
+      const toolCaller = new TimedToolCaller(this.deps.toolCaller, signal);
       const speakers: AgentSpeaker[] = ['rover', ...eligibleAgentRoles(context.capabilities)];
       const models = new Map(await Promise.all(speakers.map(async (speaker) => [speaker, await this.deps.chatModel(speaker)] as const)));
       const modelFor = (speaker: AgentSpeaker): ChatModel => {
@@ -127,9 +175,12 @@ export class AgentRunExecutor {
         if (!model) throw new Error(`No model was made for ${speaker}.`);
         return model;
       };
-      const graph = createRoverGraph(context, toolCaller, { checkpointer: this.deps.checkpointer, modelFor });
-      // The context is not persisted by LangGraph: it travels with every call, resumes included.
-      const config = { configurable: { thread_id: ids.threadId }, context, ...(signal ? { signal } : {}) };
+      // Nor does it write the thread's checkpoints: only the worker writes them, so only the worker can fence them.
+      const checkpointer = new FencedCheckpointSaver(this.deps.checkpointer, () => lease.held());
+      const graph = createRoverGraph(context, toolCaller, { checkpointer, modelFor });
+      // The context is not persisted by LangGraph: it travels with every call, resumes included. The signal reaches
+      // every node and, through the node's config, every model call (and each tool call's wait).
+      const config = { configurable: { thread_id: ids.threadId }, context, signal };
 
       const plan = planStep(request, await graph.graph.getState(config));
       if (plan.kind === 'refuse') {
@@ -146,8 +197,10 @@ export class AgentRunExecutor {
         });
         for await (const chunk of stream) {
           for (const event of translator.translate(chunk)) await publish(event);
+          if (lease.lost) return 'stopped';
         }
       }
+      if (!lease.held()) return 'stopped';
 
       const interrupts = toAgentInterrupts(pendingInterrupts(await graph.graph.getState(config)));
       if (interrupts.length > 0) {
@@ -158,8 +211,12 @@ export class AgentRunExecutor {
       return 'success';
     } catch (error) {
       if (error instanceof RunEventPublishError) throw error;
+      if (lease.lost) {
+        this.logger.log(`Run ${ids.runId} (thread ${ids.threadId}) stopped: its lease was lost (${lease.lost}).`);
+        return 'stopped';
+      }
       this.logger.error(`Run ${ids.runId} (thread ${ids.threadId}) failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-      await publish({ ...ids, ...runError(safeErrorFor(error, signal)) });
+      await publish({ ...ids, ...runError(safeErrorFor(error, transportSignal)) });
       return 'error';
     }
   }

@@ -3,7 +3,7 @@ import type { AgentRunEvent } from '@naalya/agent-tools';
 import { ConfirmPublisher } from '@naalya/rmq';
 import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { brokerUserOf } from '../core/broker-credentials.js';
-import type { RunEventSink } from './agent-run.executor.js';
+import type { RunEventMeta, RunEventSink } from './agent-run.executor.js';
 
 export type RunEventPublisherOptions = {
   rabbitmqUrl: string;
@@ -12,6 +12,9 @@ export type RunEventPublisherOptions = {
 };
 
 export const RUN_EVENT_PUBLISHER_OPTIONS = Symbol('RunEventPublisherOptions');
+
+/** The AMQP header carrying the step's dispatch token: the server stores an event only for the run and epoch it names. */
+export const DISPATCH_TOKEN_HEADER = 'x-dispatch-token';
 
 /**
  * Publishes run events to the run events exchange, routed by run id: persistent, on a confirm channel, one
@@ -49,7 +52,7 @@ export class RunEventPublisher implements RunEventSink, OnModuleInit, OnModuleDe
     await this.publisher.close();
   }
 
-  async publish(event: AgentRunEvent): Promise<void> {
+  async publish(event: AgentRunEvent, meta: RunEventMeta): Promise<void> {
     await this.publisher.publish(this.options.exchange, event.runId, Buffer.from(JSON.stringify(event)), {
       // Not mandatory, as the worker's events have never been: the server's ingest queue is bound to the exchange with `#`.
       mandatory: false,
@@ -60,6 +63,7 @@ export class RunEventPublisher implements RunEventSink, OnModuleInit, OnModuleDe
       timestamp: Math.floor(Date.now() / 1000),
       // Validated by RabbitMQ against the connection's user, so the server can tell the worker's events from forgeries.
       userId: this.brokerUser,
+      headers: { [DISPATCH_TOKEN_HEADER]: meta.dispatchToken },
     });
   }
 }

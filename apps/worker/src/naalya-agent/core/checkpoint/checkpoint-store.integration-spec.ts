@@ -4,6 +4,7 @@ import { emptyCheckpoint } from '@langchain/langgraph-checkpoint';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentRunExecutor } from '../../runs/agent-run.executor.js';
+import { FakeRunLeases, TEST_DISPATCH_TOKEN } from '../../testing/fake-run-leases.fixture.js';
 import { FakeToolCaller } from '../../testing/fake-tool-caller.fixture.js';
 import { ScriptedChatModel } from '../model/scripted-chat-model.js';
 import { scriptedPolicy } from '../model/scripted-policy.js';
@@ -98,12 +99,13 @@ describe('CheckpointStore', () => {
         toolCaller: caller,
         checkpointer: (await openStore()).saver,
         events: { publish: async (event) => void events.push(event) },
+        leases: new FakeRunLeases(),
         chatModel: () => new ScriptedChatModel(scriptedPolicy),
       });
       return { executor, events };
     };
     const threadId = `thread-${randomUUID()}`;
-    const contextFor = () => ({ ...schoolContext(), run: { runId: randomUUID(), threadId } });
+    const contextFor = () => ({ ...schoolContext(), run: { runId: randomUUID(), threadId }, dispatchToken: TEST_DISPATCH_TOKEN });
 
     const first = await executorOn();
     await first.executor.execute({ kind: 'start', context: contextFor(), message: 'delete the Drama department' });

@@ -7,6 +7,7 @@ import type { SubagentDeps } from '../subagents/subagent.types.js';
 import type { AgentToolCaller } from '../tools/agent-tool-caller.js';
 import { buildAgentTools } from '../tools/build-agent-tools.js';
 import { roverSystemPrompt } from './rover.prompt.js';
+import { stoppedToolCallsMiddleware } from './stopped-tool-calls.middleware.js';
 
 export type RoverGraphDeps = SubagentDeps & {
   /** Required: without one, interrupt() inside a tool silently becomes a tool message (ecosystem 1.5). */
@@ -29,8 +30,12 @@ export const createRoverGraph = (context: AgentRuntimeContext, toolCaller: Agent
     contextSchema: agentRuntimeContextSchema,
     checkpointer: deps.checkpointer,
     // Only the task tool: generalPurposeAgent false, and no filesystem middleware, so no tool reaches a
-    // specialist except its own belt. Without eligible specialists there is no task tool at all.
-    middleware: subagents.length > 0 ? [createSubAgentMiddleware({ defaultModel: model, subagents, generalPurposeAgent: false })] : [],
+    // specialist except its own belt. Without eligible specialists there is no task tool at all. A run stopped mid-call
+    // (cancelled, taken over) leaves a call with no result: the model is told so, or the next message would be refused.
+    middleware: [
+      stoppedToolCallsMiddleware(),
+      ...(subagents.length > 0 ? [createSubAgentMiddleware({ defaultModel: model, subagents, generalPurposeAgent: false })] : []),
+    ],
   });
 };
 

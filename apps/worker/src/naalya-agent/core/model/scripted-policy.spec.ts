@@ -3,6 +3,7 @@ import { AIMessage, HumanMessage, ToolMessage } from '@langchain/core/messages';
 import { MemorySaver } from '@langchain/langgraph';
 import { describe, expect, it } from 'vitest';
 import { AgentRunExecutor } from '../../runs/agent-run.executor.js';
+import { FakeRunLeases, TEST_DISPATCH_TOKEN } from '../../testing/fake-run-leases.fixture.js';
 import { FakeToolCaller } from '../../testing/fake-tool-caller.fixture.js';
 import { schoolContext } from '../tools/tool-context.fixture.js';
 import { ScriptedChatModel } from './scripted-chat-model.js';
@@ -85,10 +86,11 @@ const conversation = (caller = callerWithSchool(), capabilities = { isClassTeach
     toolCaller: caller,
     checkpointer: new MemorySaver(),
     events: { publish: async (event) => void events.push(event) },
+    leases: new FakeRunLeases(),
     chatModel: () => new ScriptedChatModel(scriptedPolicy),
     logger: { log: () => undefined, error: () => undefined, warn: () => undefined },
   });
-  const context = (): AgentRuntimeContext => ({ ...schoolContext(), capabilities, run: { runId: `run-${++runCounter}`, threadId } });
+  const context = (): AgentRuntimeContext => ({ ...schoolContext(), capabilities, run: { runId: `run-${++runCounter}`, threadId }, dispatchToken: TEST_DISPATCH_TOKEN });
   const step = async (request: AgentRunRequest) => {
     const before = events.length;
     await executor.execute(request);

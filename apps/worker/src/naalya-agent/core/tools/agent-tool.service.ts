@@ -88,6 +88,15 @@ export class AgentToolService implements AgentToolCaller, OnModuleInit, OnModule
     await this.client.close();
   }
 
+  /**
+   * Another request and reply on the tools queue, over the same connection and client (the worker's broker user may
+   * write only the tools exchange): the run lease. Resolves with the server's response, unchecked; rejects with an
+   * RmqRpcError when none came (no connection, timeout, an error reply).
+   */
+  request(pattern: string, data: unknown, timeoutMs: number = this.timeoutMs): Promise<unknown> {
+    return this.client.call(pattern, data, timeoutMs);
+  }
+
   async call<E extends AgentToolEvent>(event: E, payload: AgentToolPayload[E]): Promise<AgentToolResult> {
     try {
       // The message expires with the timeout, so a server that comes back later cannot perform a call

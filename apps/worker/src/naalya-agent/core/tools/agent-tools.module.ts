@@ -21,7 +21,8 @@ export class AgentToolsModule {
         AgentToolService,
         { provide: AGENT_TOOL_CALLER, useExisting: AgentToolService },
       ],
-      exports: [WORKER_CONFIG, AGENT_TOOL_CALLER],
+      // AgentToolService itself too: the run lease is another request on the same tools client.
+      exports: [WORKER_CONFIG, AGENT_TOOL_CALLER, AgentToolService],
     };
   }
 }
