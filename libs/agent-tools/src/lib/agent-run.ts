@@ -102,6 +102,12 @@ export const agentRunEventSchema = z.discriminatedUnion('type', [
 export type AgentRunEvent = z.infer<typeof agentRunEventSchema>;
 
 /**
+ * The AMQP header every run event travels with: the dispatch token of the step that produced it. The server stores an
+ * event only while its run is running under that token's epoch, so a step it has taken back writes nothing.
+ */
+export const DISPATCH_TOKEN_HEADER = 'x-dispatch-token';
+
+/**
  * The run lease, over the tools queue as an RPC (the worker must know the answer before it calls the model): `claim`
  * before a step runs, `renew` every third of the lease while it runs, `release` when it is done. The server reads the
  * run, its epoch and its caller from the dispatch token alone; `workerId` names the claimant.

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { AgentRunEvent } from '@naalya/agent-tools';
+import { DISPATCH_TOKEN_HEADER, type AgentRunEvent } from '@naalya/agent-tools';
 import { ConfirmPublisher } from '@naalya/rmq';
 import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { brokerUserOf } from '../core/broker-credentials.js';
@@ -12,9 +12,6 @@ export type RunEventPublisherOptions = {
 };
 
 export const RUN_EVENT_PUBLISHER_OPTIONS = Symbol('RunEventPublisherOptions');
-
-/** The AMQP header carrying the step's dispatch token: the server stores an event only for the run and epoch it names. */
-export const DISPATCH_TOKEN_HEADER = 'x-dispatch-token';
 
 /**
  * Publishes run events to the run events exchange, routed by run id: persistent, on a confirm channel, one

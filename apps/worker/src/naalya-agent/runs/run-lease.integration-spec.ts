@@ -4,6 +4,7 @@ import { promisify } from 'node:util';
 import {
   AGENT_RUN_LEASE_PATTERN,
   AGENT_RUN_PATTERN,
+  DISPATCH_TOKEN_HEADER,
   agentRunLeaseRequestSchema,
   type AgentRunEvent,
   type AgentRunLeaseReply,
@@ -23,7 +24,7 @@ import { schoolContext } from '../core/tools/tool-context.fixture.js';
 import { FakeToolCaller } from '../testing/fake-tool-caller.fixture.js';
 import { AgentRunConsumer } from './agent-run.consumer.js';
 import { AgentRunExecutor } from './agent-run.executor.js';
-import { DISPATCH_TOKEN_HEADER, RunEventPublisher } from './run-event.publisher.js';
+import { RunEventPublisher } from './run-event.publisher.js';
 import { RunLeaseClient } from './run-lease.client.js';
 
 // The worker's side of the run lease over real RabbitMQ: the lease RPC rides the worker's tools client onto the tools

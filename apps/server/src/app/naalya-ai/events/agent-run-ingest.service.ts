@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
-import { agentRunEventSchema, type AgentRunEvent } from '@naalya/agent-tools';
+import { DISPATCH_TOKEN_HEADER, agentRunEventSchema, type AgentRunEvent } from '@naalya/agent-tools';
 import {
   DEFAULT_MAX_MESSAGE_BYTES,
   OrderedConsumer,
@@ -15,8 +15,6 @@ import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-confi
 import { verifyDispatchToken } from '../dispatch/dispatch-token.js';
 import { AgentRunEventStore, type PersistOutcome } from './agent-run-event-store.service.js';
 
-/** The AMQP header a worker's run event carries: the dispatch token of the step that produced it. */
-export const DISPATCH_TOKEN_HEADER = 'x-dispatch-token';
 
 /** Told when a worker's event ended a run (so the thread's next queued run can start). */
 export type RunEndedListener = (runId: string, threadId: string) => void;
