@@ -296,16 +296,18 @@ describe('ask_user: interrupts and resume', () => {
     expect(finished(events)).toMatchObject({ outcome: 'interrupt', interrupts: [{ question: 'Which campus?', askedBy: 'rover', toolCallId: 'tc-ask' }] });
   });
 
-  it('a new message while a question is pending is refused with RUN_ERROR, and the question stays pending', async () => {
-    const rover = fakeModel().respond(toolCalls(call('ask_user', { question: 'Which campus?' }, 'tc-ask')));
+  it('a new message after a question the server voided (a cancel, interrupt, an expiry) runs, past the unanswered question', async () => {
+    const rover = fakeModel()
+      .respond(toolCalls(call('ask_user', { question: 'Which campus?' }, 'tc-ask')))
+      .respond(new AIMessage('Here is something else.'));
     const { step } = harness({ rover });
     await step(start(contextFor({}, 'thread-busy'), 'hello'));
 
     const { outcome, events } = await step(start(contextFor({}, 'thread-busy'), 'something else'));
 
-    expect(outcome).toBe('error');
-    expect(events.at(-1)).toMatchObject({ type: 'RUN_ERROR', message: ERROR_SENTENCES.WAITING_FOR_ANSWER, code: 'WAITING_FOR_ANSWER' });
-    expect(rover.callCount).toBe(1);
+    expect(outcome).toBe('success');
+    expect(finished(events)).toMatchObject({ outcome: 'success' });
+    expect(rover.callCount).toBe(2);
   });
 
   it('answers that match no pending question report the questions still pending, without running', async () => {

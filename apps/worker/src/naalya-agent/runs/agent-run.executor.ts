@@ -85,7 +85,9 @@ const planStep = (request: AgentRunRequest, snapshot: StateSnapshot): Plan => {
   if (request.kind === 'start') {
     const id = humanMessageId(request.context.run.runId);
     if (messages.some((message) => message.id === id)) return continueOrReport();
-    if (pending.length > 0) return { kind: 'refuse', code: 'WAITING_FOR_ANSWER' };
+    // A question still pending in the checkpoint was voided by the server (a cancel, the interrupt strategy, an
+    // expiry): it dispatches a new message only once no question of the thread waits. The new message runs; the
+    // model is told the unanswered call's outcome (stoppedToolCallsMiddleware).
     return { kind: 'run', input: { messages: [new HumanMessage({ id, content: request.message })] } };
   }
 
