@@ -37,12 +37,17 @@ export class AgentRunEventStore {
     });
   }
 
-  /** A server-written event, in the caller's unit of work as the run's owner: the run's row lock is taken (again) here. */
+  /**
+   * A server-written event, in the caller's unit of work as the run's owner: the run's row lock is taken (again) here,
+   * and the run's school and owner are read with it, on the unit of work's connection. (Not tenantOf: its lookup takes
+   * a second connection from the pool while this one holds the run's lock, and when the pool is taken by requests
+   * waiting for that lock, as concurrent interrupts or tool calls racing a cancel are, neither can go on until the
+   * statement timeout.)
+   */
   async appendServerEvent(runId: string, event: AgentRunEvent): Promise<PersistOutcome> {
-    const tenant = await this.runs.tenantOf(runId);
     const run = await this.runs.lockForEvent(runId);
-    if (!tenant || !run) return { kind: 'unknown-run' };
-    return this.insert(runId, run, `server:${run.epoch}:${run.lastSeq + 1}`, event, tenant);
+    if (!run) return { kind: 'unknown-run' };
+    return this.insert(runId, run, `server:${run.epoch}:${run.lastSeq + 1}`, event, { schoolId: run.schoolId, ownerId: run.ownerId });
   }
 
   private async insert(

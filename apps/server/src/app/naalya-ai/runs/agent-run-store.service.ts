@@ -79,6 +79,8 @@ export type RecordedAnswer = {
 /** A run as an event finds it under its row lock. */
 export type RunForEvent = {
   threadId: string;
+  schoolId: string | null;
+  ownerId: string;
   status: AgentRunStatus;
   lastSeq: number;
   epoch: number;
@@ -97,6 +99,8 @@ type AnswerableRun = {
 
 type EventLockedRun = {
   thread_id: string;
+  school_id: string | null;
+  owner_id: string;
   status: AgentRunStatus;
   last_seq: number;
   epoch: number;
@@ -356,12 +360,14 @@ export class AgentRunStore {
    */
   async lockForEvent(runId: string): Promise<RunForEvent | null> {
     const [run] = (await currentManager().query(
-      `SELECT thread_id, status, last_seq, epoch, pending_interrupts, error FROM agent_runs WHERE id = $1 FOR NO KEY UPDATE`,
+      `SELECT thread_id, school_id, owner_id, status, last_seq, epoch, pending_interrupts, error FROM agent_runs WHERE id = $1 FOR NO KEY UPDATE`,
       [runId],
     )) as EventLockedRun[];
     if (!run) return null;
     return {
       threadId: run.thread_id,
+      schoolId: run.school_id,
+      ownerId: run.owner_id,
       status: run.status,
       lastSeq: run.last_seq,
       epoch: run.epoch,
