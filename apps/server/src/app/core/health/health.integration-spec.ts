@@ -89,7 +89,8 @@ describe('DeadLetterDepths', () => {
       const kept = (reachable as unknown as { connection: Promise<ChannelModel> | null }).connection;
       expect(await reachable.read()).toEqual({ [names.deadLetterQueue]: 0, [runsDeadLetters]: 3 });
       expect((reachable as unknown as { connection: Promise<ChannelModel> | null }).connection).toBe(kept);
-      await (await kept!).close();
+      if (!kept) throw new Error('No connection was kept.');
+      await (await kept).close();
       expect(await reachable.read()).toEqual({ [names.deadLetterQueue]: 0, [runsDeadLetters]: 3 });
     } finally {
       await reachable.beforeApplicationShutdown();
