@@ -1,6 +1,6 @@
 import type { AgentRunEvent } from '@naalya/agent-tools';
 import { AGENT_RUN_PATTERN } from '@naalya/agent-tools';
-import { rmqNames } from '@naalya/rmq';
+import { rmqNames, runsDeadLetterQueue } from '@naalya/rmq';
 import { RABBITMQ_URL, createTestStack, type BuiltProcess, type TestStack } from '@naalya/test-stack';
 import { connect } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -295,7 +295,7 @@ describe('resilience', () => {
     // With the server stopped, any tool message the worker published would wait in the tools queue to be counted.
     await stack.server().stop();
     try {
-      const before = { deadLetters: (await channel.checkQueue(names.deadLetterQueue)).messageCount, ledger: await ledgerCount('create.department') };
+      const before = { deadLetters: (await channel.checkQueue(runsDeadLetterQueue(names))).messageCount, ledger: await ledgerCount('create.department') };
       const genuine = (await stack.owner.query(`SELECT id FROM users WHERE email = 'admin@greenhill.school'`)).rows[0]?.id as string;
       const malformed = {
         kind: 'start',
@@ -306,7 +306,7 @@ describe('resilience', () => {
       channel.sendToQueue(names.runsQueue, Buffer.from(JSON.stringify({ pattern: AGENT_RUN_PATTERN, data: malformed })), { persistent: true });
 
       const deadline = Date.now() + 15_000;
-      while ((await channel.checkQueue(names.deadLetterQueue)).messageCount <= before.deadLetters) {
+      while ((await channel.checkQueue(runsDeadLetterQueue(names))).messageCount <= before.deadLetters) {
         if (Date.now() > deadline) throw new Error(`the malformed run was not dead-lettered:\n${worker?.output()}`);
         await new Promise((resolve) => setTimeout(resolve, 100));
       }

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { AGENT_RUN_PATTERN, agentRunEventSchema, type AgentRunEvent, type AgentRunRequest } from '@naalya/agent-tools';
-import { AckAfterReplyTransport, declareTopology, deleteTopology, rmqNames } from '@naalya/rmq';
+import { AckAfterReplyTransport, declareTopology, deleteTopology, rmqNames, runsDeadLetterQueue } from '@naalya/rmq';
 import { MemorySaver } from '@langchain/langgraph';
 import type { INestMicroservice } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
@@ -23,6 +23,7 @@ const names = rmqNames(`agent-tools-test-${suffix}`, `agent-runs-test-${suffix}`
 const eventsQueue = `${names.runEventsExchange}.test-${suffix}`;
 
 // AMQP reports only a queue's ready count; whether the delivered message is still unacknowledged needs the broker's view.
+// The runs queue is a quorum queue, whose counts rabbitmqctl reports a few seconds late: wait for them, never read once.
 const unackedCount = async (queue: string): Promise<number> => {
   const { stdout } = await promisify(execFile)('rabbitmqctl', ['list_queues', '-s', 'name', 'messages_unacknowledged']);
   const row = stdout.split('\n').map((line) => line.split('\t')).find(([name]) => name === queue);
@@ -135,12 +136,13 @@ describe('the runs queue consumer over real RabbitMQ', () => {
 
     await waitFor(() => caller.calls.length === 0 && eventsOf(runId).some(({ event }) => event.type === 'TOOL_CALL_START'));
     // Mid-step: the tool call is held, so the run message is delivered but not yet acknowledged.
+    await waitFor(async () => (await unackedCount(names.runsQueue)) === 1, 15_000);
     expect(await unackedCount(names.runsQueue)).toBe(1);
     expect(eventsOf(runId).map(({ event }) => event.type)).toEqual(['RUN_STARTED', 'TOOL_CALL_START', 'TOOL_CALL_END']);
 
     caller.release();
     await waitFor(() => eventsOf(runId).some(({ event }) => event.type === 'RUN_FINISHED'));
-    await waitFor(async () => (await unackedCount(names.runsQueue)) === 0);
+    await waitFor(async () => (await unackedCount(names.runsQueue)) === 0, 15_000);
 
     const events = eventsOf(runId);
     expect(events.map(({ event }) => event.type)).toEqual([
@@ -165,17 +167,19 @@ describe('the runs queue consumer over real RabbitMQ', () => {
     expect(events[5]?.event).toMatchObject({ delta: expect.stringContaining('[scripted model] I found 1 staff: Ada Nakato.') });
     expect(await unackedCount(names.runsQueue)).toBe(0);
     expect((await channel.checkQueue(names.runsQueue)).messageCount).toBe(0);
-  });
+  }, 45_000);
 
-  it('dead-letters a malformed request and publishes nothing for it', async () => {
-    const before = (await channel.checkQueue(names.deadLetterQueue)).messageCount;
+  it('dead-letters a malformed request (into the runs dead-letter queue, which the server reads) and publishes nothing for it', async () => {
+    const deadLetters = runsDeadLetterQueue(names);
+    const before = (await channel.checkQueue(deadLetters)).messageCount;
     const threadId = randomUUID();
     publishRequest({ pattern: AGENT_RUN_PATTERN, data: { kind: 'start', context: { run: { runId: 'bad-run', threadId } }, message: 'hi' } });
 
-    await waitFor(async () => (await channel.checkQueue(names.deadLetterQueue)).messageCount > before);
+    await waitFor(async () => (await channel.checkQueue(deadLetters)).messageCount > before);
 
-    expect((await channel.checkQueue(names.deadLetterQueue)).messageCount).toBe(before + 1);
+    expect((await channel.checkQueue(deadLetters)).messageCount).toBe(before + 1);
     expect(received.filter(({ event }) => event.threadId === threadId || event.runId === 'bad-run')).toEqual([]);
+    await waitFor(async () => (await unackedCount(names.runsQueue)) === 0, 15_000);
     expect(await unackedCount(names.runsQueue)).toBe(0);
   });
 });
