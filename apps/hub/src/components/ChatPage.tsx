@@ -522,7 +522,7 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
               </button>
             ) : null}
           </div>
-          <p id="composer-hint" role="status" className="mt-1 text-xs text-slate-500">
+          <p id="composer-hint" role="status" className="mt-1 text-xs text-slate-500" data-testid="composer-hint">
             {hint ?? 'Enter sends, Shift+Enter starts a new line.'}
           </p>
         </form>
