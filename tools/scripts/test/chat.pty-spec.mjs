@@ -131,22 +131,6 @@ describe('npm run chat in a pseudo-terminal', () => {
     expect((await runsOf(threadId)).map((run) => run.status)).toEqual(['finished', 'cancelled', 'finished']);
   });
 
-  it('a question says when it expires; Ctrl-C at its answer stops the run, and the question can no longer be answered', async () => {
-    chat.type(`delete the Sciences department${ENTER}`);
-    await chat.expect(/Rover asks: Delete the department with id/);
-    await chat.expect(/\(this question expires in 23 h; unanswered by then, the run ends\. Ctrl-C stops the run\.\)/);
-    await chat.expect(/answer Rover> /);
-    chat.type(CTRL_C);
-    await chat.expect(/stopped; nothing had been changed\./);
-    await chat.expect(/you> /);
-    const run = (await runsOf(threadId)).at(-1);
-    expect(run).toMatchObject({ status: 'cancelled', interrupts: [{ answered: false, voided: true }] });
-    const departments = await api('/departments');
-    expect(departments.body.map((department) => department.name)).toContain('Sciences');
-    const late = await api(`/agent/threads/${threadId}/resume`, { interruptId: run.interrupts[0].interruptId, answer: 'yes' });
-    expect(late.status).toBe(409);
-  });
-
   it('another run holds the thread: the chat offers the choice, "q" queues the message, which runs when that run ends', async () => {
     freezeWorker();
     const other = await api(`/agent/threads/${threadId}/runs`, { message: 'list subjects' });
@@ -168,6 +152,28 @@ describe('npm run chat in a pseudo-terminal', () => {
       ['list subjects', 'cancelled'],
       ['list campuses', 'finished'],
     ]);
+  });
+
+  it('a question says when it expires; Ctrl-C at its answer stops the run: the question can no longer be answered, the thread takes the next message', async () => {
+    chat.type(`delete the Sciences department${ENTER}`);
+    await chat.expect(/Rover asks: Delete the department with id/);
+    await chat.expect(/\(this question expires in 23 h; unanswered by then, the run ends\. Ctrl-C stops the run\.\)/);
+    await chat.expect(/answer Rover> /);
+    chat.type(CTRL_C);
+    await chat.expect(/stopped; nothing had been changed\./);
+    await chat.expect(/you> /);
+    const run = (await runsOf(threadId)).at(-1);
+    expect(run).toMatchObject({ status: 'cancelled', interrupts: [{ answered: false, voided: true }] });
+    const departments = await api('/departments');
+    expect(departments.body.map((department) => department.name)).toContain('Sciences');
+    const late = await api(`/agent/threads/${threadId}/resume`, { interruptId: run.interrupts[0].interruptId, answer: 'yes' });
+    expect(late.status).toBe(409);
+
+    // The thread is free again: the next message is answered (the stopped question does not hold it).
+    chat.type(`list campuses${ENTER}`);
+    await chat.expect(/Rover: \[scripted model\]/);
+    await chat.expect(/you> /);
+    expect((await runsOf(threadId)).at(-1)).toMatchObject({ message: 'list campuses', status: 'finished' });
   });
 
   it('a run the server gives up on shows as failed, with its sentence', async () => {
