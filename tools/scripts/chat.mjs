@@ -52,10 +52,8 @@ const ask = (prompt, signal) =>
           signal?.removeEventListener('abort', onAbort);
           resolve(answer);
         };
-        const onAbort = () => {
-          process.stdout.write('\n');
-          done(undefined);
-        };
+        // The prompt's line is already taken by the "stopping" line.
+        const onAbort = () => done(undefined);
         pending = done;
         signal?.addEventListener('abort', onAbort, { once: true });
         rl.question(prompt, signal ? { signal } : {}, done);
