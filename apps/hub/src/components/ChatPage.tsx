@@ -98,27 +98,33 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
       if (following.current.has(runId)) return;
       following.current.add(runId);
       let seq = fromSeq;
+      // A queued run has no events yet (its stream ends at once): only its summary says when it starts.
+      let queued = false;
       try {
         for (;;) {
-          const outcome = await streamRunEvents({
-            url: api.eventsUrl(thread, runId),
-            token: session.get() ?? '',
-            lastEventId: seq,
-            signal,
-            onEvent: ({ seq: eventSeq, data }) => {
-              const parsed = agentRunEventSchema.safeParse(data);
-              if (parsed.success) dispatch({ type: 'event', runId, seq: eventSeq, event: parsed.data });
-            },
-          });
-          seq = outcome.lastEventId;
-          if (signal.aborted) return;
+          if (!queued) {
+            const outcome = await streamRunEvents({
+              url: api.eventsUrl(thread, runId),
+              token: session.get() ?? '',
+              lastEventId: seq,
+              signal,
+              onEvent: ({ seq: eventSeq, data }) => {
+                const parsed = agentRunEventSchema.safeParse(data);
+                if (parsed.success) dispatch({ type: 'event', runId, seq: eventSeq, event: parsed.data });
+              },
+            });
+            seq = outcome.lastEventId;
+            if (signal.aborted) return;
+          }
           const detail = await api.thread(thread);
           const run = detail.runs.find((candidate) => candidate.id === runId);
           if (!run || signal.aborted) return;
           dispatch({ type: 'run-summary', run, afterEvents: run.lastSeq <= seq });
-          // Queued: not started yet. Running: a step is going (a resumed one, or a stream that closed early).
-          const waiting = run.status === 'queued' || run.status === 'running' || run.lastSeq > seq;
-          if (!waiting) return;
+          queued = run.status === 'queued';
+          // More events stored: read them at once.
+          if (!queued && run.lastSeq > seq) continue;
+          // Not started yet, or a step going on (a resumed one, or a stream that closed early): look again shortly.
+          if (!queued && run.status !== 'running') return;
           await sleep(WAIT_POLL_MS);
           if (signal.aborted) return;
         }
