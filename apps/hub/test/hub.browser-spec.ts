@@ -425,5 +425,34 @@ describe('run states in the Hub: running and Stop, queued, stop-and-send, failed
     await reloaded.and(page.locator('[data-state="stopped"]')).waitFor();
     await page.getByTestId('run-stopped').waitFor();
     expect(await runStatus('delete the Sciences department')).toBe('cancelled');
+
+    // The stopped question holds nothing: the next message is answered.
+    await send('list campuses');
+    await expect.poll(() => runStatus('list campuses')).toBe('finished');
+    await expect.poll(() => page.getByTestId('agent-message').last().textContent()).toContain('Kisasi');
+  });
+
+  it('a question waits: a new message may only stop its run and be sent (QUESTION_PENDING); the question is then no longer answerable', async () => {
+    await freshThread();
+    await send('delete the Sciences department');
+    const question = page.getByTestId('question').filter({ hasText: 'Delete the department with id' });
+    await question.and(page.locator('[data-state="pending"]')).waitFor();
+
+    await page.getByLabel(/^Message Rover/).fill('list campuses');
+    await page.getByRole('button', { name: 'Send', exact: true }).click();
+    const choice = page.getByTestId('multitask-choice');
+    await choice.waitFor();
+    expect(await choice.getAttribute('data-code')).toBe('QUESTION_PENDING');
+    expect(await choice.textContent()).toContain('A question above is waiting for your answer.');
+    // Queueing behind a question is not offered: the server accepts only interrupt while a question waits.
+    expect(await choice.getByRole('button', { name: 'Queue it' }).count()).toBe(0);
+    await choice.getByRole('button', { name: 'Stop the current run and send' }).click();
+
+    await question.and(page.locator('[data-state="stopped"]')).waitFor();
+    await expect.poll(() => runStatus('delete the Sciences department')).toBe('cancelled');
+    await expect.poll(() => runStatus('list campuses')).toBe('finished');
+    await expect.poll(() => page.getByTestId('agent-message').last().textContent()).toContain('Kisasi');
+    const departments = await stack.api<{ name: string }[]>(ADMIN, '/departments');
+    expect(departments.body.map((department) => department.name)).toContain('Sciences');
   });
 });

@@ -12,6 +12,7 @@ import { api, session, toolCallKey } from '../lib/api';
 import { eventLabel, speakerName } from '../lib/labels';
 import {
   QUEUED_TEXT,
+  activeRun,
   emptyThread,
   orderedItems,
   pendingQuestions,
@@ -242,7 +243,10 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
       if (strategy === 'interrupt') void catchUp(threadId);
     } catch (error) {
       if (threadId && error instanceof HttpError && (error.status === 409 || error.status === 429) && MULTITASK_CONFLICTS.has(error.code)) {
-        setConflict({ message, code: error.code as ConversationErrorCode, sentence: error.message, fromDraft });
+        // The server says RUN_IN_PROGRESS to any message under `reject`; while a question waits, queueing would be
+        // refused too (QUESTION_PENDING), so only stopping is offered.
+        const waitsForAnswer = error.code === 'RUN_IN_PROGRESS' && activeRun(stateRef.current)?.status === 'interrupted';
+        setConflict({ message, code: waitsForAnswer ? 'QUESTION_PENDING' : (error.code as ConversationErrorCode), sentence: error.message, fromDraft });
         // The run in the way may be another tab's: show it, with its Stop.
         void catchUp(threadId);
       } else {
