@@ -79,7 +79,7 @@ const api = async (path, body) => {
 const runsOf = async (threadId) => (await api(`/agent/threads/${threadId}`)).body.runs;
 
 beforeAll(async () => {
-  if (spawnSync('script', ['--version']).status !== 0) throw new Error("The chat's terminal test needs util-linux `script` (apt-get install util-linux).");
+  if (spawnSync('script', ['--version']).status !== 0) throw new Error("The chat's terminal test needs `script` (util-linux; on Debian the bsdutils package).");
   stack = await createTestStack({ name: 'chat', env: LIFECYCLE });
   await stack.startServer();
   worker = await stack.startWorker();
