@@ -103,8 +103,8 @@ describe('key parsing', () => {
   });
 
   it('names what is wrong with a private key, never echoing it', () => {
-    expect(message(() => parseMessageSigningKey(undefined))).toMatch(/is missing: it must be "kid:base64\(PKCS8 DER\)"/);
-    expect(message(() => parseMessageSigningKey('  '))).toMatch(/is missing/);
+    expect(message(() => parseMessageSigningKey(undefined))).toMatch(/must be "kid:base64\(PKCS8 DER\)" of an Ed25519 private key, and is empty/);
+    expect(message(() => parseMessageSigningKey('  '))).toMatch(/is empty/);
     expect(message(() => parseMessageSigningKey(der(current, 'privateKey')))).toMatch(/must be "kid:base64", with a key id/);
     expect(message(() => parseMessageSigningKey(`bad kid:${der(current, 'privateKey')}`))).toMatch(/invalid key id/);
     expect(message(() => parseMessageSigningKey('k1:not base64!'))).toMatch(/key id "k1"\) is not base64/);
@@ -119,7 +119,7 @@ describe('key parsing', () => {
   });
 
   it('names what is wrong with a public key list', () => {
-    expect(message(() => parseMessageVerifyingKeys(''))).toMatch(/is missing: it must be "kid:base64\(SPKI DER\)\[,kid2:...\]"/);
+    expect(message(() => parseMessageVerifyingKeys(''))).toMatch(/must be "kid:base64\(SPKI DER\)\[,kid2:...\]" of Ed25519 public keys, and is empty/);
     expect(message(() => parseMessageVerifyingKeys(`${current.publicKey},`))).toMatch(/public key 2 is empty/);
     expect(message(() => parseMessageVerifyingKeys(`${current.publicKey},${stranger.publicKey}`))).toMatch(/public key 2 repeats key id "k2"/);
     expect(message(() => parseMessageVerifyingKeys(current.privateKey))).toMatch(/public key 1 \(key id "k2"\) is not an SPKI DER public key/);

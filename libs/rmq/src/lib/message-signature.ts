@@ -42,7 +42,7 @@ const splitKid = (entry: string, what: string): { kid: string; base64: string } 
 /** Parses `kid:base64(PKCS8 DER)` of an Ed25519 private key; throws a MessageSigningKeyError saying what is wrong. */
 export const parseMessageSigningKey = (text: string | undefined): MessageSigningKey => {
   const value = text?.trim();
-  if (!value) throw new MessageSigningKeyError(`is missing: it must be "kid:base64(PKCS8 DER)" of an Ed25519 private key (${SIGNING_KEY_HINT})`);
+  if (!value) throw new MessageSigningKeyError(`must be "kid:base64(PKCS8 DER)" of an Ed25519 private key, and is empty (${SIGNING_KEY_HINT})`);
   if (value.includes(',')) throw new MessageSigningKeyError('must be one key, "kid:base64(PKCS8 DER)", not a list');
   const { kid, base64 } = splitKid(value, 'the private key');
   let privateKey: KeyObject;
@@ -60,7 +60,7 @@ export const parseMessageSigningKey = (text: string | undefined): MessageSigning
 /** Parses `kid:base64(SPKI DER)[,kid2:...]` of Ed25519 public keys; throws a MessageSigningKeyError saying what is wrong. */
 export const parseMessageVerifyingKeys = (text: string | undefined): MessageVerifyingKeys => {
   const value = text?.trim();
-  if (!value) throw new MessageSigningKeyError(`is missing: it must be "kid:base64(SPKI DER)[,kid2:...]" of Ed25519 public keys (${SIGNING_KEY_HINT})`);
+  if (!value) throw new MessageSigningKeyError(`must be "kid:base64(SPKI DER)[,kid2:...]" of Ed25519 public keys, and is empty (${SIGNING_KEY_HINT})`);
   const keys = new Map<string, KeyObject>();
   value.split(',').forEach((raw, index) => {
     const entry = raw.trim();
