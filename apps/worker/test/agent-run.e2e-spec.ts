@@ -1,8 +1,10 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import type { AgentRunEvent } from '@naalya/agent-tools';
 import { AGENT_RUN_PATTERN } from '@naalya/agent-tools';
-import { rmqNames, runsDeadLetterQueue } from '@naalya/rmq';
+import { MESSAGE_SIGNATURE_HEADER, brokerCredentialsOf, generateMessageSigningKeyPair, parseMessageSigningKey, rmqNames, runsDeadLetterQueue, signMessage } from '@naalya/rmq';
 import { RABBITMQ_URL, createTestStack, type BuiltProcess, type TestStack } from '@naalya/test-stack';
-import { connect } from 'amqplib';
+import { connect, type Options } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // Both services as processes, the way `npm start` runs them: the built server and the built worker, with the
@@ -22,6 +24,13 @@ const api = async <T>(path: string, body?: unknown, as = token): Promise<T> => {
 };
 
 type StoredEvent = { seq: number; event: AgentRunEvent };
+
+/** A run step's properties as the server publishes it: its broker user_id and its signature over the exact body. */
+const signedAsServer = (body: Buffer, privateKey = stack.runSigning.privateKey): Options.Publish => ({
+  persistent: true,
+  userId: brokerCredentialsOf(stack.env['RABBITMQ_URL'] ?? RABBITMQ_URL).user,
+  headers: { [MESSAGE_SIGNATURE_HEADER]: signMessage(body, parseMessageSigningKey(privateKey)) },
+});
 
 /** Reads the run's server-sent events until the server ends the stream (the step finished). */
 const readStep = async (threadId: string, runId: string, afterSeq = 0, as = token): Promise<StoredEvent[]> => {
@@ -288,7 +297,7 @@ describe('resilience', () => {
     expect(plans).toEqual([{ n: 1 }]);
   }, 90_000);
 
-  it('a run request whose context is malformed is dead-lettered and executes no tool: no tool message, no ledger row', async () => {
+  it('a run request whose context is malformed (signed by the server) is dead-lettered and executes no tool: no tool message, no ledger row', async () => {
     const names = rmqNames(stack.env['AGENT_TOOLS_QUEUE'], stack.env['AGENT_RUNS_QUEUE']);
     const connection = await connect(RABBITMQ_URL);
     const channel = await connection.createChannel();
@@ -303,7 +312,9 @@ describe('resilience', () => {
         // A context that claims an identity without the server's minting: wrong types and missing fields.
         context: { userId: genuine, schoolId: 'greenhill', roles: 'admin', run: { runId: crypto.randomUUID(), threadId: crypto.randomUUID() } },
       };
-      channel.sendToQueue(names.runsQueue, Buffer.from(JSON.stringify({ pattern: AGENT_RUN_PATTERN, data: malformed })), { persistent: true });
+      // Signed as the server signs, so it passes the worker's first check and reaches the request's own.
+      const body = Buffer.from(JSON.stringify({ pattern: AGENT_RUN_PATTERN, data: malformed }));
+      channel.sendToQueue(names.runsQueue, body, signedAsServer(body));
 
       const deadline = Date.now() + 15_000;
       while ((await channel.checkQueue(runsDeadLetterQueue(names))).messageCount <= before.deadLetters) {
@@ -320,4 +331,67 @@ describe('resilience', () => {
       await stack.startServer();
     }
   });
+});
+
+describe('authenticated run steps', () => {
+  const unacked = async (queue: string): Promise<number> => {
+    const { stdout } = await promisify(execFile)('rabbitmqctl', ['list_queues', '-s', 'name', 'messages_unacknowledged']);
+    return Number(stdout.split('\n').map((line) => line.split('\t')).find(([name]) => name === queue)?.[1] ?? Number.NaN);
+  };
+  const eventCount = async (runId: string) =>
+    Number((await stack.owner.query(`SELECT count(*)::int AS n FROM agent_run_events WHERE run_id = $1`, [runId])).rows[0]?.n);
+
+  it("a well-formed step with a user's real, running run context that the server did not sign runs nothing and writes nothing to its history", async () => {
+    const names = rmqNames(stack.env['AGENT_TOOLS_QUEUE'], stack.env['AGENT_RUNS_QUEUE']);
+    const admin = await as('admin@greenhill.school');
+    // A real runtime context of the user's, minted by the server for a run that is running (its dispatch token
+    // included): everything a forger could want except the server's signing key. Signed, this step would run and
+    // create the department (see the control below).
+    const minted = await stack.contextFor('admin@greenhill.school');
+    const step = (message: string) =>
+      Buffer.from(JSON.stringify({ pattern: AGENT_RUN_PATTERN, data: { kind: 'start', context: minted, message } }));
+    const genuine = step('create a department called Forged');
+    const altered = step('create a department called Forged Again');
+    const connection = await connect(RABBITMQ_URL);
+    const channel = await connection.createChannel();
+    const outputBefore = worker?.output().length ?? 0;
+    const forgedDepartments = async () => (await stack.owner.query(`SELECT name FROM departments WHERE name LIKE 'Forged%'`)).rows;
+    try {
+      const ledgerBefore = await ledgerCount('create.department');
+      const deadLettersBefore = (await channel.checkQueue(names.deadLetterQueue)).messageCount;
+      // From a broker administrator's connection: no user_id; then the server's user_id (here the same broker user
+      // as the server, which the broker lets this connection claim) with no signature, with a key the worker does not
+      // hold, and with a genuine signature copied onto another body.
+      channel.sendToQueue(names.runsQueue, genuine, { persistent: true });
+      channel.sendToQueue(names.runsQueue, genuine, { ...signedAsServer(genuine), headers: {} });
+      channel.sendToQueue(names.runsQueue, genuine, signedAsServer(genuine, generateMessageSigningKeyPair('forger').privateKey));
+      channel.sendToQueue(names.runsQueue, altered, signedAsServer(genuine));
+
+      // After them on the same queue: a real conversation, signed by the server, runs.
+      const after = await admin.send('list departments');
+      expect(after.events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: 'success' });
+      const deadline = Date.now() + 15_000;
+      while ((await channel.checkQueue(names.runsQueue)).messageCount > 0 || (await unacked(names.runsQueue)) > 0) {
+        if (Date.now() > deadline) throw new Error(`the forged steps were not settled:\n${worker?.output()}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+
+      const refusals = (worker?.output().slice(outputBefore) ?? '').split('\n').filter((line) => line.includes('security event: run step refused'));
+      expect(refusals).toHaveLength(4);
+      expect(refusals.join('\n')).not.toContain('Forged');
+      expect(await eventCount(minted.run.runId)).toBe(0);
+      expect(await forgedDepartments()).toEqual([]);
+      expect(await ledgerCount('create.department')).toBe(ledgerBefore);
+      expect((await channel.checkQueue(names.deadLetterQueue)).messageCount).toBe(deadLettersBefore);
+
+      // The control: the same step, signed by the server's key, runs: it creates the department and its history.
+      channel.sendToQueue(names.runsQueue, genuine, signedAsServer(genuine));
+      const ran = Date.now() + 15_000;
+      while ((await forgedDepartments()).length === 0 && Date.now() < ran) await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(await forgedDepartments()).toEqual([{ name: 'Forged' }]);
+      expect(await eventCount(minted.run.runId)).toBeGreaterThan(0);
+    } finally {
+      await connection.close();
+    }
+  }, 60_000);
 });
