@@ -4,7 +4,7 @@ import type { AgentRunEvent } from '@naalya/agent-tools';
 import { AGENT_RUN_PATTERN } from '@naalya/agent-tools';
 import { MESSAGE_SIGNATURE_HEADER, brokerCredentialsOf, generateMessageSigningKeyPair, parseMessageSigningKey, rmqNames, runsDeadLetterQueue, signMessage } from '@naalya/rmq';
 import { RABBITMQ_URL, createTestStack, type BuiltProcess, type TestStack } from '@naalya/test-stack';
-import { connect, type Options } from 'amqplib';
+import { connect, type GetMessage, type Options } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // Both services as processes, the way `npm start` runs them: the built server and the built worker, with the
@@ -341,57 +341,67 @@ describe('authenticated run steps', () => {
   const eventCount = async (runId: string) =>
     Number((await stack.owner.query(`SELECT count(*)::int AS n FROM agent_run_events WHERE run_id = $1`, [runId])).rows[0]?.n);
 
-  it("a well-formed step with a user's real, running run context that the server did not sign runs nothing and writes nothing to its history", async () => {
+  it("forged steps built on a user's real running run (unsigned, altered, unknown key, replayed by another user) run nothing and write nothing to its history; the genuine step then runs", async () => {
     const names = rmqNames(stack.env['AGENT_TOOLS_QUEUE'], stack.env['AGENT_RUNS_QUEUE']);
-    const admin = await as('admin@greenhill.school');
-    // A real runtime context of the user's, minted by the server for a run that is running (its dispatch token
-    // included): everything a forger could want except the server's signing key. Signed, this step would run and
-    // create the department (see the control below).
-    const minted = await stack.contextFor('admin@greenhill.school');
-    const step = (message: string) =>
-      Buffer.from(JSON.stringify({ pattern: AGENT_RUN_PATTERN, data: { kind: 'start', context: minted, message } }));
-    const genuine = step('create a department called Forged');
-    const altered = step('create a department called Forged Again');
     const connection = await connect(RABBITMQ_URL);
     const channel = await connection.createChannel();
-    const outputBefore = worker?.output().length ?? 0;
     const forgedDepartments = async () => (await stack.owner.query(`SELECT name FROM departments WHERE name LIKE 'Forged%'`)).rows;
     try {
+      // With no worker consuming, the victim's genuine step waits on the runs queue: taken off it, it is what a
+      // forger with broker access could copy (a real context of a running run, its dispatch token, the server's
+      // signature over these exact bytes).
+      await worker?.stop();
+      const userToken = await stack.login('admin@greenhill.school');
+      const { id: threadId } = await api<{ id: string }>('/agent/threads', {}, userToken);
+      const { runId } = await api<{ runId: string }>(`/agent/threads/${threadId}/runs`, { message: 'list departments' }, userToken);
+      let captured: GetMessage | false = false;
+      for (const deadline = Date.now() + 5_000; !captured && Date.now() < deadline; ) {
+        captured = await channel.get(names.runsQueue, { noAck: true });
+        if (!captured) await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      if (!captured) throw new Error('the genuine step never reached the runs queue');
+      const genuine = captured.content;
+      const genuineProperties: Options.Publish = { persistent: true, userId: captured.properties.userId, headers: captured.properties.headers };
+      const packet = JSON.parse(genuine.toString('utf8')) as { pattern: string; data: { message: string } };
+      const forged = Buffer.from(JSON.stringify({ ...packet, data: { ...packet.data, message: 'create a department called Forged' } }));
+      const eventsBefore = await eventCount(runId);
       const ledgerBefore = await ledgerCount('create.department');
       const deadLettersBefore = (await channel.checkQueue(names.deadLetterQueue)).messageCount;
-      // From a broker administrator's connection: no user_id; then the server's user_id (here the same broker user
-      // as the server, which the broker lets this connection claim) with no signature, with a key the worker does not
-      // hold, and with a genuine signature copied onto another body.
-      channel.sendToQueue(names.runsQueue, genuine, { persistent: true });
-      channel.sendToQueue(names.runsQueue, genuine, { ...signedAsServer(genuine), headers: {} });
-      channel.sendToQueue(names.runsQueue, genuine, signedAsServer(genuine, generateMessageSigningKeyPair('forger').privateKey));
-      channel.sendToQueue(names.runsQueue, altered, signedAsServer(genuine));
 
-      // After them on the same queue: a real conversation, signed by the server, runs.
-      const after = await admin.send('list departments');
-      expect(after.events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: 'success' });
+      // From a broker administrator's connection (here the same broker user as the server, so it may claim its
+      // user_id): the forged body with no user_id, with the server's user_id but no signature, signed by a key the
+      // worker does not hold, and carrying the genuine signature; then the genuine bytes and signature, replayed without
+      // the server's user_id.
+      channel.sendToQueue(names.runsQueue, forged, { persistent: true });
+      channel.sendToQueue(names.runsQueue, forged, { ...signedAsServer(forged), headers: {} });
+      channel.sendToQueue(names.runsQueue, forged, signedAsServer(forged, generateMessageSigningKeyPair('forger').privateKey));
+      channel.sendToQueue(names.runsQueue, forged, { ...genuineProperties });
+      channel.sendToQueue(names.runsQueue, genuine, { ...genuineProperties, userId: undefined });
+      // Last, the genuine step as the server published it.
+      channel.sendToQueue(names.runsQueue, genuine, genuineProperties);
+      worker = await stack.startWorker();
+
+      const events = (await readStep(threadId, runId, 0, userToken)).map(({ event }) => event);
       const deadline = Date.now() + 15_000;
       while ((await channel.checkQueue(names.runsQueue)).messageCount > 0 || (await unacked(names.runsQueue)) > 0) {
-        if (Date.now() > deadline) throw new Error(`the forged steps were not settled:\n${worker?.output()}`);
+        if (Date.now() > deadline) throw new Error(`the forged steps were not settled:\n${worker.output()}`);
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
 
-      const refusals = (worker?.output().slice(outputBefore) ?? '').split('\n').filter((line) => line.includes('security event: run step refused'));
-      expect(refusals).toHaveLength(4);
-      expect(refusals.join('\n')).not.toContain('Forged');
-      expect(await eventCount(minted.run.runId)).toBe(0);
+      // The genuine step ran, once: its run's history is its own events, and nothing of the forgeries.
+      expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: 'success' });
+      expect(toolCalls(events)).toEqual(['rover:list_departments']);
+      expect(events.filter((event) => event.type === 'RUN_STARTED')).toHaveLength(1);
+      expect(await eventCount(runId)).toBe(eventsBefore + events.length);
       expect(await forgedDepartments()).toEqual([]);
       expect(await ledgerCount('create.department')).toBe(ledgerBefore);
       expect((await channel.checkQueue(names.deadLetterQueue)).messageCount).toBe(deadLettersBefore);
-
-      // The control: the same step, signed by the server's key, runs: it creates the department and its history.
-      channel.sendToQueue(names.runsQueue, genuine, signedAsServer(genuine));
-      const ran = Date.now() + 15_000;
-      while ((await forgedDepartments()).length === 0 && Date.now() < ran) await new Promise((resolve) => setTimeout(resolve, 100));
-      expect(await forgedDepartments()).toEqual([{ name: 'Forged' }]);
-      expect(await eventCount(minted.run.runId)).toBeGreaterThan(0);
+      const refusals = worker.output().split('\n').filter((line) => line.includes('security event: run step refused'));
+      expect(refusals).toHaveLength(5);
+      expect(refusals.join('\n')).not.toMatch(/Forged|list departments/);
     } finally {
       await connection.close();
+      if (!worker || worker.child.exitCode !== null) worker = await stack.startWorker();
     }
-  }, 60_000);
+  }, 90_000);
 });
