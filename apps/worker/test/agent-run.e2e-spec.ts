@@ -395,7 +395,10 @@ describe('authenticated run steps', () => {
       expect(await eventCount(runId)).toBe(eventsBefore + events.length);
       expect(await forgedDepartments()).toEqual([]);
       expect(await ledgerCount('create.department')).toBe(ledgerBefore);
+      // Nothing dead-lettered: the tools' dead-letter queue is unchanged, and the runs' (which the server consumes, failing
+      // the run) failed nothing.
       expect((await channel.checkQueue(names.deadLetterQueue)).messageCount).toBe(deadLettersBefore);
+      expect((await stack.owner.query(`SELECT status, error_code FROM agent_runs WHERE id = $1`, [runId])).rows).toEqual([{ status: 'finished', error_code: null }]);
       const refusals = worker.output().split('\n').filter((line) => line.includes('security event: run step refused'));
       expect(refusals).toHaveLength(5);
       expect(refusals.join('\n')).not.toMatch(/Forged|list departments/);
