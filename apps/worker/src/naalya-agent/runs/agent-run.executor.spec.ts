@@ -436,9 +436,20 @@ describe('the run lease: the server decides whether a step runs, and when it sto
     expect(leases.requests.map(({ action, dispatchToken }) => ({ action, dispatchToken }))).toEqual([{ action: 'claim', dispatchToken: TEST_DISPATCH_TOKEN }]);
   });
 
-  it('a claim that gets no answer (timeout, no connection, an unreadable reply) drops the step the same way', async () => {
+  it('a claim that got no answer is asked again, and a later answer runs the step (the broker was coming back)', async () => {
     const rover = fakeModel().respond(new AIMessage('hi'));
-    const leases = new FakeRunLeases().answer('claim', new Error('no reply within 15000 ms'));
+    const leases = new FakeRunLeases().answer('claim', new Error('not connected to RabbitMQ'));
+    const { step } = harness({ rover }, new MemorySaver(), { leases });
+
+    const { outcome } = await step(start(contextFor(), 'hello'));
+
+    expect(outcome).toBe('success');
+    expect(leases.requestsOf('claim')).toHaveLength(2);
+  });
+
+  it('a claim that gets no answer for the whole claim timeout (timeout, no connection, an unreadable reply) drops the step the same way', async () => {
+    const rover = fakeModel().respond(new AIMessage('hi'));
+    const leases = new FakeRunLeases().answer('claim', ...Array.from({ length: 20 }, () => new Error('no reply within 15000 ms')));
     const { step } = harness({ rover }, new MemorySaver(), { leases });
 
     const { outcome, events } = await step(start(contextFor(), 'hello'));

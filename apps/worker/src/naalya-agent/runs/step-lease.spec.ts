@@ -17,8 +17,8 @@ describe('StepLease: claim', () => {
     expect(await StepLease.claim({ leases, dispatchToken: TEST_DISPATCH_TOKEN, runId: 'run-1', logger: logger() })).toEqual({ granted: false, reason: 'superseded' });
   });
 
-  it('no answer is a refusal too (unanswered), never a throw', async () => {
-    const leases = new FakeRunLeases().answer('claim', new Error('not connected to RabbitMQ'));
+  it('no answer for the whole claim timeout is a refusal too (unanswered), never a throw', async () => {
+    const leases = new FakeRunLeases().answer('claim', ...Array.from({ length: 20 }, () => new Error('not connected to RabbitMQ')));
 
     expect(await StepLease.claim({ leases, dispatchToken: TEST_DISPATCH_TOKEN, runId: 'run-1', logger: logger() })).toEqual({
       granted: false,
@@ -144,7 +144,7 @@ describe('StepLease: the heartbeat', () => {
     await vi.advanceTimersByTimeAsync(10_000);
 
     expect(leases.requests.map(({ action, timeoutMs }) => ({ action, timeoutMs }))).toEqual([
-      { action: 'claim', timeoutMs: undefined },
+      { action: 'claim', timeoutMs: 1_000 },
       { action: 'release', timeoutMs: 2_000 },
     ]);
   });
