@@ -41,3 +41,4 @@ export * from './resolve-unknowns.js';
 export * from './run-phase.js';
 export * from './stack.js';
 export * from './phase-suite.js';
+export * from './runs.js';
