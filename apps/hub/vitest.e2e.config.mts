@@ -12,6 +12,9 @@ export default defineConfig({
     environment: 'node',
     include: ['test/**/*.browser-spec.ts'],
     testTimeout: 60_000,
+    // A run's state reaches the page through the server (a queued run is looked at again every second): more than
+    // expect.poll's default second on a loaded machine.
+    expect: { poll: { timeout: 20_000 } },
     hookTimeout: 150_000,
     pool: 'forks',
     fileParallelism: false,

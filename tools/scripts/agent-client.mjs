@@ -4,38 +4,82 @@
 // server's GET /agent/map (namesFromMap): the demo imports this file before it builds, so the contract's dist may not
 // exist yet.
 
-export class ApiError extends Error {}
+/** A refused or failed request: `status` and the server's `code` when it answered one. */
+export class ApiError extends Error {
+  constructor(message, { status, code } = {}) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+const sleep = (ms, signal) =>
+  new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
+  });
 
 export const createClient = (baseUrl) => {
   let token;
-  const request = async (method, path, body, headers = {}) => {
+  const request = async (method, path, body, headers = {}, signal) => {
     const response = await fetch(`${baseUrl}${path}`, {
       method,
       headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers },
       body: body === undefined ? undefined : JSON.stringify(body),
+      signal,
     }).catch((error) => {
+      if (signal?.aborted) throw error;
       throw new ApiError(`${method} ${path} could not reach the server at ${baseUrl}: ${error.cause?.code ?? error.message}`);
     });
-    if (!response.ok) throw new ApiError(`${method} ${path} answered ${response.status}: ${await response.text()}`);
+    if (!response.ok) {
+      const text = await response.text();
+      let code;
+      try {
+        code = JSON.parse(text).code;
+      } catch {
+        // not JSON
+      }
+      throw new ApiError(`${method} ${path} answered ${response.status}: ${text}`, { status: response.status, code });
+    }
     return response;
   };
   const json = async (method, path, body) => (await request(method, path, body)).json();
 
-  return {
+  const client = {
     async login(email, password) {
       token = (await json('POST', '/auth/login', { email, password })).accessToken;
       return token;
     },
     map: () => json('GET', '/agent/map'),
     createThread: (title) => json('POST', '/agent/threads', title ? { title } : {}),
-    startRun: (threadId, message) => json('POST', `/agent/threads/${threadId}/runs`, { message }),
+    /** GET /agent/threads/:id: the thread and its runs (status, questions with their expiry, error and its code). */
+    thread: (threadId) => json('GET', `/agent/threads/${threadId}`),
+    /** Answers { runId, status: 'running' | 'queued' }; multitaskStrategy 'reject' (the server's default), 'enqueue' or 'interrupt'. */
+    startRun: (threadId, message, { multitaskStrategy } = {}) =>
+      json('POST', `/agent/threads/${threadId}/runs`, { message, ...(multitaskStrategy ? { multitaskStrategy } : {}) }),
+    /** Stops a run (idempotent): { runId, status, cancelled, committedWrites }. */
+    cancelRun: (threadId, runId) => json('POST', `/agent/threads/${threadId}/runs/${runId}/cancel`, {}),
     resume: (threadId, interruptId, answer) => json('POST', `/agent/threads/${threadId}/resume`, { interruptId, answer }),
-    /** Streams one step of a run: calls onEvent(event, seq) for each event until the server ends the stream. */
-    async stream(threadId, runId, afterSeq, onEvent, { timeoutMs = 120_000 } = {}) {
-      const response = await request('GET', `/agent/threads/${threadId}/runs/${runId}/events`, undefined, {
-        accept: 'text/event-stream',
-        ...(afterSeq ? { 'last-event-id': String(afterSeq) } : {}),
-      });
+    /**
+     * Streams one step of a run: calls onEvent(event, seq) for each event until the server ends the stream. Without
+     * `openEnd`, a stream that ends before the step did is an error; with it, `finish` is then undefined.
+     */
+    async stream(threadId, runId, afterSeq, onEvent, { timeoutMs = 120_000, signal, openEnd = false } = {}) {
+      const response = await request(
+        'GET',
+        `/agent/threads/${threadId}/runs/${runId}/events`,
+        undefined,
+        { accept: 'text/event-stream', ...(afterSeq ? { 'last-event-id': String(afterSeq) } : {}) },
+        signal,
+      );
       const deadline = setTimeout(() => response.body.cancel().catch(() => undefined), timeoutMs);
       let lastSeq = afterSeq;
       let finish;
@@ -65,11 +109,58 @@ export const createClient = (baseUrl) => {
         clearTimeout(deadline);
         await response.body.cancel().catch(() => undefined);
       }
-      if (!finish) throw new ApiError(`the event stream of run ${runId} ended before the run step finished`);
+      if (!finish && !openEnd) throw new ApiError(`the event stream of run ${runId} ended before the run step finished`);
       return { lastSeq, finish };
     },
+    /**
+     * Follows one step of a run to its end, as the server decides it: a queued run is waited for (onStatus('queued')
+     * once it is seen), a stream that closes while the run runs is reopened, and a run that ended without an event of
+     * its end (the server's own verdict) gets one made from its summary.
+     */
+    async follow(threadId, runId, afterSeq, onEvent, { signal, onStatus, pollMs = 1_000, timeoutMs } = {}) {
+      let seq = afterSeq;
+      for (;;) {
+        const { lastSeq, finish } = await client.stream(threadId, runId, seq, onEvent, { signal, openEnd: true, ...(timeoutMs ? { timeoutMs } : {}) });
+        seq = lastSeq;
+        if (finish) return { lastSeq: seq, finish };
+        const run = (await client.thread(threadId)).runs.find((candidate) => candidate.id === runId);
+        if (!run) throw new ApiError(`run ${runId} is not in thread ${threadId}`);
+        onStatus?.(run.status, run);
+        if (run.lastSeq > seq) continue;
+        if (run.status === 'queued' || run.status === 'running') {
+          await sleep(pollMs, signal);
+          continue;
+        }
+        const base = { runId, threadId };
+        if (run.status === 'failed') return { lastSeq: seq, finish: { ...base, type: 'RUN_ERROR', message: run.error ?? 'The run failed.', code: run.errorCode ?? 'RUN_FAILED' } };
+        if (run.status === 'cancelled') return { lastSeq: seq, finish: { ...base, type: 'RUN_FINISHED', outcome: 'cancelled' } };
+        if (run.status === 'interrupted') {
+          const open = run.interrupts.filter((interrupt) => !interrupt.answered && !interrupt.voided);
+          return { lastSeq: seq, finish: { ...base, type: 'RUN_FINISHED', outcome: 'interrupt', interrupts: open } };
+        }
+        return { lastSeq: seq, finish: { ...base, type: 'RUN_FINISHED', outcome: 'success' } };
+      }
+    },
   };
+  return client;
 };
+
+/** "expires in 23 h": how long an open question still waits, rounded down, from its expiresAt (as the Hub says it). */
+export const expiryText = (expiresAt, now = Date.now()) => {
+  const ms = Date.parse(expiresAt) - now;
+  if (Number.isNaN(ms)) return '';
+  if (ms <= 0) return 'has expired';
+  const minutes = Math.floor(ms / 60_000);
+  if (minutes < 1) return 'expires in less than a minute';
+  if (minutes < 120) return `expires in ${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return `expires in ${hours} h`;
+  return `expires in ${Math.floor(hours / 24)} days`;
+};
+
+/** A run's committed writes (they stay after a stop), one line each. */
+export const committedWriteLines = (writes, indent = '') =>
+  writes.map((write) => `${indent}  kept: ${write.event}${write.auditId ? ` auditId ${write.auditId}` : ''} (call ${write.callId})`);
 
 const parse = (text) => {
   try {
@@ -132,6 +223,12 @@ export const createRenderer = ({ names = {}, indent = '  ' } = {}) => {
       case 'CUSTOM':
         return [`${indent}  event ${event.name}${event.value?.auditId ? ` auditId ${event.value.auditId}` : ''}${event.value?.label ? `: ${event.value.label}` : ''}`];
       case 'RUN_FINISHED':
+        if (event.outcome === 'cancelled') {
+          const writes = event.committedWrites;
+          if (!writes) return [`${indent}stopped.`];
+          if (writes.length === 0) return [`${indent}stopped; nothing had been changed.`];
+          return [`${indent}stopped; ${writes.length === 1 ? 'this change was' : 'these changes were'} made before the stop and stay:`, ...committedWriteLines(writes, indent)];
+        }
         return (event.interrupts ?? []).map((interrupt) => `${indent}${nameOf(interrupt.askedBy)} asks: ${interrupt.question}`);
       case 'RUN_ERROR':
         return [`${indent}run failed: ${event.message}`];

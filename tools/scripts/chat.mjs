@@ -4,10 +4,11 @@
 // assistant text under the speaker's name, tool calls with their RabbitMQ event and hop time, the scope of each
 // result, audit ids. A question from an assistant (ask_user) is asked here and answered through resume.
 // Options: --user <email>, --password <password> (else a prompt; Enter for the demo password), --url <server>.
-// Type /quit (or Ctrl-D) to leave.
+// Ctrl-C during a run stops it (the server cancels it; a write it already committed stays, and is listed); a second
+// Ctrl-C, or Ctrl-C at the prompt, leaves. Type /quit (or Ctrl-D) to leave too.
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import { ApiError, createClient, createRenderer, namesFromMap } from './agent-client.mjs';
+import { ApiError, committedWriteLines, createClient, createRenderer, expiryText, namesFromMap } from './agent-client.mjs';
 import { readSection } from './with-env.mjs';
 
 const DEMO_PASSWORD = 'naalya-demo';
@@ -41,16 +42,21 @@ rl.on('close', () => {
   pending?.(undefined);
 });
 
-/** One line from the user, or undefined once input has ended (Ctrl-D). */
-const ask = (prompt) =>
-  closed
+/** One line from the user, or undefined once input has ended (Ctrl-D) or `signal` stopped the asking (a stopped run). */
+const ask = (prompt, signal) =>
+  closed || signal?.aborted
     ? Promise.resolve(undefined)
     : new Promise((resolve) => {
-        pending = resolve;
-        rl.question(prompt, (answer) => {
+        const done = (answer) => {
           pending = undefined;
+          signal?.removeEventListener('abort', onAbort);
           resolve(answer);
-        });
+        };
+        // The prompt's line is already taken by the "stopping" line.
+        const onAbort = () => done(undefined);
+        pending = done;
+        signal?.addEventListener('abort', onAbort, { once: true });
+        rl.question(prompt, signal ? { signal } : {}, done);
       });
 
 const askHidden = async (prompt) => {
@@ -90,6 +96,150 @@ const indicator = (() => {
   };
 })();
 
+// The run in progress, for Ctrl-C: its id, what aborts the waiting on it, and the stop once one was asked for.
+let current;
+let leaving = false;
+
+/** Leaves: after a stop already asked for has had a moment to reach the server. */
+const leave = async () => {
+  if (leaving) return;
+  leaving = true;
+  indicator.stop();
+  if (current?.stop) await Promise.race([current.stop, new Promise((resolve) => setTimeout(resolve, 2_000))]);
+  console.log('\nBye.');
+  rl.close();
+  process.exit(0);
+};
+
+/**
+ * Ctrl-C: during a run, the first stops it (POST .../cancel, and the waiting on it ends); a second, or one at the
+ * prompt, leaves. In a terminal readline reads Ctrl-C as a key and reports it here; elsewhere it arrives as SIGINT.
+ */
+const onInterrupt = () => {
+  const run = current;
+  if (!run || run.stop) return void leave();
+  indicator.print('^C stopping the run... (Ctrl-C again leaves)');
+  run.stop = run.client.cancelRun(run.threadId, run.runId).then(
+    (answer) => {
+      run.stopped = answer;
+    },
+    (error) => {
+      run.stopError = error;
+    },
+  );
+  run.stop.finally(() => run.controller.abort());
+};
+rl.on('SIGINT', onInterrupt);
+process.on('SIGINT', onInterrupt);
+
+/** What a stop came to, unless the run's own stream already said it (its RUN_FINISHED with the cancelled outcome). */
+const reportStop = (run) => {
+  if (run.stopError) return void console.log(`! could not stop the run: ${run.stopError.message}`);
+  if (run.sawStop || !run.stopped) return;
+  const { status, cancelled, committedWrites } = run.stopped;
+  if (!cancelled && status !== 'cancelled') return void console.log(`the run had already ended (${status}); nothing to stop.`);
+  if (committedWrites.length === 0) return void console.log('stopped; nothing had been changed.');
+  console.log(`stopped; ${committedWrites.length === 1 ? 'this change was' : 'these changes were'} made before the stop and stay:`);
+  for (const line of committedWriteLines(committedWrites)) console.log(line);
+};
+
+/** When each open question of a run expires (from the run's summary; the run's events do not say). */
+const expiriesOf = async (client, threadId, runId) => {
+  try {
+    const run = (await client.thread(threadId)).runs.find((candidate) => candidate.id === runId);
+    return new Map((run?.interrupts ?? []).map((interrupt) => [interrupt.interruptId, interrupt.expiresAt]));
+  } catch {
+    return new Map();
+  }
+};
+
+const CHOICES = {
+  RUN_IN_PROGRESS: ['Another run is still going in this conversation.', 'q: queue this message, s: stop that run and send it, Enter: drop it> '],
+  QUESTION_PENDING: ['A question in this conversation is waiting for an answer.', 's: stop that run and send this message, Enter: drop it> '],
+  RUN_QUEUE_FULL: ['Too many messages are already waiting in this conversation.', 's: stop the current run and send this message, Enter: drop it> '],
+};
+
+/**
+ * Starts a run with the default strategy (reject). If another run holds the thread (another client's), the user
+ * chooses: queue it (enqueue) or stop that run and send it (interrupt). Undefined: dropped.
+ */
+const start = async (client, threadId, line) => {
+  try {
+    return await client.startRun(threadId, line);
+  } catch (error) {
+    const choice = error instanceof ApiError ? CHOICES[error.code] : undefined;
+    if (!choice) throw error;
+    console.log(choice[0]);
+    const picked = (await ask(choice[1]))?.trim().toLowerCase();
+    const multitaskStrategy = picked === 'q' && error.code === 'RUN_IN_PROGRESS' ? 'enqueue' : picked === 's' ? 'interrupt' : undefined;
+    if (!multitaskStrategy) return void console.log('(not sent)');
+    return client.startRun(threadId, line, { multitaskStrategy });
+  }
+};
+
+/** One message as a run, followed to its end: the events as lines, questions asked and answered, Ctrl-C to stop it. */
+const converse = async (client, names, threadId, line) => {
+  const render = createRenderer({ names, indent: '' });
+  const started = await start(client, threadId, line);
+  if (!started) return !closed;
+  const { runId, status } = started;
+  const run = { client, threadId, runId, controller: new AbortController() };
+  current = run;
+  let saidQueued = false;
+  const queued = (now) => {
+    if (now !== 'queued' || saidQueued) return;
+    saidQueued = true;
+    indicator.print('queued: waiting for the current reply to finish.');
+  };
+  try {
+    if (status === 'queued') queued(status);
+    let afterSeq = 0;
+    for (;;) {
+      indicator.start();
+      let result;
+      try {
+        result = await client.follow(
+          threadId,
+          runId,
+          afterSeq,
+          (event) => {
+            if (event.type === 'RUN_FINISHED' && event.outcome === 'cancelled') run.sawStop = true;
+            for (const rendered of render(event)) indicator.print(rendered);
+          },
+          { signal: run.controller.signal, onStatus: queued },
+        );
+      } finally {
+        indicator.stop();
+      }
+      afterSeq = result.lastSeq;
+      const { finish } = result;
+      if (finish.type === 'RUN_ERROR' || finish.outcome !== 'interrupt') break;
+      const expiries = await expiriesOf(client, threadId, runId);
+      for (const interrupt of finish.interrupts ?? []) {
+        const expiresAt = expiries.get(interrupt.interruptId);
+        if (expiresAt) console.log(`(this question ${expiryText(expiresAt)}; unanswered by then, the run ends. Ctrl-C stops the run.)`);
+        const answer = await ask(`answer ${names[interrupt.askedBy] ?? interrupt.askedBy}> `, run.controller.signal);
+        if (answer === undefined) {
+          if (run.stop) break;
+          return false;
+        }
+        await client.resume(threadId, interrupt.interruptId, answer);
+      }
+      if (run.stop) break;
+    }
+  } catch (error) {
+    // Waiting on a stopped run ends by its abort; anything else is the caller's.
+    if (!run.stop || !run.controller.signal.aborted || error instanceof ApiError) throw error;
+  } finally {
+    if (run.stop) {
+      await run.stop;
+      reportStop(run);
+    }
+    current = undefined;
+  }
+  return true;
+};
+
 const main = async () => {
   const email = options.user ?? (await ask('Email: '))?.trim();
   if (!email) throw new ApiError('no user given: npm run chat -- --user <email>');
@@ -102,35 +252,14 @@ const main = async () => {
   const thread = await client.createThread(`chat: ${email}`);
   console.log(`Logged in as ${email} at ${baseUrl}. Thread ${thread.id}.`);
   console.log(`You can talk to ${map.roster.map((entry) => `${entry.name} (${entry.tools.length} tools)`).join(', ')}; Rover hands work to the others.`);
-  console.log('Type a request ("list my classes", "show the staff"), /quit to leave.\n');
+  console.log('Type a request ("list my classes", "show the staff"), /quit to leave. Ctrl-C stops a run; Ctrl-C at the prompt leaves.\n');
 
   for (;;) {
     const line = (await ask('you> '))?.trim();
     if (line === undefined || line === '/quit' || line === '/exit') break;
     if (!line) continue;
-    const render = createRenderer({ names, indent: '' });
     try {
-      const { runId } = await client.startRun(thread.id, line);
-      let afterSeq = 0;
-      for (;;) {
-        indicator.start();
-        let result;
-        try {
-          result = await client.stream(thread.id, runId, afterSeq, (event) => {
-            for (const rendered of render(event)) indicator.print(rendered);
-          });
-        } finally {
-          indicator.stop();
-        }
-        afterSeq = result.lastSeq;
-        const { finish } = result;
-        if (finish.type === 'RUN_ERROR' || finish.outcome !== 'interrupt') break;
-        for (const interrupt of finish.interrupts ?? []) {
-          const answer = await ask(`answer ${names[interrupt.askedBy] ?? interrupt.askedBy}> `);
-          if (answer === undefined) return;
-          await client.resume(thread.id, interrupt.interruptId, answer);
-        }
-      }
+      if (!(await converse(client, names, thread.id, line))) return;
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
       console.log(`! ${error.message}`);

@@ -6,10 +6,10 @@
 import { spawn, spawnSync } from 'node:child_process';
 import pg from 'pg';
 import { ApiError, createClient, createRenderer, namesFromMap } from './agent-client.mjs';
-import { readSection, readSetupEnv } from './with-env.mjs';
+import { readAppEnv, readSetupEnv } from './with-env.mjs';
 
-const serverEnv = { ...process.env, ...readSection('server') };
-const workerEnv = { ...process.env, ...readSection('worker') };
+const serverEnv = { ...process.env, ...readAppEnv('server') };
+const workerEnv = { ...process.env, ...readAppEnv('worker') };
 // The setups also create the worker's checkpoint role and broker user, so they alone get the worker's credentials, as in `npm start`.
 const setupEnv = { ...process.env, ...readSetupEnv() };
 const baseUrl = `http://127.0.0.1:${serverEnv.HTTP_PORT ?? 3000}`;

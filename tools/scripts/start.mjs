@@ -2,10 +2,10 @@
 // `npm start`: sets up what is missing (idempotent: roles, migrations, broker topology), then runs the
 // server and the worker as two processes, each with only its own configuration, until Ctrl-C.
 import { spawn, spawnSync } from 'node:child_process';
-import { readSection, readSetupEnv } from './with-env.mjs';
+import { readAppEnv, readSetupEnv } from './with-env.mjs';
 
-const serverEnv = { ...process.env, ...readSection('server') };
-const workerEnv = { ...process.env, ...readSection('worker') };
+const serverEnv = { ...process.env, ...readAppEnv('server') };
+const workerEnv = { ...process.env, ...readAppEnv('worker') };
 // The setups also create the worker's checkpoint role and broker user, so they alone get the worker's credentials.
 const setupEnv = { ...process.env, ...readSetupEnv() };
 

@@ -4,6 +4,7 @@
 // Usage: node tools/scripts/with-env.mjs <server|worker|setup> -- <command> [args...]
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { localRunSigningKeys, publicKeyOf } from './run-signing-keys.mjs';
 
 export const readSection = (app, file = existsSync('.env') ? '.env' : '.env.example') => {
   const values = {};
@@ -20,14 +21,34 @@ export const readSection = (app, file = existsSync('.env') ? '.env' : '.env.exam
   return values;
 };
 
+const isSet = (name, values, env) => Boolean(values[name]?.trim() || env[name]?.trim());
+
+/**
+ * The run signing pair, when the configuration leaves it out (as .env.example does: a private key is never committed):
+ * the server gets the private half of a pair made once for this machine (run-signing-keys.mjs, git-ignored), the worker
+ * only its public half. A worker whose server has a RUN_SIGNING_KEY of its own (in .env or the environment) gets that
+ * key's public half instead, so the two always agree.
+ */
+export const withRunSigningKeys = (app, values, env = process.env) => {
+  if (app === 'server' && !isSet('RUN_SIGNING_KEY', values, env)) return { ...values, RUN_SIGNING_KEY: localRunSigningKeys().privateKey };
+  if (app === 'worker' && !isSet('RUN_SIGNING_PUBLIC_KEYS', values, env)) {
+    const serverKey = env.RUN_SIGNING_KEY?.trim() || readSection('server').RUN_SIGNING_KEY?.trim();
+    return { ...values, RUN_SIGNING_PUBLIC_KEYS: serverKey ? publicKeyOf(serverKey) : localRunSigningKeys().publicKey };
+  }
+  return values;
+};
+
+/** One app's section with the run signing key it needs: what the app is started with. */
+export const readAppEnv = (app) => withRunSigningKeys(app, readSection(app));
+
 // The setup CLIs run with the server's section, plus the worker's credentials they create: the broker setup makes the
 // worker's broker user (WORKER_RABBITMQ_URL), the database setup its checkpoint role. Neither app receives these.
 export const readSetupEnv = () => {
   const worker = readSection('worker');
-  return { ...readSection('server'), WORKER_RABBITMQ_URL: worker.RABBITMQ_URL, CHECKPOINT_DATABASE_URL: worker.CHECKPOINT_DATABASE_URL };
+  return { ...readAppEnv('server'), WORKER_RABBITMQ_URL: worker.RABBITMQ_URL, CHECKPOINT_DATABASE_URL: worker.CHECKPOINT_DATABASE_URL };
 };
 
-const readEnv = (app) => (app === 'setup' ? readSetupEnv() : readSection(app));
+const readEnv = (app) => (app === 'setup' ? readSetupEnv() : readAppEnv(app));
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const [app, separator, command, ...args] = process.argv.slice(2);

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ERROR_SENTENCES } from '@naalya/agent-tools';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ensureChromium, startHubStack, type HubStack } from './support/hub-stack';
 
 // The built Hub in Debian's chromium, served by the built server, talking to the built worker over RabbitMQ: the
@@ -249,5 +250,209 @@ describe('the Hub in a browser, against the built server and worker', () => {
     await page.getByRole('heading', { name: 'Activity in your school' }).waitFor();
     await page.getByText('Loading…').waitFor({ state: 'detached' });
     expect(await seriousAxeViolations(page)).toEqual([]);
+  });
+});
+
+// Run states as the server reports them. The worker is frozen (SIGSTOP) to hold a run in `running` with nobody working
+// on it; the stack's server gives such a step up after two leases of 6 s (RUN_ABANDONED).
+describe('run states in the Hub: running and Stop, queued, stop-and-send, failed with send again, a question that expires', () => {
+  const RUN_GIVEN_UP_MS = 40_000;
+  const userMessage = (text: string) => page.getByTestId('user-message').filter({ hasText: text });
+  const runStatus = (text: string) => userMessage(text).first().getAttribute('data-run-status');
+  const stopButton = () => page.getByRole('button', { name: 'Stop the current run' });
+  const currentThread = () => decodeURIComponent(new URL(page.url()).hash.split('/')[2] ?? '');
+  /** A thread of its own with one answered message in it (so the next sends go to an existing thread). */
+  const freshThread = async () => {
+    await page.getByRole('link', { name: 'New chat' }).click();
+    await send('list departments');
+    await expect.poll(() => runStatus('list departments')).toBe('finished');
+  };
+
+  afterEach(() => stack.thawWorker());
+
+  it('running, then Stop (keyboard): the run says so, Stop is labelled and focusable, "Stopped" ends it and nothing of it runs later', async () => {
+    await signIn(ADMIN);
+    await freshThread();
+    stack.freezeWorker();
+    await send('show the staff');
+    await expect.poll(() => runStatus('show the staff')).toBe('running');
+    await page.getByTestId('composer-hint').getByText('Rover is working…').waitFor();
+
+    await stopButton().focus();
+    expect(await stopButton().evaluate((button) => button === document.activeElement)).toBe(true);
+    await page.keyboard.press('Enter');
+    const stopped = page.getByTestId('run-stopped');
+    await stopped.waitFor();
+    expect(await stopped.textContent()).toContain('Stopped.');
+    expect(await runStatus('show the staff')).toBe('cancelled');
+    await expect.poll(() => stopButton().count()).toBe(0);
+    // The keyboard user is back in the composer.
+    expect(await page.getByLabel(/^Message Rover/).evaluate((input) => input === document.activeElement)).toBe(true);
+
+    // The server agrees, and ended the run's stream with the cancelled outcome.
+    const threadId = currentThread();
+    const runId = (await userMessage('show the staff').getAttribute('data-run-id')) ?? '';
+    const detail = await stack.api<{ runs: { id: string; status: string }[] }>(ADMIN, `/agent/threads/${threadId}`);
+    expect(detail.body.runs.find((run) => run.id === runId)?.status).toBe('cancelled');
+
+    // The worker wakes up to a step whose run was stopped: it runs none of it, and the thread takes a new message.
+    stack.thawWorker();
+    await send('list campuses');
+    await expect.poll(() => runStatus('list campuses')).toBe('finished');
+    const events = await stack.runEvents(ADMIN, threadId, runId);
+    expect(events.map((event) => event.type)).not.toContain('TEXT_MESSAGE_START');
+    expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: 'cancelled', committedWrites: [] });
+    await page.screenshot({ path: `${SCREENSHOTS}stopped.png`, fullPage: true });
+  });
+
+  it('queued: a message sent while Rover works is refused by default and the Hub offers the choice; "Queue it" waits, then runs', async () => {
+    await freshThread();
+    stack.freezeWorker();
+    await send('show the staff');
+    await expect.poll(() => runStatus('show the staff')).toBe('running');
+
+    await send('list campuses');
+    const choice = page.getByTestId('multitask-choice');
+    await choice.waitFor();
+    expect(await choice.getAttribute('data-code')).toBe('RUN_IN_PROGRESS');
+    expect(await choice.textContent()).toContain('Rover is still working on your previous message.');
+    // Nothing was sent yet: the message is still in the composer, and the choice has the focus.
+    expect(await page.getByLabel(/^Message Rover/).inputValue()).toBe('list campuses');
+    expect(await userMessage('list campuses').count()).toBe(0);
+    const queueIt = choice.getByRole('button', { name: 'Queue it' });
+    await expect.poll(() => queueIt.evaluate((button) => button === document.activeElement)).toBe(true);
+    expect(await seriousAxeViolations(page)).toEqual([]);
+    await page.keyboard.press('Enter');
+
+    const queued = userMessage('list campuses');
+    await expect.poll(() => queued.getAttribute('data-run-status')).toBe('queued');
+    expect(await queued.getByTestId('run-state').textContent()).toBe('Queued: waiting for the current reply to finish.');
+    await page.getByTestId('composer-hint').getByText('1 message queued: waiting for the current reply to finish.', { exact: false }).waitFor();
+    expect(await page.getByLabel(/^Message Rover/).inputValue()).toBe('');
+    await page.screenshot({ path: `${SCREENSHOTS}queued.png`, fullPage: true });
+
+    // The current run ends (stopped here): the queued one starts, and answers once the worker is back.
+    await stopButton().click();
+    await expect.poll(() => runStatus('show the staff')).toBe('cancelled');
+    await expect.poll(() => queued.getAttribute('data-run-status')).toBe('running');
+    stack.thawWorker();
+    await expect.poll(() => queued.getAttribute('data-run-status'), { timeout: TIMEOUT }).toBe('finished');
+    const answer = page.getByTestId('agent-message').last();
+    await expect.poll(() => answer.textContent()).toContain('[scripted model]');
+  });
+
+  it('"Stop the current run and send": the current run is stopped, the new message runs at once', async () => {
+    await freshThread();
+    stack.freezeWorker();
+    await send('show the staff');
+    await expect.poll(() => runStatus('show the staff')).toBe('running');
+
+    await send('list subjects');
+    const choice = page.getByTestId('multitask-choice');
+    await choice.getByRole('button', { name: 'Stop the current run and send' }).click();
+    await expect.poll(() => runStatus('show the staff')).toBe('cancelled');
+    await page.getByTestId('run-stopped').waitFor();
+    await expect.poll(() => runStatus('list subjects')).toBe('running');
+    expect(await choice.count()).toBe(0);
+
+    stack.thawWorker();
+    await expect.poll(() => runStatus('list subjects'), { timeout: TIMEOUT }).toBe('finished');
+    const threadId = currentThread();
+    const detail = await stack.api<{ runs: { message: string; status: string }[] }>(ADMIN, `/agent/threads/${threadId}`);
+    expect(detail.body.runs.map((run) => [run.message, run.status])).toEqual([
+      ['list departments', 'finished'],
+      ['show the staff', 'cancelled'],
+      ['list subjects', 'finished'],
+    ]);
+  });
+
+  it('failed: a run no worker takes is failed by the server with its sentence; "Send again" sends the same message as a new run', async () => {
+    await freshThread();
+    stack.freezeWorker();
+    await send('list subjects');
+    const failure = page.getByTestId('run-error');
+    await failure.waitFor({ timeout: RUN_GIVEN_UP_MS });
+    expect(await failure.getAttribute('data-code')).toBe('RUN_ABANDONED');
+    expect(await failure.textContent()).toContain(ERROR_SENTENCES.RUN_ABANDONED);
+    expect(await runStatus('list subjects')).toBe('failed');
+    // Failed is not running: no Stop, nothing says Rover is working.
+    expect(await stopButton().count()).toBe(0);
+    expect(await page.getByTestId('composer-hint').textContent()).not.toContain('working');
+    expect(await seriousAxeViolations(page)).toEqual([]);
+    await page.screenshot({ path: `${SCREENSHOTS}failed.png`, fullPage: true });
+
+    stack.thawWorker();
+    await failure.getByRole('button', { name: 'Send again' }).click();
+    await expect.poll(() => userMessage('list subjects').count()).toBe(2);
+    await expect.poll(() => userMessage('list subjects').last().getAttribute('data-run-status'), { timeout: TIMEOUT }).toBe('finished');
+    const detail = await stack.api<{ runs: { message: string; status: string; errorCode: string | null }[] }>(ADMIN, `/agent/threads/${currentThread()}`);
+    expect(detail.body.runs.slice(1).map((run) => [run.message, run.status, run.errorCode])).toEqual([
+      ['list subjects', 'failed', 'RUN_ABANDONED'],
+      ['list subjects', 'finished', null],
+    ]);
+  });
+
+  it('interrupted: the question says when it expires; stopping its run leaves it no longer answerable, after a reload too', async () => {
+    await freshThread();
+    await send('delete the Sciences department');
+    const question = page.getByTestId('question').filter({ hasText: 'Delete the department with id' });
+    await question.and(page.locator('[data-state="pending"]')).waitFor();
+    expect(await runStatus('delete the Sciences department')).toBe('interrupted');
+    // The server's default time to answer is 24 h: a moment later, it "expires in 23 h".
+    const expiry = question.getByTestId('question-expiry');
+    await expect.poll(() => expiry.textContent()).toContain('expires in 23 h');
+    const expiresAt = Date.parse((await expiry.locator('time').getAttribute('datetime')) ?? '');
+    expect(expiresAt - Date.now()).toBeGreaterThan(23 * 3_600_000);
+    expect(expiresAt - Date.now()).toBeLessThanOrEqual(24 * 3_600_000);
+    await page.getByTestId('composer-hint').getByText('A question above is waiting for your answer.', { exact: false }).waitFor();
+    await page.screenshot({ path: `${SCREENSHOTS}question-expiry.png`, fullPage: true });
+
+    await stopButton().click();
+    await question.and(page.locator('[data-state="stopped"]')).waitFor();
+    expect(await question.getByTestId('question-state').textContent()).toBe('This question can no longer be answered: the run was stopped.');
+    expect(await question.getByLabel('Your answer').count()).toBe(0);
+    expect(await page.getByTestId('run-stopped').last().textContent()).toContain('Nothing had been changed.');
+    // The delete it asked about never ran, and an answer now is refused.
+    expect(await page.getByTestId('tool-card').filter({ hasText: 'Delete department' }).getAttribute('data-status')).toBe('stopped');
+    const departments = await stack.api<{ name: string }[]>(ADMIN, '/departments');
+    expect(departments.body.map((department) => department.name)).toContain('Sciences');
+    const interruptId = (await question.getAttribute('data-interrupt-id')) ?? '';
+    const late = await stack.api(ADMIN, `/agent/threads/${currentThread()}/resume`, { interruptId, answer: 'yes' });
+    expect(late.status).toBe(409);
+
+    await page.reload();
+    const reloaded = page.getByTestId('question').filter({ hasText: 'Delete the department with id' });
+    await reloaded.and(page.locator('[data-state="stopped"]')).waitFor();
+    await page.getByTestId('run-stopped').waitFor();
+    expect(await runStatus('delete the Sciences department')).toBe('cancelled');
+
+    // The stopped question holds nothing: the next message is answered.
+    await send('list campuses');
+    await expect.poll(() => runStatus('list campuses')).toBe('finished');
+    await expect.poll(() => page.getByTestId('agent-message').last().textContent()).toContain('Kisasi');
+  });
+
+  it('a question waits: a new message may only stop its run and be sent (QUESTION_PENDING); the question is then no longer answerable', async () => {
+    await freshThread();
+    await send('delete the Sciences department');
+    const question = page.getByTestId('question').filter({ hasText: 'Delete the department with id' });
+    await question.and(page.locator('[data-state="pending"]')).waitFor();
+
+    await page.getByLabel(/^Message Rover/).fill('list campuses');
+    await page.getByRole('button', { name: 'Send', exact: true }).click();
+    const choice = page.getByTestId('multitask-choice');
+    await choice.waitFor();
+    expect(await choice.getAttribute('data-code')).toBe('QUESTION_PENDING');
+    expect(await choice.textContent()).toContain('A question above is waiting for your answer.');
+    // Queueing behind a question is not offered: the server accepts only interrupt while a question waits.
+    expect(await choice.getByRole('button', { name: 'Queue it' }).count()).toBe(0);
+    await choice.getByRole('button', { name: 'Stop the current run and send' }).click();
+
+    await question.and(page.locator('[data-state="stopped"]')).waitFor();
+    await expect.poll(() => runStatus('delete the Sciences department')).toBe('cancelled');
+    await expect.poll(() => runStatus('list campuses')).toBe('finished');
+    await expect.poll(() => page.getByTestId('agent-message').last().textContent()).toContain('Kisasi');
+    const departments = await stack.api<{ name: string }[]>(ADMIN, '/departments');
+    expect(departments.body.map((department) => department.name)).toContain('Sciences');
   });
 });

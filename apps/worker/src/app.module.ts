@@ -9,6 +9,7 @@ import { AgentRunConsumer } from './naalya-agent/runs/agent-run.consumer.js';
 import { AgentRunExecutor } from './naalya-agent/runs/agent-run.executor.js';
 import { RunLeaseClient } from './naalya-agent/runs/run-lease.client.js';
 import { RUN_EVENT_PUBLISHER_OPTIONS, RunEventPublisher, type RunEventPublisherOptions } from './naalya-agent/runs/run-event.publisher.js';
+import { RunStepAuthenticity } from './naalya-agent/runs/run-step-authenticity.js';
 
 // The worker: the runs consumer, its executor, the run events publisher, the checkpoints and the tool hop.
 // The config is loaded and validated before Nest starts, so a bad environment never reaches a provider.
@@ -26,6 +27,7 @@ export class AppModule {
       imports: [AgentToolsModule.forRoot(config)],
       controllers: [AgentRunConsumer],
       providers: [
+        { provide: RunStepAuthenticity, useValue: new RunStepAuthenticity(config.runSteps) },
         { provide: RUN_EVENT_PUBLISHER_OPTIONS, useValue: publisherOptions },
         RunEventPublisher,
         { provide: CHECKPOINT_STORE_OPTIONS, useValue: checkpointOptions },

@@ -1,8 +1,10 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import type { AgentRunEvent } from '@naalya/agent-tools';
 import { AGENT_RUN_PATTERN } from '@naalya/agent-tools';
-import { rmqNames } from '@naalya/rmq';
+import { MESSAGE_SIGNATURE_HEADER, brokerCredentialsOf, generateMessageSigningKeyPair, parseMessageSigningKey, rmqNames, runsDeadLetterQueue, signMessage } from '@naalya/rmq';
 import { RABBITMQ_URL, createTestStack, type BuiltProcess, type TestStack } from '@naalya/test-stack';
-import { connect } from 'amqplib';
+import { connect, type GetMessage, type Options } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // Both services as processes, the way `npm start` runs them: the built server and the built worker, with the
@@ -22,6 +24,13 @@ const api = async <T>(path: string, body?: unknown, as = token): Promise<T> => {
 };
 
 type StoredEvent = { seq: number; event: AgentRunEvent };
+
+/** A run step's properties as the server publishes it: its broker user_id and its signature over the exact body. */
+const signedAsServer = (body: Buffer, privateKey = stack.runSigning.privateKey): Options.Publish => ({
+  persistent: true,
+  userId: brokerCredentialsOf(stack.env['RABBITMQ_URL'] ?? RABBITMQ_URL).user,
+  headers: { [MESSAGE_SIGNATURE_HEADER]: signMessage(body, parseMessageSigningKey(privateKey)) },
+});
 
 /** Reads the run's server-sent events until the server ends the stream (the step finished). */
 const readStep = async (threadId: string, runId: string, afterSeq = 0, as = token): Promise<StoredEvent[]> => {
@@ -288,14 +297,14 @@ describe('resilience', () => {
     expect(plans).toEqual([{ n: 1 }]);
   }, 90_000);
 
-  it('a run request whose context is malformed is dead-lettered and executes no tool: no tool message, no ledger row', async () => {
+  it('a run request whose context is malformed (signed by the server) is dead-lettered and executes no tool: no tool message, no ledger row', async () => {
     const names = rmqNames(stack.env['AGENT_TOOLS_QUEUE'], stack.env['AGENT_RUNS_QUEUE']);
     const connection = await connect(RABBITMQ_URL);
     const channel = await connection.createChannel();
     // With the server stopped, any tool message the worker published would wait in the tools queue to be counted.
     await stack.server().stop();
     try {
-      const before = { deadLetters: (await channel.checkQueue(names.deadLetterQueue)).messageCount, ledger: await ledgerCount('create.department') };
+      const before = { deadLetters: (await channel.checkQueue(runsDeadLetterQueue(names))).messageCount, ledger: await ledgerCount('create.department') };
       const genuine = (await stack.owner.query(`SELECT id FROM users WHERE email = 'admin@greenhill.school'`)).rows[0]?.id as string;
       const malformed = {
         kind: 'start',
@@ -303,10 +312,12 @@ describe('resilience', () => {
         // A context that claims an identity without the server's minting: wrong types and missing fields.
         context: { userId: genuine, schoolId: 'greenhill', roles: 'admin', run: { runId: crypto.randomUUID(), threadId: crypto.randomUUID() } },
       };
-      channel.sendToQueue(names.runsQueue, Buffer.from(JSON.stringify({ pattern: AGENT_RUN_PATTERN, data: malformed })), { persistent: true });
+      // Signed as the server signs, so it passes the worker's first check and reaches the request's own.
+      const body = Buffer.from(JSON.stringify({ pattern: AGENT_RUN_PATTERN, data: malformed }));
+      channel.sendToQueue(names.runsQueue, body, signedAsServer(body));
 
       const deadline = Date.now() + 15_000;
-      while ((await channel.checkQueue(names.deadLetterQueue)).messageCount <= before.deadLetters) {
+      while ((await channel.checkQueue(runsDeadLetterQueue(names))).messageCount <= before.deadLetters) {
         if (Date.now() > deadline) throw new Error(`the malformed run was not dead-lettered:\n${worker?.output()}`);
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
@@ -320,4 +331,80 @@ describe('resilience', () => {
       await stack.startServer();
     }
   });
+});
+
+describe('authenticated run steps', () => {
+  const unacked = async (queue: string): Promise<number> => {
+    const { stdout } = await promisify(execFile)('rabbitmqctl', ['list_queues', '-s', 'name', 'messages_unacknowledged']);
+    return Number(stdout.split('\n').map((line) => line.split('\t')).find(([name]) => name === queue)?.[1] ?? Number.NaN);
+  };
+  const eventCount = async (runId: string) =>
+    Number((await stack.owner.query(`SELECT count(*)::int AS n FROM agent_run_events WHERE run_id = $1`, [runId])).rows[0]?.n);
+
+  it("forged steps built on a user's real running run (unsigned, altered, unknown key, replayed by another user) run nothing and write nothing to its history; the genuine step then runs", async () => {
+    const names = rmqNames(stack.env['AGENT_TOOLS_QUEUE'], stack.env['AGENT_RUNS_QUEUE']);
+    const connection = await connect(RABBITMQ_URL);
+    const channel = await connection.createChannel();
+    const forgedDepartments = async () => (await stack.owner.query(`SELECT name FROM departments WHERE name LIKE 'Forged%'`)).rows;
+    try {
+      // With no worker consuming, the victim's genuine step waits on the runs queue: taken off it, it is what a
+      // forger with broker access could copy (a real context of a running run, its dispatch token, the server's
+      // signature over these exact bytes).
+      await worker?.stop();
+      const userToken = await stack.login('admin@greenhill.school');
+      const { id: threadId } = await api<{ id: string }>('/agent/threads', {}, userToken);
+      const { runId } = await api<{ runId: string }>(`/agent/threads/${threadId}/runs`, { message: 'list departments' }, userToken);
+      let captured: GetMessage | false = false;
+      for (const deadline = Date.now() + 5_000; !captured && Date.now() < deadline; ) {
+        captured = await channel.get(names.runsQueue, { noAck: true });
+        if (!captured) await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      if (!captured) throw new Error('the genuine step never reached the runs queue');
+      const genuine = captured.content;
+      const genuineProperties: Options.Publish = { persistent: true, userId: captured.properties.userId, headers: captured.properties.headers };
+      const packet = JSON.parse(genuine.toString('utf8')) as { pattern: string; data: { message: string } };
+      const forged = Buffer.from(JSON.stringify({ ...packet, data: { ...packet.data, message: 'create a department called Forged' } }));
+      const eventsBefore = await eventCount(runId);
+      const ledgerBefore = await ledgerCount('create.department');
+      const deadLettersBefore = (await channel.checkQueue(names.deadLetterQueue)).messageCount;
+
+      // From a broker administrator's connection (here the same broker user as the server, so it may claim its
+      // user_id): the forged body with no user_id, with the server's user_id but no signature, signed by a key the
+      // worker does not hold, and carrying the genuine signature; then the genuine bytes and signature, replayed without
+      // the server's user_id.
+      channel.sendToQueue(names.runsQueue, forged, { persistent: true });
+      channel.sendToQueue(names.runsQueue, forged, { ...signedAsServer(forged), headers: {} });
+      channel.sendToQueue(names.runsQueue, forged, signedAsServer(forged, generateMessageSigningKeyPair('forger').privateKey));
+      channel.sendToQueue(names.runsQueue, forged, { ...genuineProperties });
+      channel.sendToQueue(names.runsQueue, genuine, { ...genuineProperties, userId: undefined });
+      // Last, the genuine step as the server published it.
+      channel.sendToQueue(names.runsQueue, genuine, genuineProperties);
+      worker = await stack.startWorker();
+
+      const events = (await readStep(threadId, runId, 0, userToken)).map(({ event }) => event);
+      const deadline = Date.now() + 15_000;
+      while ((await channel.checkQueue(names.runsQueue)).messageCount > 0 || (await unacked(names.runsQueue)) > 0) {
+        if (Date.now() > deadline) throw new Error(`the forged steps were not settled:\n${worker.output()}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+
+      // The genuine step ran, once: its run's history is its own events, and nothing of the forgeries.
+      expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: 'success' });
+      expect(toolCalls(events)).toEqual(['rover:list_departments']);
+      expect(events.filter((event) => event.type === 'RUN_STARTED')).toHaveLength(1);
+      expect(await eventCount(runId)).toBe(eventsBefore + events.length);
+      expect(await forgedDepartments()).toEqual([]);
+      expect(await ledgerCount('create.department')).toBe(ledgerBefore);
+      // Nothing dead-lettered: the tools' dead-letter queue is unchanged, and the runs' (which the server consumes, failing
+      // the run) failed nothing.
+      expect((await channel.checkQueue(names.deadLetterQueue)).messageCount).toBe(deadLettersBefore);
+      expect((await stack.owner.query(`SELECT status, error_code FROM agent_runs WHERE id = $1`, [runId])).rows).toEqual([{ status: 'finished', error_code: null }]);
+      const refusals = worker.output().split('\n').filter((line) => line.includes('security event: run step refused'));
+      expect(refusals).toHaveLength(5);
+      expect(refusals.join('\n')).not.toMatch(/Forged|list departments/);
+    } finally {
+      await connection.close();
+      if (!worker || worker.child.exitCode !== null) worker = await stack.startWorker();
+    }
+  }, 90_000);
 });

@@ -8,3 +8,4 @@ export * from './lib/rmq-access.js';
 export * from './lib/rmq-connection.js';
 export * from './lib/confirm-publisher.js';
 export * from './lib/ordered-consumer.js';
+export * from './lib/message-signature.js';

@@ -2,7 +2,7 @@ import { spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type { AgentRuntimeContext } from '@naalya/agent-tools';
-import { deleteTopology, rmqNames } from '@naalya/rmq';
+import { brokerCredentialsOf, deleteTopology, generateMessageSigningKeyPair, rmqNames, type MessageSigningKeyPair } from '@naalya/rmq';
 import pg from 'pg';
 import { login, mintContext } from './api.js';
 import { startServerProcess, startWorkerProcess, stopChild, type BuiltProcess, type ServerProcess } from './processes.js';
@@ -78,6 +78,11 @@ export type TestStack = {
   owner: pg.Client;
   toolsQueue: string;
   runsQueue: string;
+  /**
+   * This stack's run signing pair, made for it alone: the server gets the private half (RUN_SIGNING_KEY, in `env`),
+   * each worker only the public half (RUN_SIGNING_PUBLIC_KEYS). For tests that publish a run step as the server does.
+   */
+  runSigning: MessageSigningKeyPair;
   /** The built server as a process on a new port; it becomes `server()`. */
   startServer: (options?: StartServerOptions) => Promise<ServerProcess>;
   /** The server started last. */
@@ -101,6 +106,7 @@ export const createTestStack = async (options: TestStackOptions): Promise<TestSt
   const database = `naalya_${options.name}_${suffix}`;
   const toolsQueue = `agent-tools-${options.name}-${suffix}`;
   const runsQueue = `agent-runs-${options.name}-${suffix}`;
+  const runSigning = generateMessageSigningKeyPair(`stack-${suffix.replaceAll('_', '-')}`);
   const env: Record<string, string> = {
     DATABASE_URL: databaseUrl(database, APP_ROLE),
     DATABASE_OWNER_URL: databaseUrl(database),
@@ -111,6 +117,7 @@ export const createTestStack = async (options: TestStackOptions): Promise<TestSt
     JWT_SECRET: 'test-stack-secret-test-stack-secret-00',
     DISPATCH_SIGNING_KEY: 'test-stack-dispatch-key-test-stack-000',
     WORKER_BROKER_USER: decodeURIComponent(new URL(RABBITMQ_URL).username || 'guest'),
+    RUN_SIGNING_KEY: runSigning.privateKey,
     SHUTDOWN_DRAIN_TIMEOUT_MS: '3000',
     LOG_LEVEL: 'warn',
     ...options.env,
@@ -147,12 +154,15 @@ export const createTestStack = async (options: TestStackOptions): Promise<TestSt
       runServerCli('db-setup.js', { ...env, CHECKPOINT_DATABASE_URL: checkpointUrl });
       checkpointRoleReady = true;
     }
-    // Its own section of the configuration only: the broker, its queues and its checkpoints, no server secret.
+    // Its own section of the configuration only: the broker, its queues and its checkpoints, no server secret. It runs
+    // steps only from the server's broker user, signed by the key whose public half it holds.
     const workerEnv = {
       ...process.env,
       RABBITMQ_URL: env['RABBITMQ_URL'],
       AGENT_TOOLS_QUEUE: toolsQueue,
       AGENT_RUNS_QUEUE: runsQueue,
+      SERVER_BROKER_USER: brokerCredentialsOf(env['RABBITMQ_URL'] ?? RABBITMQ_URL).user,
+      RUN_SIGNING_PUBLIC_KEYS: runSigning.publicKey,
       CHECKPOINT_DATABASE_URL: checkpointUrl,
       AGENT_MODEL: 'scripted',
       TOOL_CALL_TIMEOUT_MS: '5000',
@@ -169,6 +179,7 @@ export const createTestStack = async (options: TestStackOptions): Promise<TestSt
     owner,
     toolsQueue,
     runsQueue,
+    runSigning,
     startServer: async ({ script = SERVER_MAIN, nodeArgs, env: extraEnv } = {}) => {
       current = await startServerProcess({ script, nodeArgs, env: { ...process.env, ...env, ...extraEnv }, onSpawn: track });
       return current;

@@ -1,8 +1,27 @@
 import { useCallback, useEffect, useReducer, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
-import { LOCAL_TOOL_NAMES, SPEAKER_HATS, agentRunEventSchema, type ThreadSummary } from '@naalya/agent-tools';
+import {
+  LOCAL_TOOL_NAMES,
+  SPEAKER_HATS,
+  agentRunEventSchema,
+  type AgentRunStatus,
+  type ConversationErrorCode,
+  type MultitaskStrategy,
+  type ThreadSummary,
+} from '@naalya/agent-tools';
 import { api, session, toolCallKey } from '../lib/api';
-import { speakerName } from '../lib/labels';
-import { activeRun, emptyThread, pendingQuestions, runHint, threadReducer, type ChatItem } from '../lib/run-view';
+import { eventLabel, speakerName } from '../lib/labels';
+import {
+  QUEUED_TEXT,
+  activeRun,
+  emptyThread,
+  orderedItems,
+  pendingQuestions,
+  runHint,
+  stoppableRun,
+  threadReducer,
+  type ChatItem,
+  type RunSummaryView,
+} from '../lib/run-view';
 import { chatHref, activityHref } from '../lib/route';
 import { HttpError, streamRunEvents } from '../lib/sse';
 import type { RunModeChoice } from './Header';
@@ -12,7 +31,27 @@ import { ToolCard } from './ToolCard';
 type Props = { threadId: string | null; mode: RunModeChoice; onApiError: (error: unknown) => void };
 
 const CHECK_DELAYS_MS = [500, 1_000, 2_000, 4_000, 8_000];
+/** How often a run that has not started yet (queued), or whose stream closed while it runs, is looked at again. */
+const WAIT_POLL_MS = 1_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Answers of POST .../runs that leave the message to the user's choice: queue it, or stop the current run and send it. */
+const MULTITASK_CONFLICTS: ReadonlySet<ConversationErrorCode | undefined> = new Set<ConversationErrorCode>(['RUN_IN_PROGRESS', 'QUESTION_PENDING', 'RUN_QUEUE_FULL']);
+type Conflict = { message: string; code: ConversationErrorCode; sentence: string; fromDraft: boolean };
+
+/** The choice offered when a message meets an active run, in words. */
+const conflictText = (conflict: Conflict): string => {
+  switch (conflict.code) {
+    case 'RUN_IN_PROGRESS':
+      return 'Rover is still working on your previous message. Queue this one to send when that reply finishes, or stop that reply and send this one now.';
+    case 'QUESTION_PENDING':
+      return 'A question above is waiting for your answer. Answer it, or stop that run and send this message now.';
+    default:
+      return conflict.sentence;
+  }
+};
+
+const RUN_STATUS_TEXT: Partial<Record<AgentRunStatus, string>> = { queued: QUEUED_TEXT };
 
 const Message = ({ item }: { item: Extract<ChatItem, { kind: 'message' }> }) => (
   <article className="max-w-3xl rounded-lg border border-slate-200 bg-white px-3 py-2 shadow-sm" aria-label={`Message from ${speakerName(item.speaker)}`} data-testid="agent-message" data-speaker={item.speaker}>
@@ -34,11 +73,15 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
   const [threads, setThreads] = useState<ThreadSummary[]>([]);
   const [draft, setDraft] = useState('');
   const [sending, setSending] = useState(false);
+  const [stopping, setStopping] = useState(false);
+  const [conflict, setConflict] = useState<Conflict | null>(null);
   const streams = useRef(new AbortController());
   const answering = useRef(new Set<string>());
   const checking = useRef(new Set<string>());
-  // When the stream last said anything, and a clock that ticks while a run is going, so a silent run shows as stalled.
-  const lastEventAt = useRef(Date.now());
+  // Runs whose events are being read now, so a catch-up does not open a second stream for one.
+  const following = useRef(new Set<string>());
+  const composer = useRef<HTMLTextAreaElement | null>(null);
+  // The clock the questions' expiry is counted from.
   const [now, setNow] = useState(() => Date.now());
 
   const refreshThreads = useCallback(() => {
@@ -46,48 +89,99 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
   }, [onApiError]);
   useEffect(refreshThreads, [refreshThreads]);
 
-  /** Follows one run's events from `fromSeq`, then re-reads the run so its questions show what the server knows. */
+  /**
+   * Follows one run's events from `fromSeq`, then re-reads the run so its status and questions are what the server
+   * knows. A run that has not started (queued) or whose stream closed while it still runs is looked at again until
+   * its step ends: the server, not this page, decides when a run is over.
+   */
   const follow = useCallback(
     async (thread: string, runId: string, fromSeq: number, signal: AbortSignal) => {
+      if (following.current.has(runId)) return;
+      following.current.add(runId);
+      let seq = fromSeq;
+      // A queued run has no events yet (its stream ends at once): only its summary says when it starts.
+      let queued = false;
       try {
-        await streamRunEvents({
-          url: api.eventsUrl(thread, runId),
-          token: session.get() ?? '',
-          lastEventId: fromSeq,
-          signal,
-          onEvent: ({ seq, data }) => {
-            const parsed = agentRunEventSchema.safeParse(data);
-            lastEventAt.current = Date.now();
-            if (parsed.success) dispatch({ type: 'event', runId, seq, event: parsed.data });
-          },
-        });
-        if (signal.aborted) return;
-        const detail = await api.thread(thread);
-        const run = detail.runs.find((candidate) => candidate.id === runId);
-        if (run && !signal.aborted) dispatch({ type: 'run-summary', run });
+        for (;;) {
+          if (!queued) {
+            const outcome = await streamRunEvents({
+              url: api.eventsUrl(thread, runId),
+              token: session.get() ?? '',
+              lastEventId: seq,
+              signal,
+              onEvent: ({ seq: eventSeq, data }) => {
+                const parsed = agentRunEventSchema.safeParse(data);
+                if (parsed.success) dispatch({ type: 'event', runId, seq: eventSeq, event: parsed.data });
+              },
+            });
+            seq = outcome.lastEventId;
+            if (signal.aborted) return;
+          }
+          const detail = await api.thread(thread);
+          const run = detail.runs.find((candidate) => candidate.id === runId);
+          if (!run || signal.aborted) return;
+          dispatch({ type: 'run-summary', run, afterEvents: run.lastSeq <= seq });
+          queued = run.status === 'queued';
+          // More events stored: read them at once.
+          if (!queued && run.lastSeq > seq) continue;
+          // Not started yet, or a step going on (a resumed one, or a stream that closed early): look again shortly.
+          if (!queued && run.status !== 'running') return;
+          await sleep(WAIT_POLL_MS);
+          if (signal.aborted) return;
+        }
       } catch (error) {
         if (signal.aborted) return;
         if (error instanceof HttpError && error.status === 401) onApiError(error);
         else dispatch({ type: 'stream-failed', runId, message: error instanceof Error ? error.message : String(error) });
+      } finally {
+        following.current.delete(runId);
       }
     },
     [onApiError],
   );
 
-  // Opening a thread (or reloading the page): every run replayed from its first event, the live one followed.
+  /**
+   * Re-reads the thread: a run this page does not know yet (another tab's), or one that moved on while nothing here
+   * followed it (a question's run stopped by an interrupting message), is followed from where this page left it.
+   */
+  const catchUp = useCallback(
+    async (thread: string) => {
+      const signal = streams.current.signal;
+      try {
+        const detail = await api.thread(thread);
+        for (const run of detail.runs) {
+          if (signal.aborted) return;
+          const known = stateRef.current.runs.find((candidate) => candidate.id === run.id);
+          if (following.current.has(run.id)) continue;
+          if (!known) dispatch({ type: 'run-summary', run: { ...run, interrupts: [] } });
+          if (!known || run.lastSeq > known.lastSeq || run.status !== known.status) void follow(thread, run.id, known?.lastSeq ?? 0, signal);
+        }
+      } catch (error) {
+        if (!signal.aborted) onApiError(error);
+      }
+    },
+    [follow, onApiError],
+  );
+
+  // Opening a thread (or reloading the page): every run replayed from its first event, the live ones followed.
   useEffect(() => {
     streams.current.abort();
     const controller = new AbortController();
     streams.current = controller;
+    following.current = new Set();
     dispatch({ type: 'reset', threadId });
+    setConflict(null);
     if (!threadId) return () => controller.abort();
     (async () => {
       try {
         const detail = await api.thread(threadId);
+        // In the order they were sent; each run's items then stay with it, whatever order their events arrive in.
+        for (const run of detail.runs) dispatch({ type: 'run-summary', run: { ...run, interrupts: [] } satisfies RunSummaryView });
         for (const run of detail.runs) {
           if (controller.signal.aborted) return;
-          dispatch({ type: 'run-summary', run: { ...run, interrupts: [] } });
-          await follow(threadId, run.id, 0, controller.signal);
+          const replay = follow(threadId, run.id, 0, controller.signal);
+          // A run that ended (or waits for an answer) replays at once; one running or queued is followed meanwhile.
+          if (run.status !== 'running' && run.status !== 'queued') await replay;
         }
       } catch (error) {
         if (!controller.signal.aborted) onApiError(error);
@@ -121,38 +215,75 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
     }
   }, [state.items, state.threadId]);
 
-  const send = async (event?: FormEvent) => {
-    event?.preventDefault();
-    const message = draft.trim();
+  /**
+   * Sends a message as a new run. `reject` (the default) is refused with 409 while another run holds the thread: the
+   * user is then offered the choice, `enqueue` (it starts when the current reply ends) or `interrupt` (stop that run,
+   * then send).
+   */
+  const submit = async (message: string, strategy: MultitaskStrategy, fromDraft: boolean) => {
     if (!message || sending) return;
     setSending(true);
-    lastEventAt.current = Date.now();
+    setConflict(null);
     try {
       const campusId = mode.mode === 'campus' ? mode.campus.id : undefined;
       if (!threadId) {
         // A new thread: the server makes its id; opening it replays the run from the start.
         const thread = await api.createThread();
         await api.startRun(thread.id, message, campusId);
-        setDraft('');
+        if (fromDraft) setDraft('');
         window.location.hash = chatHref(thread.id);
         refreshThreads();
         return;
       }
-      const { runId } = await api.startRun(threadId, message, campusId);
-      setDraft('');
-      dispatch({ type: 'run-started', runId, message });
+      const { runId, status } = await api.startRun(threadId, message, campusId, strategy);
+      if (fromDraft) setDraft('');
+      dispatch({ type: 'run-started', runId, message, status });
       void follow(threadId, runId, 0, streams.current.signal);
+      // The run it stopped ends with its own event: show it, and its questions as no longer answerable.
+      if (strategy === 'interrupt') void catchUp(threadId);
     } catch (error) {
-      onApiError(error);
+      if (threadId && error instanceof HttpError && (error.status === 409 || error.status === 429) && MULTITASK_CONFLICTS.has(error.code)) {
+        // The server says RUN_IN_PROGRESS to any message under `reject`; while a question waits, queueing would be
+        // refused too (QUESTION_PENDING), so only stopping is offered.
+        const waitsForAnswer = error.code === 'RUN_IN_PROGRESS' && activeRun(stateRef.current)?.status === 'interrupted';
+        setConflict({ message, code: waitsForAnswer ? 'QUESTION_PENDING' : (error.code as ConversationErrorCode), sentence: error.message, fromDraft });
+        // The run in the way may be another tab's: show it, with its Stop.
+        void catchUp(threadId);
+      } else {
+        onApiError(error);
+      }
     } finally {
       setSending(false);
     }
   };
 
+  const send = (event?: FormEvent) => {
+    event?.preventDefault();
+    void submit(draft.trim(), 'reject', true);
+  };
+
   const onKeyDown = (event: KeyboardEvent<HTMLTextAreaElement>) => {
     if (event.key === 'Enter' && !event.shiftKey) {
       event.preventDefault();
-      void send();
+      send();
+    }
+  };
+
+  /** Stops the active run (or the next queued one): the server cancels it; a write it already committed stays, and is listed. */
+  const stop = async () => {
+    const target = stoppableRun(stateRef.current);
+    if (!threadId || !target || stopping) return;
+    setStopping(true);
+    try {
+      const result = await api.cancelRun(threadId, target.id);
+      dispatch({ type: 'run-cancelled', runId: result.runId, status: result.status, cancelled: result.cancelled, committedWrites: result.committedWrites });
+      composer.current?.focus();
+      // The next queued message starts now: follow it.
+      void catchUp(threadId);
+    } catch (error) {
+      onApiError(error);
+    } finally {
+      setStopping(false);
     }
   };
 
@@ -173,6 +304,8 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
       if (error instanceof HttpError && error.status === 409) {
         const already = error.code === 'ALREADY_ANSWERED';
         dispatch({ type: 'answer-refused', interruptId, message: error.message, state: already ? 'answered' : 'expired' });
+        // Why it moved on (stopped, expired, failed) is the server's to say.
+        void catchUp(threadId);
       } else {
         dispatch({ type: 'answer-refused', interruptId, message: error instanceof Error ? error.message : String(error), state: 'pending' });
         onApiError(error);
@@ -187,17 +320,20 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
   useEffect(() => {
     end.current?.scrollIntoView?.({ block: 'end' });
   }, [state.items.length, lastText]);
-  const newestQuestion = pendingQuestions(state).at(-1)?.id;
-
-  const active = activeRun(state);
-  const busy = sending || Boolean(active);
-  const running = active?.status === 'running';
+  const pending = pendingQuestions(state);
+  const newestQuestion = pending.at(-1)?.id;
+  // An open question's "expires in" stays true while the page stays open.
+  const expiring = pending.some((item) => item.expiresAt !== undefined);
   useEffect(() => {
-    if (!running) return undefined;
-    const timer = setInterval(() => setNow(Date.now()), 5_000);
+    if (!expiring) return undefined;
+    setNow(Date.now());
+    const timer = setInterval(() => setNow(Date.now()), 30_000);
     return () => clearInterval(timer);
-  }, [running]);
-  const hint = runHint(active, now - lastEventAt.current);
+  }, [expiring]);
+
+  const stoppable = stoppableRun(state);
+  const hint = runHint(state);
+  const statusOf = new Map(state.runs.map((run) => [run.id, run.status]));
 
   return (
     <div className="flex flex-1">
@@ -222,20 +358,35 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
       <section className="flex flex-1 flex-col" aria-label="Conversation">
         <div role="log" aria-live="polite" aria-relevant="additions" className="flex-1 space-y-3 overflow-auto p-4" data-testid="conversation">
           {state.items.length === 0 ? <p className="text-slate-500">Ask Rover something, for example “list departments”.</p> : null}
-          {state.items.map((item) => {
+          {orderedItems(state).map((item) => {
             switch (item.kind) {
-              case 'user':
+              case 'user': {
+                const status = statusOf.get(item.runId);
+                const note = status ? RUN_STATUS_TEXT[status] : undefined;
                 return (
-                  <article key={item.id} className="ml-auto w-fit max-w-3xl rounded-lg bg-sky-700 px-3 py-2 text-white" aria-label="Your message" data-testid="user-message">
+                  <article
+                    key={item.id}
+                    className="ml-auto w-fit max-w-3xl rounded-lg bg-sky-700 px-3 py-2 text-white"
+                    aria-label="Your message"
+                    data-testid="user-message"
+                    data-run-id={item.runId}
+                    data-run-status={status}
+                  >
                     {item.text}
+                    {note ? (
+                      <p className="mt-1 text-xs text-sky-100" data-testid="run-state">
+                        {note}
+                      </p>
+                    ) : null}
                   </article>
                 );
+              }
               case 'message':
                 return <Message key={item.id} item={item} />;
               case 'tool':
                 return item.name === LOCAL_TOOL_NAMES.askUser ? null : <ToolCard key={item.id} item={item} />;
               case 'question':
-                return <QuestionForm key={item.id} item={item} focus={item.id === newestQuestion} onAnswer={(id, text) => void answer(id, text)} />;
+                return <QuestionForm key={item.id} item={item} now={now} focus={item.id === newestQuestion} onAnswer={(id, text) => void answer(id, text)} />;
               case 'success':
                 return (
                   <p key={item.id} className="rounded border border-emerald-300 bg-emerald-50 px-3 py-2 text-sm text-emerald-900" data-testid="success-event">
@@ -250,36 +401,138 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
                     ) : null}
                   </p>
                 );
+              case 'stopped':
+                return (
+                  <div key={item.id} className="rounded border border-slate-300 bg-slate-50 px-3 py-2 text-sm text-slate-800" data-testid="run-stopped" data-run-id={item.runId}>
+                    <p className="font-medium">
+                      Stopped.
+                      {item.committedWrites?.length === 0 ? ' Nothing had been changed.' : null}
+                    </p>
+                    {item.committedWrites?.length ? (
+                      <>
+                        <p>{item.committedWrites.length === 1 ? 'This change was made before the stop, and stays:' : 'These changes were made before the stop, and stay:'}</p>
+                        <ul className="ml-5 list-disc" data-testid="committed-writes">
+                          {item.committedWrites.map((write) => (
+                            <li key={write.callId}>
+                              {eventLabel(write.event)}
+                              {write.auditId ? (
+                                <>
+                                  {' · '}
+                                  <a className="underline" href={activityHref(write.auditId)}>
+                                    View the audit row
+                                  </a>
+                                </>
+                              ) : null}
+                            </li>
+                          ))}
+                        </ul>
+                      </>
+                    ) : null}
+                  </div>
+                );
               case 'error':
                 return (
-                  <p key={item.id} role="alert" className="rounded border border-red-300 bg-red-50 px-3 py-2 text-sm text-red-800">
-                    {item.message}
-                  </p>
+                  <div
+                    key={item.id}
+                    role="alert"
+                    className="flex flex-wrap items-center gap-2 rounded border border-red-300 bg-red-50 px-3 py-2 text-sm text-red-800"
+                    data-testid="run-error"
+                    data-run-id={item.runId}
+                    data-code={item.code}
+                  >
+                    <p className="flex-1">{item.message}</p>
+                    {item.sendAgain !== undefined ? (
+                      <button
+                        type="button"
+                        className="rounded border border-red-700 px-3 py-1 font-medium text-red-800 hover:bg-red-100 disabled:opacity-50"
+                        disabled={sending}
+                        title={`Send "${item.sendAgain}" again`}
+                        onClick={() => void submit(item.sendAgain ?? '', 'reject', false)}
+                      >
+                        Send again
+                      </button>
+                    ) : null}
+                  </div>
                 );
             }
           })}
           <div ref={end} />
         </div>
         <form onSubmit={send} className="border-t border-slate-200 bg-white p-3">
+          {conflict ? (
+            <div role="group" aria-labelledby="multitask-choice-text" className="mb-2 rounded border border-amber-300 bg-amber-50 p-2 text-sm" data-testid="multitask-choice" data-code={conflict.code}>
+              <p id="multitask-choice-text">{conflictText(conflict)}</p>
+              <div className="mt-2 flex flex-wrap gap-2">
+                {conflict.code === 'RUN_IN_PROGRESS' ? (
+                  <button
+                    type="button"
+                    autoFocus
+                    disabled={sending}
+                    className="rounded bg-sky-700 px-3 py-1 font-medium text-white hover:bg-sky-800 disabled:opacity-50"
+                    onClick={() => void submit(conflict.message, 'enqueue', conflict.fromDraft)}
+                  >
+                    Queue it
+                  </button>
+                ) : null}
+                <button
+                  type="button"
+                  autoFocus={conflict.code !== 'RUN_IN_PROGRESS'}
+                  disabled={sending}
+                  className="rounded border border-amber-700 px-3 py-1 font-medium hover:bg-amber-100 disabled:opacity-50"
+                  onClick={() => void submit(conflict.message, 'interrupt', conflict.fromDraft)}
+                >
+                  Stop the current run and send
+                </button>
+                <button
+                  type="button"
+                  className="rounded px-3 py-1 underline"
+                  onClick={() => {
+                    setConflict(null);
+                    composer.current?.focus();
+                  }}
+                >
+                  Keep editing
+                </button>
+              </div>
+            </div>
+          ) : null}
           <label htmlFor="composer" className="block text-sm font-medium">
             Message Rover{mode.mode === 'campus' ? ` (${mode.campus.name} campus)` : ''}
           </label>
           <div className="mt-1 flex gap-2">
             <textarea
               id="composer"
+              ref={composer}
               rows={2}
               value={draft}
-              onChange={(event) => setDraft(event.target.value)}
+              onChange={(event) => {
+                setDraft(event.target.value);
+                // The choice was about the message as it was sent; an edited one is sent afresh.
+                if (conflict?.fromDraft) setConflict(null);
+              }}
               onKeyDown={onKeyDown}
               aria-describedby="composer-hint"
               className="flex-1 rounded border border-slate-300 px-3 py-2"
               maxLength={4000}
             />
-            <button type="submit" disabled={busy || !draft.trim()} className="self-end rounded bg-sky-700 px-4 py-2 font-medium text-white hover:bg-sky-800 disabled:opacity-50">
+            <button type="submit" disabled={sending || !draft.trim()} className="self-end rounded bg-sky-700 px-4 py-2 font-medium text-white hover:bg-sky-800 disabled:opacity-50">
               Send
             </button>
+            {stoppable ? (
+              // aria-disabled, not disabled, while the stop is in flight: the button keeps the keyboard focus.
+              <button
+                type="button"
+                onClick={() => void stop()}
+                aria-disabled={stopping}
+                aria-label={stopping ? 'Stopping the current run…' : stoppable.status === 'queued' ? 'Stop the queued message' : 'Stop the current run'}
+                data-testid="stop-run"
+                className="self-end rounded border border-red-700 px-4 py-2 font-medium text-red-800 hover:bg-red-50 aria-disabled:cursor-wait aria-disabled:opacity-50"
+              >
+                {stopping ? 'Stopping…' : 'Stop'}
+              </button>
+            ) : null}
           </div>
-          <p id="composer-hint" role="status" className="mt-1 text-xs text-slate-500">
+          <p id="composer-hint" role="status" className="mt-1 text-xs text-slate-500" data-testid="composer-hint">
             {hint ?? 'Enter sends, Shift+Enter starts a new line.'}
           </p>
         </form>

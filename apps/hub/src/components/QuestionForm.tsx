@@ -1,19 +1,29 @@
 import { useId, useState, type FormEvent } from 'react';
 import { SPEAKER_HATS } from '@naalya/agent-tools';
-import type { ChatItem } from '../lib/run-view';
+import { expiryText, type ChatItem } from '../lib/run-view';
 import { speakerName } from '../lib/labels';
 
 type QuestionItem = Extract<ChatItem, { kind: 'question' }>;
 
-/** A form bound to one question (its interrupt id): one answer, sent once. */
-/** `focus`: the newest open question takes the keyboard focus, so the answer can be typed at once. */
+/** Why a question takes no answer any more, in words. */
+const CLOSED_TEXT: Partial<Record<QuestionItem['state'], string>> = {
+  expired: 'This question can no longer be answered: its run ended or moved on without an answer.',
+  stopped: 'This question can no longer be answered: the run was stopped.',
+};
+
+/**
+ * A form bound to one question (its interrupt id): one answer, sent once. `focus`: the newest open question takes the
+ * keyboard focus, so the answer can be typed at once. `now`: the clock its expiry is counted from.
+ */
 export const QuestionForm = ({
   item,
   focus = false,
+  now = Date.now(),
   onAnswer,
 }: {
   item: QuestionItem;
   focus?: boolean;
+  now?: number;
   onAnswer: (interruptId: string, answer: string) => void;
 }) => {
   const [answer, setAnswer] = useState('');
@@ -50,6 +60,15 @@ export const QuestionForm = ({
         </legend>
         <p className="font-medium">{item.question}</p>
         {item.confirm && open ? <p className="text-sm text-slate-700">Nothing is done unless you answer yes; any other answer cancels it.</p> : null}
+        {open && item.expiresAt ? (
+          <p className="text-sm text-slate-700" data-testid="question-expiry">
+            This question{' '}
+            <time dateTime={item.expiresAt} title={new Date(item.expiresAt).toLocaleString()}>
+              {expiryText(item.expiresAt, now)}
+            </time>
+            {Date.parse(item.expiresAt) > now ? ': unanswered by then, the run ends.' : '.'}
+          </p>
+        ) : null}
         {open ? (
           <>
             <label htmlFor={inputId} className="block text-sm">
@@ -79,7 +98,7 @@ export const QuestionForm = ({
           <p className="text-sm text-slate-700" role="status" data-testid="question-state">
             {item.state === 'sending' && `Sending your answer${item.answer ? ` "${item.answer}"` : ''}…`}
             {item.state === 'answered' && `Answered${item.answer ? `: "${item.answer}"` : '.'}`}
-            {item.state === 'expired' && 'This question expired: its run moved on without it.'}
+            {CLOSED_TEXT[item.state]}
           </p>
         )}
         {item.note ? <p className="text-sm text-slate-600">{item.note}</p> : null}

@@ -10,6 +10,7 @@ const STATUS_STYLE: Record<ToolItem['status'], string> = {
   refused: 'bg-amber-100 text-amber-900',
   failed: 'bg-red-100 text-red-900',
   unknown: 'bg-violet-100 text-violet-900',
+  stopped: 'bg-slate-200 text-slate-800',
 };
 
 /** The status in words; an unknown outcome says what the Hub is doing about it, and never claims either way. */
@@ -27,6 +28,8 @@ export const statusText = (item: ToolItem): string => {
       if (item.check === 'checking') return 'Outcome unknown, checking…';
       if (item.check === 'not-found') return 'Outcome unknown: no record of this change yet. Check before trying again.';
       return 'Outcome unknown: check before trying again.';
+    case 'stopped':
+      return 'Stopped: not done';
   }
 };
 

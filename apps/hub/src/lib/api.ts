@@ -1,5 +1,14 @@
 import type { AuditLogRow, CallerProfile, CampusSummary, LoginResponse } from '@naalya/access';
-import type { AgentMap, AgentRunModeName, ResumeResponse, StartRunResponse, ThreadDetail, ThreadSummary } from '@naalya/agent-tools';
+import type {
+  AgentMap,
+  AgentRunModeName,
+  CancelRunResponse,
+  MultitaskStrategy,
+  ResumeResponse,
+  StartRunResponse,
+  ThreadDetail,
+  ThreadSummary,
+} from '@naalya/agent-tools';
 import { httpErrorOf } from './sse';
 
 const TOKEN_KEY = 'naalya.hub.token';
@@ -37,8 +46,14 @@ export const api = {
   threads: () => request<ThreadSummary[]>('/agent/threads'),
   createThread: () => request<ThreadSummary>('/agent/threads', { body: {} }),
   thread: (threadId: string) => request<ThreadDetail>(`/agent/threads/${encodeURIComponent(threadId)}`),
-  startRun: (threadId: string, message: string, campusId?: string) =>
-    request<StartRunResponse>(`/agent/threads/${encodeURIComponent(threadId)}/runs`, { body: { message, ...(campusId ? { campusId } : {}) } }),
+  /** `reject` (the server's default, left out) answers 409 while another run is active; `enqueue` queues, `interrupt` stops it first. */
+  startRun: (threadId: string, message: string, campusId?: string, multitaskStrategy: MultitaskStrategy = 'reject') =>
+    request<StartRunResponse>(`/agent/threads/${encodeURIComponent(threadId)}/runs`, {
+      body: { message, ...(campusId ? { campusId } : {}), ...(multitaskStrategy === 'reject' ? {} : { multitaskStrategy }) },
+    }),
+  /** Stops a run (idempotent): its writes already committed stay, and are listed. */
+  cancelRun: (threadId: string, runId: string) =>
+    request<CancelRunResponse>(`/agent/threads/${encodeURIComponent(threadId)}/runs/${encodeURIComponent(runId)}/cancel`, { method: 'POST', body: {} }),
   resume: (threadId: string, interruptId: string, answer: string) =>
     request<ResumeResponse>(`/agent/threads/${encodeURIComponent(threadId)}/resume`, {
       body: { interruptId, answer },

@@ -34,3 +34,11 @@ export const toolForAudit = (action: string, resourceType: string): string | und
     RPC_AGENT_TOOLS.find((tool) => tool.event.startsWith(`${action.split('_')[0]}.`) && tool.event.includes(noun))?.name
   );
 };
+
+const TOOL_BY_EVENT: ReadonlyMap<string, string> = new Map(RPC_AGENT_TOOLS.map((tool) => [tool.event, tool.name]));
+
+/** "delete.department" → "Delete department": a committed write named as its tool card names it. */
+export const eventLabel = (event: string): string => {
+  const tool = TOOL_BY_EVENT.get(event);
+  return tool ? toolLabel(tool) : event;
+};

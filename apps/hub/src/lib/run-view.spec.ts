@@ -1,12 +1,15 @@
 import type { AgentRunEvent } from '@naalya/agent-tools';
 import { describe, expect, it } from 'vitest';
 import {
-  STALL_AFTER_MS,
   activeRun,
   emptyThread,
+  expiryText,
+  orderedItems,
   parseToolResult,
   pendingQuestions,
+  queuedRuns,
   runHint,
+  stoppableRun,
   threadReducer,
   toolStatusOf,
   type ThreadAction,
@@ -163,7 +166,7 @@ describe('threadReducer: run events to the chat view model', () => {
   it('after a reload, the server summary decides: pending while the run waits, answered, or expired', () => {
     const asked = play([{ type: 'RUN_FINISHED', outcome: 'interrupt', interrupts: [{ interruptId: 'i1', question: 'Sure?', askedBy: 'rover' }] }]);
     const summary = { id: 'run-1', message: 'delete it', error: null, lastSeq: 1 };
-    const question = { interruptId: 'i1', question: 'Sure?', askedBy: 'rover' as const };
+    const question = { interruptId: 'i1', question: 'Sure?', askedBy: 'rover' as const, expiresAt: null };
 
     const waiting = apply(asked, { type: 'run-summary', run: { ...summary, status: 'interrupted', interrupts: [{ ...question, answered: false }] } });
     expect(pendingQuestions(waiting)).toHaveLength(1);
@@ -228,21 +231,192 @@ describe('tool results', () => {
   });
 });
 
-describe('runHint', () => {
-  const run = (status: 'running' | 'interrupted') => ({ status }) as Parameters<typeof runHint>[0];
+describe('run states the server reports: queued, stopped, failed, questions that expire', () => {
+  const started = (runId: string, message: string, status?: 'running' | 'queued') => ({ type: 'run-started', runId, message, ...(status ? { status } : {}) }) as const;
+  const deletion: EventInput[] = [
+    { type: 'RUN_STARTED' },
+    { type: 'TOOL_CALL_START', toolCallId: 'r1', toolCallName: 'list_departments', speaker: 'rover', event: 'list.departments', args: {} },
+    { type: 'TOOL_CALL_RESULT', toolCallId: 'r1', content: LIST_RESULT },
+    { type: 'TOOL_CALL_START', toolCallId: 'c1', toolCallName: 'delete_department', speaker: 'rover', event: 'delete.department', args: { departmentId: 'd1' } },
+    {
+      type: 'RUN_FINISHED',
+      outcome: 'interrupt',
+      interrupts: [
+        {
+          interruptId: 'i1',
+          question: 'Delete the department with id d1?',
+          askedBy: 'rover',
+          toolCallId: 'c1',
+          argsHash: 'hash',
+          confirmation: { event: 'delete.department', callId: 'call-1' },
+        },
+      ],
+    },
+  ];
 
-  it('says nothing when no run is going', () => {
-    expect(runHint(undefined, 10 * STALL_AFTER_MS)).toBeNull();
+  it('a queued message waits for the current reply: queued, then running once the server starts it', () => {
+    const first = apply(emptyThread('thread-1'), started('run-1', 'list departments'));
+    const both = apply(first, started('run-2', 'list staff', 'queued'));
+    expect(activeRun(both)).toMatchObject({ id: 'run-1', status: 'running' });
+    expect(queuedRuns(both)).toMatchObject([{ id: 'run-2', status: 'queued' }]);
+    expect(runHint(both)).toBe('Rover is working… 1 message queued: waiting for the current reply to finish.');
+
+    const finished = play(listDepartments, both);
+    expect(runHint(finished)).toBe('Your message is queued: waiting for the current reply to finish.');
+    // Stop stops the active run; with none, the queued one.
+    expect(stoppableRun(both)?.id).toBe('run-1');
+    expect(stoppableRun(finished)?.id).toBe('run-2');
+
+    const running = apply(finished, { type: 'run-summary', run: { id: 'run-2', status: 'running', message: 'list staff', interrupts: [], error: null } });
+    expect(activeRun(running)?.id).toBe('run-2');
+    expect(runHint(running)).toBe('Rover is working…');
   });
 
-  it('shows a running run as working until it has been silent for a while, then as possibly stalled', () => {
-    expect(runHint(run('running'), STALL_AFTER_MS - 1)).toBe('Rover is working…');
-    expect(runHint(run('running'), STALL_AFTER_MS + 4_000)).toBe(
-      'No news from Rover for 34 s: the run may be stalled. It continues if the platform recovers.',
+  it('a queued message shows after the reply it waited for, whatever order the events came in', () => {
+    const both = apply(emptyThread('thread-1'), started('run-1', 'list departments'), started('run-2', 'list staff', 'queued'));
+    const answered = play(listDepartments, both);
+    expect(orderedItems(answered).map((item) => `${item.runId}:${item.kind}`)).toEqual(['run-1:user', 'run-1:tool', 'run-1:message', 'run-2:user']);
+  });
+
+  it('says nothing when no run is going, and an interrupted run waits for the user (never "stalled")', () => {
+    expect(runHint(emptyThread('thread-1'))).toBeNull();
+    const asked = play(deletion);
+    expect(runHint(asked)).toBe('A question above is waiting for your answer. Answer it, or stop the run.');
+    expect(runHint(play(listDepartments))).toBeNull();
+  });
+
+  it('a stopped run: "stopped" once, with the writes it committed; its question and its unconfirmed write are not answerable or done', () => {
+    const asked = play(deletion, apply(emptyThread('thread-1'), started('run-1', 'delete Languages')));
+    const writes = [{ callId: 'call-0', event: 'create.department', auditId: 'audit-0' }];
+    const cancelled = apply(asked, { type: 'run-cancelled', runId: 'run-1', status: 'cancelled', cancelled: true, committedWrites: writes });
+    expect(cancelled.runs[0]?.status).toBe('cancelled');
+    expect(activeRun(cancelled)).toBeUndefined();
+    expect(stoppableRun(cancelled)).toBeUndefined();
+    expect(cancelled.items.find((item) => item.kind === 'question')).toMatchObject({ state: 'stopped' });
+    expect(pendingQuestions(cancelled)).toHaveLength(0);
+    // The call waiting for its confirmation never ran.
+    expect(cancelled.items.find((item) => item.kind === 'tool' && item.id === 'c1')).toMatchObject({ status: 'stopped' });
+    expect(cancelled.items.find((item) => item.kind === 'tool' && item.id === 'r1')).toMatchObject({ status: 'done' });
+    expect(cancelled.items.filter((item) => item.kind === 'stopped')).toEqual([{ kind: 'stopped', id: 'run-1:stopped', runId: 'run-1', committedWrites: writes }]);
+
+    // The server's own RUN_FINISHED{cancelled} in the stream, and a second Stop: the same stop, shown once.
+    const streamed = play([{ type: 'RUN_FINISHED', outcome: 'cancelled', committedWrites: writes }], cancelled, 'run-1', deletion.length);
+    const again = apply(streamed, { type: 'run-cancelled', runId: 'run-1', status: 'cancelled', cancelled: false, committedWrites: writes });
+    expect(again.items.filter((item) => item.kind === 'stopped')).toHaveLength(1);
+    expect(again.items).toEqual(cancelled.items);
+  });
+
+  it('a run stopped mid-step: a read without a result is stopped, a write without one is outcome unknown (it may have committed)', () => {
+    const state = play([
+      { type: 'RUN_STARTED' },
+      { type: 'TOOL_CALL_START', toolCallId: 'w', toolCallName: 'create_department', speaker: 'rover', event: 'create.department', args: { name: 'Arts' } },
+      { type: 'TOOL_CALL_START', toolCallId: 'r', toolCallName: 'list_staff', speaker: 'rover', event: 'list.staff', args: {} },
+      { type: 'RUN_FINISHED', outcome: 'cancelled', committedWrites: [] },
+    ]);
+    expect(state.items).toMatchObject([
+      { id: 'w', status: 'unknown', check: 'checking' },
+      { id: 'r', status: 'stopped' },
+      { kind: 'stopped', committedWrites: [] },
+    ]);
+    expect(state.runs[0]?.status).toBe('cancelled');
+  });
+
+  it('a stop answered for a run that had already finished keeps its end', () => {
+    const done = play(listDepartments);
+    const late = apply(done, { type: 'run-cancelled', runId: 'run-1', status: 'finished', cancelled: false, committedWrites: [] });
+    expect(late.runs[0]?.status).toBe('finished');
+    expect(late.items.some((item) => item.kind === 'stopped')).toBe(false);
+  });
+
+  it('a failed run shows its sentence and code once, with its message to send again; its open question is no longer answerable', () => {
+    const asked = play(deletion, apply(emptyThread('thread-1'), started('run-1', 'delete Languages')));
+    const failed = play(
+      [{ type: 'RUN_ERROR', code: 'QUESTION_EXPIRED', message: 'This question was not answered in time, so the run ended. Send a new message to continue.' }],
+      asked,
+      'run-1',
+      deletion.length,
     );
+    expect(failed.runs[0]?.status).toBe('failed');
+    expect(failed.items.find((item) => item.kind === 'question')).toMatchObject({ state: 'expired' });
+    expect(failed.items.filter((item) => item.kind === 'error')).toEqual([
+      {
+        kind: 'error',
+        id: 'run-1:error',
+        runId: 'run-1',
+        code: 'QUESTION_EXPIRED',
+        message: 'This question was not answered in time, so the run ended. Send a new message to continue.',
+        sendAgain: 'delete Languages',
+      },
+    ]);
+    // The summary read after the events agrees, and adds nothing.
+    const summarised = apply(failed, {
+      type: 'run-summary',
+      afterEvents: true,
+      run: { id: 'run-1', status: 'failed', message: 'delete Languages', interrupts: [], error: 'x', errorCode: 'QUESTION_EXPIRED' },
+    });
+    expect(summarised.items).toEqual(failed.items);
   });
 
-  it('never calls a run waiting for the user stalled', () => {
-    expect(runHint(run('interrupted'), 10 * STALL_AFTER_MS)).toBe('Answer the question above to continue.');
+  it('an end the stream did not show is taken from the summary read after it: failed with its sentence, or stopped', () => {
+    const running = apply(emptyThread('thread-1'), started('run-1', 'list staff'));
+    const abandoned = apply(running, {
+      type: 'run-summary',
+      afterEvents: true,
+      run: {
+        id: 'run-1',
+        status: 'failed',
+        message: 'list staff',
+        interrupts: [],
+        error: 'The assistant stopped responding while working on this message, so it was stopped. Please send it again.',
+        errorCode: 'RUN_ABANDONED',
+      },
+    });
+    expect(abandoned.items.at(-1)).toMatchObject({ kind: 'error', code: 'RUN_ABANDONED', sendAgain: 'list staff' });
+
+    const stopped = apply(running, { type: 'run-summary', afterEvents: true, run: { id: 'run-1', status: 'cancelled', message: 'list staff', interrupts: [], error: null } });
+    expect(stopped.items.at(-1)).toEqual({ kind: 'stopped', id: 'run-1:stopped', runId: 'run-1' });
+    // Before the events are replayed, a summary only places the run.
+    const early = apply(emptyThread('thread-1'), { type: 'run-summary', run: { id: 'run-1', status: 'cancelled', message: 'list staff', interrupts: [], error: null } });
+    expect(early.items.map((item) => item.kind)).toEqual(['user']);
+  });
+
+  it('questions from the summary: their expiry, and voided ones no longer answerable (stopped or expired)', () => {
+    const asked = play(deletion);
+    const question = { interruptId: 'i1', question: 'Delete the department with id d1?', askedBy: 'rover' as const, answered: false, confirm: true as const };
+    const summary = { id: 'run-1', message: 'delete Languages', error: null };
+    const waiting = apply(asked, {
+      type: 'run-summary',
+      afterEvents: true,
+      run: { ...summary, status: 'interrupted', interrupts: [{ ...question, expiresAt: '2026-12-05T13:00:00.000Z' }] },
+    });
+    expect(pendingQuestions(waiting)).toMatchObject([{ id: 'i1', expiresAt: '2026-12-05T13:00:00.000Z', confirm: true }]);
+
+    const voidedByStop = apply(waiting, {
+      type: 'run-summary',
+      run: { ...summary, status: 'cancelled', interrupts: [{ ...question, expiresAt: null, voided: true }] },
+    });
+    expect(voidedByStop.items.find((item) => item.kind === 'question')).toMatchObject({ state: 'stopped' });
+    const voidedByExpiry = apply(waiting, {
+      type: 'run-summary',
+      run: { ...summary, status: 'failed', interrupts: [{ ...question, expiresAt: null, voided: true }] },
+    });
+    expect(voidedByExpiry.items.find((item) => item.kind === 'question')).toMatchObject({ state: 'expired' });
+  });
+});
+
+describe('expiryText', () => {
+  const now = Date.parse('2026-12-04T12:00:00.000Z');
+  const at = (ms: number) => new Date(now + ms).toISOString();
+  it.each([
+    [24 * 3_600_000 - 5_000, 'expires in 23 h'],
+    [3 * 3_600_000, 'expires in 3 h'],
+    [119 * 60_000, 'expires in 119 min'],
+    [5 * 60_000 + 30_000, 'expires in 5 min'],
+    [30_000, 'expires in less than a minute'],
+    [3 * 24 * 3_600_000, 'expires in 3 days'],
+    [0, 'has expired'],
+    [-60_000, 'has expired'],
+  ])('%i ms ahead: %s', (ms, text) => {
+    expect(expiryText(at(ms), now)).toBe(text);
   });
 });

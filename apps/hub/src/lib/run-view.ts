@@ -5,13 +5,19 @@ import {
   type AgentRunEvent,
   type AgentRunStatus,
   type AgentSpeaker,
+  type CommittedWrite,
   type RunSummary,
   type ToolErrorCode,
 } from '@naalya/agent-tools';
 import { isWriteTool } from './labels';
 
-export type ToolStatus = 'running' | 'done' | 'refused' | 'failed' | 'unknown';
-export type QuestionState = 'pending' | 'sending' | 'answered' | 'expired';
+/** `stopped`: a read the run's owner stopped before it answered (a write left so is `unknown`: it may have committed). */
+export type ToolStatus = 'running' | 'done' | 'refused' | 'failed' | 'unknown' | 'stopped';
+/**
+ * `expired`: the run ended or moved on before an answer (or the question's time ran out); `stopped`: its run was
+ * stopped. Neither can be answered any more.
+ */
+export type QuestionState = 'pending' | 'sending' | 'answered' | 'expired' | 'stopped';
 
 export type ToolResultView = { data?: unknown; scopeContext?: string; auditId?: string; error?: string; code?: ToolErrorCode };
 /** While a write's outcome is unknown: whether the Hub is still looking for its audit row, and what it found. */
@@ -44,21 +50,36 @@ export type ChatItem =
       note?: string;
       /** A confirmation of one tool call: only a yes lets it run. */
       confirm?: true;
+      /** When the server stops waiting for the answer (it then ends the run): ISO 8601, from the run's summary. */
+      expiresAt?: string;
+      /** A confirmation's tool call, which has not run: if the run ends unanswered, it never will. */
+      toolCallId?: string;
     }
   | { kind: 'success'; id: string; runId: string; name: string; label: string; auditId?: string }
-  | { kind: 'error'; id: string; runId: string; message: string };
+  /** The run's owner stopped it: the writes it had committed stay, and are listed (undefined: not known here). */
+  | { kind: 'stopped'; id: string; runId: string; committedWrites?: CommittedWrite[] }
+  /**
+   * A run that failed (its sentence and code; `sendAgain` holds its message, which the user may send as a new run), or
+   * a stream the Hub could not follow (no code, nothing to send again).
+   */
+  | { kind: 'error'; id: string; runId: string; message: string; code?: string; sendAgain?: string };
 
 export type RunView = { id: string; status: AgentRunStatus; lastSeq: number };
 export type ThreadView = { threadId: string | null; runs: RunView[]; items: ChatItem[] };
 
 /** What the chat reads of a run in GET /agent/threads/:id: its status and its questions, answered or not. */
-export type RunSummaryView = Pick<RunSummary, 'id' | 'status' | 'message' | 'interrupts' | 'error' | 'lastSeq'>;
+export type RunSummaryView = Pick<RunSummary, 'id' | 'status' | 'message' | 'interrupts' | 'error'> &
+  Partial<Pick<RunSummary, 'errorCode' | 'lastSeq'>>;
 
 export type ThreadAction =
   | { type: 'reset'; threadId: string | null }
-  | { type: 'run-started'; runId: string; message: string }
+  /** POST .../runs answered: `queued` waits for the thread's active run to end. */
+  | { type: 'run-started'; runId: string; message: string; status?: 'running' | 'queued' }
+  /** POST .../runs/:runId/cancel answered (idempotent: `cancelled` false when the run had already ended). */
+  | { type: 'run-cancelled'; runId: string; status: AgentRunStatus; cancelled: boolean; committedWrites: CommittedWrite[] }
   | { type: 'event'; runId: string; seq: number; event: AgentRunEvent }
-  | { type: 'run-summary'; run: RunSummaryView }
+  /** `afterEvents`: read after the run's events, so its final status stands even where no event showed it. */
+  | { type: 'run-summary'; run: RunSummaryView; afterEvents?: boolean }
   | { type: 'answer-sending'; interruptId: string; answer: string }
   | { type: 'answer-accepted'; interruptId: string; resumed: boolean }
   | { type: 'answer-refused'; interruptId: string; message: string; state: 'pending' | 'answered' | 'expired' }
@@ -121,7 +142,7 @@ const applyEvent = (state: ThreadView, runId: string, event: AgentRunEvent): Thr
         runs: upsertRun(state.runs, runId, { status: 'running' }),
         items: mapItems(
           items,
-          (item) => item.kind === 'question' && item.runId === runId && item.state !== 'expired',
+          (item) => item.kind === 'question' && item.runId === runId && item.state !== 'expired' && item.state !== 'stopped',
           (item) => ({ ...item, state: 'answered' }) as ChatItem,
         ),
       };
@@ -195,6 +216,7 @@ const applyEvent = (state: ThreadView, runId: string, event: AgentRunEvent): Thr
       };
     }
     case 'RUN_FINISHED': {
+      if (event.outcome === 'cancelled') return stopRun(state, runId, event.committedWrites);
       const questions: ChatItem[] = (event.interrupts ?? [])
         .filter((interrupt) => !items.some((item) => item.kind === 'question' && item.id === interrupt.interruptId))
         .map((interrupt) => ({
@@ -205,6 +227,7 @@ const applyEvent = (state: ThreadView, runId: string, event: AgentRunEvent): Thr
           askedBy: interrupt.askedBy,
           state: 'pending',
           ...(interrupt.confirmation ? { confirm: true as const } : {}),
+          ...(interrupt.confirmation && interrupt.toolCallId ? { toolCallId: interrupt.toolCallId } : {}),
         }));
       const status: AgentRunStatus = event.outcome === 'interrupt' ? 'interrupted' : 'finished';
       // A tool call paused on its confirmation has not run yet: it waits for the answer, like ask_user.
@@ -216,43 +239,109 @@ const applyEvent = (state: ThreadView, runId: string, event: AgentRunEvent): Thr
       };
     }
     case 'RUN_ERROR':
-      return {
-        ...state,
-        runs: upsertRun(state.runs, runId, { status: 'failed' }),
-        items: [...settleTools(items, runId, 'failed'), { kind: 'error', id: `${runId}:error:${items.length}`, runId, message: event.message }],
-      };
+      return failRun(state, runId, event.message, event.code);
   }
+};
+
+/** The message a run was started with, as the chat shows it (its user item). */
+const messageOf = (items: ChatItem[], runId: string): string | undefined => {
+  const user = items.find((item) => item.kind === 'user' && item.runId === runId);
+  return user?.kind === 'user' ? user.text : undefined;
+};
+
+const isOpen = (item: ChatItem, runId: string): item is Extract<ChatItem, { kind: 'question' }> =>
+  item.kind === 'question' && item.runId === runId && (item.state === 'pending' || item.state === 'sending');
+
+/**
+ * A run ended (failed or stopped): its tool calls left without a result are settled, and its questions not yet
+ * answered can no longer be. A call still waiting for its confirmation never ran, and now never will: stopped.
+ */
+const endRun = (items: ChatItem[], runId: string, how: 'failed' | 'stopped', questions: 'expired' | 'stopped'): ChatItem[] => {
+  const unconfirmed = new Set(items.flatMap((item) => (isOpen(item, runId) && item.toolCallId ? [item.toolCallId] : [])));
+  return mapItems(
+    settleTools(items, runId, how, unconfirmed),
+    (item) => isOpen(item, runId) || (item.kind === 'tool' && unconfirmed.has(item.id) && item.status === 'running'),
+    (item) => (item.kind === 'question' ? { ...item, state: questions } : item.kind === 'tool' ? { ...item, status: 'stopped' } : item),
+  );
+};
+
+/** The run failed (the worker's error or the server's): its sentence, once, with its message to send again. */
+const failRun = (state: ThreadView, runId: string, message: string, code: string | undefined): ThreadView => {
+  const id = `${runId}:error`;
+  const runs = upsertRun(state.runs, runId, { status: 'failed' });
+  if (state.items.some((item) => item.id === id)) return { ...state, runs };
+  const sendAgain = messageOf(state.items, runId);
+  const items = endRun(state.items, runId, 'failed', 'expired');
+  return {
+    ...state,
+    runs,
+    items: [...items, { kind: 'error', id, runId, message, ...(code ? { code } : {}), ...(sendAgain ? { sendAgain } : {}) }],
+  };
+};
+
+/** The run was stopped by its owner: once, with the writes it committed (from its last event or the cancel's answer). */
+const stopRun = (state: ThreadView, runId: string, committedWrites: CommittedWrite[] | undefined): ThreadView => {
+  const id = `${runId}:stopped`;
+  const runs = upsertRun(state.runs, runId, { status: 'cancelled' });
+  if (state.items.some((item) => item.id === id)) {
+    // Shown already; the writes are filled in if this is the first to know them.
+    const items = committedWrites
+      ? mapItems(
+          state.items,
+          (item) => item.id === id && item.kind === 'stopped' && item.committedWrites === undefined,
+          (item) => ({ ...item, committedWrites }) as ChatItem,
+        )
+      : state.items;
+    return { ...state, runs, items };
+  }
+  const items = endRun(state.items, runId, 'stopped', 'stopped');
+  return { ...state, runs, items: [...items, { kind: 'stopped', id, runId, ...(committedWrites ? { committedWrites } : {}) }] };
 };
 
 /**
  * A step ended with tool calls that never got a result. ask_user waits for its answer (the question shows it). A
  * write that got no answer may still have happened: outcome unknown. A read that got no answer in a failed step failed.
  */
-const settleTools = (items: ChatItem[], runId: string, how: 'finished' | 'failed', waiting: ReadonlySet<string> = new Set()): ChatItem[] =>
+const settleTools = (items: ChatItem[], runId: string, how: 'finished' | 'failed' | 'stopped', waiting: ReadonlySet<string> = new Set()): ChatItem[] =>
   mapItems(
     items,
     (item) => item.kind === 'tool' && item.runId === runId && item.status === 'running' && item.name !== LOCAL_TOOL_NAMES.askUser && !waiting.has(item.id),
     (item) => {
       if (item.kind !== 'tool') return item;
       if (isWriteTool(item.name, item.event)) return { ...item, status: 'unknown', check: 'checking' };
-      return how === 'failed' ? { ...item, status: 'failed' } : item;
+      if (how === 'finished') return item;
+      return { ...item, status: how };
     },
   );
 
-/** The run as the server recorded it: questions answered meanwhile, and questions whose run moved on (expired). */
-const applySummary = (state: ThreadView, run: RunSummaryView): ThreadView => {
+/**
+ * The run as the server recorded it: its status, questions answered meanwhile, questions whose run moved on or ended
+ * (no longer answerable), and when each open question expires. `afterEvents`: the run's events up to now have been
+ * read, so an end the events did not show (a failure or a stop the stream missed) is taken from the summary.
+ */
+const applySummary = (state: ThreadView, run: RunSummaryView, afterEvents: boolean): ThreadView => {
   let items = state.items;
   if (!items.some((item) => item.kind === 'user' && item.runId === run.id)) {
     items = [...items, { kind: 'user', id: `${run.id}:user`, runId: run.id, text: run.message }];
   }
+  const open = run.status === 'interrupted' || run.status === 'running';
   for (const interrupt of run.interrupts) {
-    const state: QuestionState = interrupt.answered ? 'answered' : run.status === 'interrupted' ? 'pending' : 'expired';
+    const questionState: QuestionState = interrupt.answered
+      ? 'answered'
+      : interrupt.voided
+        ? run.status === 'cancelled'
+          ? 'stopped'
+          : 'expired'
+        : run.status === 'interrupted'
+          ? 'pending'
+          : 'expired';
+    const expiry = interrupt.expiresAt ? { expiresAt: interrupt.expiresAt } : {};
     const known = items.find((item) => item.kind === 'question' && item.id === interrupt.interruptId);
     items = known
       ? mapItems(
           items,
           (item) => item === known,
-          (item) => (item.kind === 'question' && item.state !== 'sending' ? { ...item, state } : item),
+          (item) => (item.kind !== 'question' ? item : item.state === 'sending' && open ? { ...item, ...expiry } : { ...item, ...expiry, state: questionState }),
         )
       : [
           ...items,
@@ -262,13 +351,17 @@ const applySummary = (state: ThreadView, run: RunSummaryView): ThreadView => {
             runId: run.id,
             question: interrupt.question,
             askedBy: interrupt.askedBy,
-            state,
+            state: questionState,
             ...(interrupt.confirm ? { confirm: true as const } : {}),
+            ...expiry,
           },
         ];
   }
   const known = state.runs.find((candidate) => candidate.id === run.id);
-  return { ...state, items, runs: upsertRun(state.runs, run.id, { status: run.status, lastSeq: known?.lastSeq ?? 0 }) };
+  const next: ThreadView = { ...state, items, runs: upsertRun(state.runs, run.id, { status: run.status, lastSeq: known?.lastSeq ?? 0 }) };
+  if (afterEvents && run.status === 'failed') return failRun(next, run.id, run.error ?? 'This message could not be answered.', run.errorCode ?? undefined);
+  if (afterEvents && run.status === 'cancelled') return stopRun(next, run.id, undefined);
+  return next;
 };
 
 /** The chat's view model: every run event, in order, once (by seq), plus what the Hub itself did. */
@@ -279,7 +372,7 @@ export const threadReducer = (state: ThreadView, action: ThreadAction): ThreadVi
     case 'run-started':
       return {
         ...state,
-        runs: upsertRun(state.runs, action.runId, { status: 'running' }),
+        runs: upsertRun(state.runs, action.runId, { status: action.status ?? 'running' }),
         items: [...state.items, { kind: 'user', id: `${action.runId}:user`, runId: action.runId, text: action.message }],
       };
     case 'event': {
@@ -289,7 +382,11 @@ export const threadReducer = (state: ThreadView, action: ThreadAction): ThreadVi
       return { ...next, runs: upsertRun(next.runs, action.runId, { lastSeq: action.seq }) };
     }
     case 'run-summary':
-      return applySummary(state, action.run);
+      return applySummary(state, action.run, action.afterEvents === true);
+    case 'run-cancelled':
+      // Already cancelled (a second Stop, or a stop from another tab) is the same stop; a run that had ended keeps its end.
+      if (action.status === 'cancelled') return stopRun(state, action.runId, action.committedWrites);
+      return { ...state, runs: upsertRun(state.runs, action.runId, { status: action.status }) };
     case 'answer-sending':
       return {
         ...state,
@@ -349,20 +446,48 @@ export const threadReducer = (state: ThreadView, action: ThreadAction): ThreadVi
 export const activeRun = (state: ThreadView): RunView | undefined =>
   [...state.runs].reverse().find((run) => run.status === 'running' || run.status === 'interrupted');
 
-/** How long a running run may go without any event before the Hub says it may be stalled. */
-export const STALL_AFTER_MS = 30_000;
+/** Runs waiting for the active one to end, oldest first (they start in this order). */
+export const queuedRuns = (state: ThreadView): RunView[] => state.runs.filter((run) => run.status === 'queued');
+
+/** What the Stop button stops: the active run, or else the next queued one. */
+export const stoppableRun = (state: ThreadView): RunView | undefined => activeRun(state) ?? queuedRuns(state)[0];
+
+export const QUEUED_TEXT = 'Queued: waiting for the current reply to finish.';
 
 /**
- * The line under the composer: what the user is waiting for. A run that has sent nothing for a while is
- * called stalled rather than shown as working forever; an interrupted run is waiting for the user, not stalled.
+ * The line under the composer: what the user is waiting for, from the run statuses the server reports. A run the
+ * server gave up on is failed (its RUN_ERROR says why), so nothing here guesses from silence.
  */
-export const runHint = (active: RunView | undefined, msSinceLastEvent: number): string | null => {
-  if (!active) return null;
-  if (active.status === 'interrupted') return 'Answer the question above to continue.';
-  if (msSinceLastEvent >= STALL_AFTER_MS) {
-    return `No news from Rover for ${Math.round(msSinceLastEvent / 1_000)} s: the run may be stalled. It continues if the platform recovers.`;
-  }
-  return 'Rover is working…';
+export const runHint = (state: ThreadView): string | null => {
+  const active = activeRun(state);
+  const queued = queuedRuns(state).length;
+  const waiting = queued === 0 ? '' : queued === 1 ? ' 1 message queued: waiting for the current reply to finish.' : ` ${queued} messages queued: waiting for the current reply to finish.`;
+  if (active?.status === 'interrupted') return `A question above is waiting for your answer. Answer it, or stop the run.${waiting}`;
+  if (active) return `Rover is working…${waiting}`;
+  if (queued) return queued === 1 ? 'Your message is queued: waiting for the current reply to finish.' : `${queued} messages queued: waiting for the current reply to finish.`;
+  return null;
+};
+
+/** "expires in 23 h": how long an open question still waits, rounded down, from its expiresAt. */
+export const expiryText = (expiresAt: string, now: number): string => {
+  const ms = Date.parse(expiresAt) - now;
+  if (Number.isNaN(ms)) return '';
+  if (ms <= 0) return 'has expired';
+  const minutes = Math.floor(ms / 60_000);
+  if (minutes < 1) return 'expires in less than a minute';
+  if (minutes < 120) return `expires in ${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return `expires in ${hours} h`;
+  return `expires in ${Math.floor(hours / 24)} days`;
+};
+
+/** The items grouped by run, in the order the runs were made (a queued message's answer follows it, not the one before). */
+export const orderedItems = (state: ThreadView): ChatItem[] => {
+  const order = new Map(state.runs.map((run, index) => [run.id, index]));
+  return state.items
+    .map((item, index) => ({ item, index, run: order.get(item.runId) ?? Number.MAX_SAFE_INTEGER }))
+    .sort((a, b) => a.run - b.run || a.index - b.index)
+    .map(({ item }) => item);
 };
 
 /** Questions still waiting for an answer. */

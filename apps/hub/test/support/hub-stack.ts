@@ -1,7 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { createTestStack, login } from '@naalya/test-stack';
+import type { AgentRunEvent } from '@naalya/agent-tools';
+import { createTestStack, login, type BuiltProcess } from '@naalya/test-stack';
 
 const HUB_INDEX = fileURLToPath(new URL('../../dist/index.html', import.meta.url));
 export const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
@@ -19,20 +20,36 @@ export const ensureChromium = (): string => {
   );
 };
 
+/**
+ * The server's run lifecycle, short for the tests: a step no worker renews loses its lease in 6 s, is dispatched once
+ * more, and then fails its run (RUN_ABANDONED) about 12 s after it was sent; the sweeper looks twice a second.
+ */
+export const HUB_RUN_LIFECYCLE = { AGENT_RUN_LEASE_SECONDS: '6', AGENT_RUN_MAX_ATTEMPTS: '2', AGENT_RUN_SWEEP_INTERVAL_MS: '500' } as const;
+
 export type HubStack = {
   baseUrl: string;
   /** The REST API as a demo user (for setting up or checking what the browser did). */
   api: <T>(email: string, path: string, body?: unknown) => Promise<{ status: number; body: T }>;
+  /** The stored events of a run that is not running (its stream ends at once), as a demo user reads them. */
+  runEvents: (email: string, threadId: string, runId: string) => Promise<AgentRunEvent[]>;
+  /**
+   * Freezes the worker process (SIGSTOP): a run sent meanwhile stays running on the server with nobody working on it,
+   * which is how the tests hold a run in the running state long enough to stop it, queue behind it, or watch the server
+   * give up on it. `thawWorker` (SIGCONT) lets it go on; the steps it then finds were superseded, and it drops them.
+   */
+  freezeWorker: () => void;
+  thawWorker: () => void;
   teardown: () => Promise<void>;
 };
 
 /** The built server, which serves the built Hub under /hub/, and the built worker (scripted model), on a stack of their own. */
 export const startHubStack = async (): Promise<HubStack> => {
   if (!existsSync(HUB_INDEX)) throw new Error(`The Hub is not built (${HUB_INDEX}): run npx nx run-many -t build first.`);
-  const stack = await createTestStack({ name: 'hub' });
+  const stack = await createTestStack({ name: 'hub', env: { ...HUB_RUN_LIFECYCLE } });
+  let worker: BuiltProcess;
   try {
     await stack.startServer();
-    await stack.startWorker();
+    worker = await stack.startWorker();
   } catch (error) {
     await stack.teardown();
     throw error;
@@ -54,5 +71,31 @@ export const startHubStack = async (): Promise<HubStack> => {
     return { status: response.status, body: (await response.json()) as T };
   };
 
-  return { baseUrl, api, teardown: stack.teardown };
+  const runEvents = async (email: string, threadId: string, runId: string) => {
+    const response = await fetch(`${baseUrl}/agent/threads/${threadId}/runs/${runId}/events`, {
+      headers: { accept: 'text/event-stream', authorization: `Bearer ${await tokenOf(email)}` },
+      signal: AbortSignal.timeout(10_000),
+    });
+    const text = await response.text();
+    return text
+      .split('\n')
+      .filter((line) => line.startsWith('data:'))
+      .map((line) => JSON.parse(line.slice('data:'.length)) as AgentRunEvent);
+  };
+
+  let frozen = false;
+  const signalWorker = (signal: NodeJS.Signals) => {
+    if (worker.pid !== undefined && worker.child.exitCode === null) process.kill(worker.pid, signal);
+  };
+  const freezeWorker = () => {
+    signalWorker('SIGSTOP');
+    frozen = true;
+  };
+  const thawWorker = () => {
+    if (!frozen) return;
+    signalWorker('SIGCONT');
+    frozen = false;
+  };
+
+  return { baseUrl, api, runEvents, freezeWorker, thawWorker, teardown: stack.teardown };
 };

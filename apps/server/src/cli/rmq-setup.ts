@@ -1,4 +1,4 @@
-import { brokerCredentialsOf, declareTopology, rmqNames, setupBroker, type BrokerAdminApi } from '@naalya/rmq';
+import { brokerCredentialsOf, declareTopology, rmqNames, runsDeadLetterQueue, setupBroker, type BrokerAdminApi, type RmqTopologyOptions } from '@naalya/rmq';
 import { ConfigError, loadServerConfig } from '../app/core/config/server-config.js';
 
 // The one place the broker is set up: the vhost, each app's user with least privilege, and the queues and exchanges
@@ -9,12 +9,17 @@ import { ConfigError, loadServerConfig } from '../app/core/config/server-config.
 // only the topology is declared, as RABBITMQ_URL's user: for a broker whose users are managed elsewhere, and for tests.
 // RABBITMQ_MANAGEMENT_URL (http://admin:password@host:15672) applies the users through the management API instead of
 // rabbitmqctl, for a broker on another machine (docker-compose.yml).
+//
+// A queue an older release declared with other arguments (the classic runs queue before it became a quorum queue with a
+// delivery limit, an unbounded dead-letter queue) is deleted and declared again, with a line saying how many messages
+// went; running the setup again then changes nothing.
+const topology: RmqTopologyOptions = { log: (line) => console.log(line) };
 try {
   const config = loadServerConfig();
   const names = rmqNames(config.AGENT_TOOLS_QUEUE, config.AGENT_RUNS_QUEUE);
   const adminUrl = process.env['RABBITMQ_ADMIN_URL'] || undefined;
   if (adminUrl === undefined) {
-    await declareTopology(config.RABBITMQ_URL, names);
+    await declareTopology(config.RABBITMQ_URL, names, topology);
     console.log(`Broker ready (topology only, no RABBITMQ_ADMIN_URL): queues "${names.toolsQueue}", "${names.runsQueue}".`);
   } else {
     const workerUrl = process.env['WORKER_RABBITMQ_URL'];
@@ -25,10 +30,10 @@ try {
     }
     const managementUrl = process.env['RABBITMQ_MANAGEMENT_URL'] || undefined;
     const via: BrokerAdminApi = managementUrl ? { kind: 'management', url: managementUrl } : { kind: 'rabbitmqctl' };
-    const definitions = await setupBroker({ adminUrl, serverUrl: config.RABBITMQ_URL, workerUrl, names }, via);
+    const definitions = await setupBroker({ adminUrl, serverUrl: config.RABBITMQ_URL, workerUrl, names }, via, topology);
     const users = definitions.users.map((user) => user.name).join('", "');
     console.log(
-      `Broker ready: vhost "${definitions.vhosts[0]?.name}", users "${users}", queues "${names.toolsQueue}" (through "${names.toolsExchange}"), "${names.runsQueue}", dead letters in "${names.deadLetterQueue}".`,
+      `Broker ready: vhost "${definitions.vhosts[0]?.name}", users "${users}", queues "${names.toolsQueue}" (through "${names.toolsExchange}"), "${names.runsQueue}", dead letters in "${names.deadLetterQueue}" and "${runsDeadLetterQueue(names)}".`,
     );
   }
 } catch (error) {

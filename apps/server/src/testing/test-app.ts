@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import type { INestApplication } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
+import { generateMessageSigningKeyPair } from '@naalya/rmq';
 import { DataSource } from 'typeorm';
 import { AppModule } from '../app/app.module.js';
 import type { ServerConfig } from '../app/core/config/server-config.js';
@@ -22,6 +23,9 @@ export type TestApp = {
   close: () => Promise<void>;
 };
 
+/** The run signing pair of this test process: the server signs run steps with its private half. */
+export const TEST_RUN_SIGNING_KEYS = generateMessageSigningKeyPair('test');
+
 export const testConfig = (database: TestDatabase, overrides: Partial<ServerConfig> = {}): ServerConfig => ({
   DATABASE_URL: database.appUrl,
   DATABASE_OWNER_URL: database.ownerUrl,
@@ -34,6 +38,7 @@ export const testConfig = (database: TestDatabase, overrides: Partial<ServerConf
   JWT_TTL_SECONDS: 3600,
   DISPATCH_SIGNING_KEY: TEST_DISPATCH_SIGNING_KEY,
   DISPATCH_TOKEN_TTL_SECONDS: 3600,
+  RUN_SIGNING_KEY: TEST_RUN_SIGNING_KEYS.privateKey,
   // Tests publish as guest, like the worker's test client.
   WORKER_BROKER_USER: 'guest',
   // Suites make hundreds of calls a minute as one persona; the quota test sets its own limits.

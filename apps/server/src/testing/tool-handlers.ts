@@ -30,6 +30,7 @@ export const messageFrame = (pattern: string, aborted: () => boolean = () => fal
   pattern,
   properties: {} as RmqMessageFrame['properties'],
   fields: {} as RmqMessageFrame['fields'],
+  content: Buffer.alloc(0),
   get signal() {
     return aborted() ? AbortSignal.abort() : new AbortController().signal;
   },

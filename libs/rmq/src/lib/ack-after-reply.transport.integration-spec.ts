@@ -59,6 +59,7 @@ class ProbeController {
       userId: frame?.properties.userId,
       expiration: frame?.properties.expiration,
       redelivered: frame?.fields.redelivered,
+      body: Buffer.isBuffer(frame?.content) ? JSON.parse(frame.content.toString('utf8')) : 'not a Buffer',
     };
   }
 
@@ -295,10 +296,17 @@ describe('AckAfterReplyTransport', () => {
     expect(await deadLetterCount()).toBe(0);
   });
 
-  it('runs the handler in a frame that carries the message properties (userId, expiration, redelivered, pattern)', async () => {
+  it('runs the handler in a frame that carries the message properties (userId, expiration, redelivered, pattern) and its exact body', async () => {
     const reply = await call('echo.thing', { n: 2 }, { userId: 'guest', expiration: '5000' });
 
-    expect(reply).toEqual({ data: { n: 2 }, pattern: 'echo.thing', userId: 'guest', expiration: '5000', redelivered: false });
+    expect(reply).toEqual({
+      data: { n: 2 },
+      pattern: 'echo.thing',
+      userId: 'guest',
+      expiration: '5000',
+      redelivered: false,
+      body: { pattern: 'echo.thing', data: { n: 2 }, id: expect.any(String) },
+    });
     expect(currentRmqMessage()).toBeUndefined();
   });
 

@@ -394,6 +394,7 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
       pattern,
       properties: message.properties,
       fields: message.fields,
+      content: message.content,
       get signal() {
         return delivery.signal;
       },

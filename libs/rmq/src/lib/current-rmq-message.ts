@@ -9,6 +9,8 @@ export type RmqMessageFrame = {
   readonly properties: MessageProperties;
   /** `redelivered`, `deliveryTag`, `routingKey`... */
   readonly fields: ConsumeMessageFields;
+  /** The message body exactly as delivered: what a signature over the body (message-signature.ts) is checked against. */
+  readonly content: Buffer;
   /**
    * Aborted when the transport gives up on the message (its time limit passed, or shutdown outlived the drain),
    * so long work can stop and roll back instead of committing after the caller was told it failed.

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteBrokerAccess, permissionsOf, rabbitmqctl, rmqTestUrl, rmqTestUrlFor, waitUntil } from '../test/rmq-test-broker.js';
 import { AckAfterReplyTransport, PUBLISHER_REFUSED_ERROR, type AckAfterReplyTransportOptions } from './ack-after-reply.transport.js';
 import { brokerCredentialsOf, brokerPermissions, setupBroker, type BrokerAccessInput } from './rmq-access.js';
-import { DIRECT_REPLY_TO, rmqNames, runEventsIngestQueue } from './rmq-names.js';
+import { DIRECT_REPLY_TO, rmqNames, runEventsIngestQueue, runsDeadLetterQueue } from './rmq-names.js';
 import { RmqRpcClient } from './rmq-rpc-client.js';
 
 // A vhost and two users of this file's own, made by the project's setup exactly as `npm run rmq:setup` makes them.
@@ -22,6 +22,7 @@ const input: BrokerAccessInput = {
   names,
 };
 const ingestQueue = runEventsIngestQueue(names);
+const runsDeadLetters = runsDeadLetterQueue(names);
 
 const quietLogger = { log: () => undefined, error: () => undefined, warn: () => undefined, debug: () => undefined, verbose: () => undefined };
 
@@ -128,9 +129,10 @@ describe("the worker's broker user", () => {
     expect(await refusal(input.workerUrl, (channel) => channel.deleteQueue(names.toolsQueue))).toMatchObject({ code: 403 });
   });
 
-  it('cannot read the run events it publishes, nor the dead letters, nor write the dead-letter exchange', async () => {
+  it('cannot read the run events it publishes, nor either dead-letter queue, nor write the dead-letter exchange', async () => {
     expect(await refusal(input.workerUrl, (channel) => channel.get(ingestQueue))).toMatchObject({ code: 403 });
     expect(await refusal(input.workerUrl, (channel) => channel.get(names.deadLetterQueue))).toMatchObject({ code: 403 });
+    expect(await refusal(input.workerUrl, (channel) => channel.get(runsDeadLetters))).toMatchObject({ code: 403 });
     expect((await publishRefusal(input.workerUrl, (channel) => channel.publish(names.deadLetterExchange, '', Buffer.from('{}'))))?.message).toMatch(/ACCESS_REFUSED/);
   });
 
@@ -160,6 +162,37 @@ describe("the server's broker user", () => {
   it('cannot consume the runs queue, and declares nothing', async () => {
     expect(await refusal(input.serverUrl, (channel) => channel.get(names.runsQueue))).toMatchObject({ code: 403 });
     expect(await refusal(input.serverUrl, (channel) => channel.assertQueue(names.toolsQueue, { durable: true }))).toMatchObject({ code: 403 });
+  });
+
+  it("consumes the run steps the worker rejected, from the runs dead-letter queue, but not the general dead letters", async () => {
+    await inspector.purgeQueue(names.runsQueue);
+    await inspector.purgeQueue(runsDeadLetters);
+    const server = await (await open(input.serverUrl)).createConfirmChannel();
+    server.sendToQueue(names.runsQueue, Buffer.from('{"pattern":"run.event","data":{}}'), { correlationId: 'rejected-step' });
+    await server.waitForConfirms();
+    const worker = await (await open(input.workerUrl)).createChannel();
+    let step: GetMessage | false = false;
+    await waitUntil(async () => (step = await worker.get(names.runsQueue, { noAck: false })) !== false);
+    if (!step) throw new Error('The step did not reach the worker.');
+    worker.nack(step, false, false);
+
+    const consumed: ConsumeMessage[] = [];
+    const { consumerTag } = await server.consume(runsDeadLetters, (message) => message && consumed.push(message), { noAck: true });
+    await waitUntil(() => consumed.length === 1);
+    await server.cancel(consumerTag);
+    expect(consumed.map((message) => message.properties.correlationId)).toEqual(['rejected-step']);
+    expect(await refusal(input.serverUrl, (channel) => channel.get(names.deadLetterQueue))).toMatchObject({ code: 403 });
+  });
+
+  it('reads the depth of both dead-letter queues with a passive declare, which needs no permission', async () => {
+    await inspector.purgeQueue(names.deadLetterQueue);
+    inspector.publish(names.deadLetterExchange, '', Buffer.from('{}'));
+    await inspector.waitForConfirms();
+    const server = await (await open(input.serverUrl)).createChannel();
+
+    expect(await server.checkQueue(names.deadLetterQueue)).toMatchObject({ messageCount: 1 });
+    expect(await server.checkQueue(runsDeadLetters)).toMatchObject({ messageCount: 0 });
+    await inspector.purgeQueue(names.deadLetterQueue);
   });
 
   it('puts a run on the runs queue through the default exchange, which the worker consumes', async () => {
@@ -221,7 +254,7 @@ describe('a tool call across the hop, each side as its own broker user', () => {
 describe("the worker's runs consumer, which may not write replies", () => {
   it('dead-letters a message that asks for a reply without publishing one, and keeps consuming on the same channel', async () => {
     await inspector.purgeQueue(names.runsQueue);
-    await inspector.purgeQueue(names.deadLetterQueue);
+    await inspector.purgeQueue(runsDeadLetters);
     const worker = await startTransport({ url: input.workerUrl, queue: names.runsQueue, replies: false });
     const channelClosures: unknown[] = [];
     worker.transport.on('disconnect', (error) => channelClosures.push(error));
@@ -232,8 +265,8 @@ describe("the worker's runs consumer, which may not write replies", () => {
       inspector.sendToQueue(names.runsQueue, Buffer.from('{"pattern":"run.event","data":{"after":true}}'));
       await inspector.waitForConfirms();
 
-      await waitUntil(async () => (await readyCount(names.deadLetterQueue)) === 1 && worker.runs.length === 1);
-      expect((await drain(names.deadLetterQueue)).map((message) => message.properties.correlationId)).toEqual(['asks-for-a-reply']);
+      await waitUntil(async () => (await readyCount(runsDeadLetters)) === 1 && worker.runs.length === 1);
+      expect((await drain(runsDeadLetters)).map((message) => message.properties.correlationId)).toEqual(['asks-for-a-reply']);
       expect(worker.runs).toEqual([{ after: true }]);
       expect(await readyCount(names.runsQueue)).toBe(0);
       expect(channelClosures).toEqual([]);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_EXCHANGE, brokerCredentialsOf, brokerDefinitions, brokerPermissions, onlyNames } from './rmq-access.js';
-import { rmqNames, runEventsIngestQueue } from './rmq-names.js';
+import { rmqNames, runEventsIngestQueue, runsDeadLetterQueue } from './rmq-names.js';
 
 const names = rmqNames('agent-tools', 'agent-runs');
 // RabbitMQ matches permission regexes with Erlang's re, unanchored; JavaScript's RegExp reads these the same way.
@@ -18,7 +18,7 @@ describe('onlyNames', () => {
 
 describe('brokerPermissions', () => {
   const { server, worker } = brokerPermissions(names);
-  const everyName = [names.toolsQueue, names.toolsExchange, names.runsQueue, names.runEventsExchange, runEventsIngestQueue(names), names.deadLetterExchange, names.deadLetterQueue, DEFAULT_EXCHANGE, 'amq.gen-abc'];
+  const everyName = [names.toolsQueue, names.toolsExchange, names.runsQueue, names.runEventsExchange, runEventsIngestQueue(names), names.deadLetterExchange, names.deadLetterQueue, runsDeadLetterQueue(names), DEFAULT_EXCHANGE, 'amq.gen-abc'];
   const allowedBy = (regex: string) => everyName.filter((name) => allows(regex, name));
 
   it('lets neither runtime user configure (declare, bind, delete) anything', () => {
@@ -35,9 +35,9 @@ describe('brokerPermissions', () => {
     expect(allows(worker.read, 'amq.rabbitmq.reply-to')).toBe(true);
   });
 
-  it('lets the server write only the default exchange and read only the tools and ingest queues', () => {
+  it('lets the server write only the default exchange and read only the tools, ingest and runs dead-letter queues', () => {
     expect(allowedBy(server.write)).toEqual([DEFAULT_EXCHANGE]);
-    expect(allowedBy(server.read)).toEqual([names.toolsQueue, runEventsIngestQueue(names)]);
+    expect(allowedBy(server.read)).toEqual([names.toolsQueue, runEventsIngestQueue(names), runsDeadLetterQueue(names)]);
   });
 });
 

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
-import { DIRECT_REPLY_TO, runEventsIngestQueue, type RmqNames } from './rmq-names.js';
-import { declareTopology, type RmqTopologyOptions } from './rmq-topology.js';
+import { DIRECT_REPLY_TO, runEventsIngestQueue, runsDeadLetterQueue, type RmqNames } from './rmq-names.js';
+import { declareTopology, type QueueMigration, type RmqTopologyOptions } from './rmq-topology.js';
 
 /**
  * The name permissions give the default exchange: a publish to exchange "" (a reply to a direct reply-to address, or
@@ -25,8 +25,10 @@ export const onlyNames = (...names: string[]): string => `^(${names.map(escapeRe
  * Least privilege for each runtime user, from the configured names. Neither may configure anything: the setup declares
  * the topology once, as the admin, and the apps only check it.
  *
- * - The server reads the tools queue and the run events it ingests, and writes only the default exchange: that is how
- *   it answers a direct reply-to address and how it puts runs on the runs queue.
+ * - The server reads the tools queue, the run events it ingests and the run steps dead-lettered back to it (it fails
+ *   their runs), and writes only the default exchange: that is how it answers a direct reply-to address and how it
+ *   puts runs on the runs queue. It reads the dead-letter queues' depth with a passive declare, which needs no
+ *   permission at all.
  * - The worker writes only the tools exchange (so its calls reach the tools queue and nothing else) and the run events
  *   exchange, and reads the runs queue and its direct reply-to. It cannot write the default exchange, so it cannot
  *   publish a reply or put anything on a queue directly, and it cannot read the tools queue.
@@ -38,7 +40,7 @@ export const brokerPermissions = (names: RmqNames): { server: BrokerPermissions;
   server: {
     configure: NO_NAMES,
     write: onlyNames(DEFAULT_EXCHANGE),
-    read: onlyNames(names.toolsQueue, runEventsIngestQueue(names)),
+    read: onlyNames(names.toolsQueue, runEventsIngestQueue(names), runsDeadLetterQueue(names)),
   },
   worker: {
     configure: NO_NAMES,
@@ -147,11 +149,16 @@ export const importBrokerDefinitions = (definitions: BrokerDefinitions, via: Bro
 
 /**
  * Everything the apps need on the broker, idempotently: the vhost, each app's user with least privilege, then the
- * topology, declared by the admin (the runtime users may declare nothing).
+ * topology, declared by the admin (the runtime users may declare nothing). Resolves to the definitions applied and the
+ * queues the topology had to declare again (see declareTopology).
  */
-export const setupBroker = async (input: BrokerAccessInput, via: BrokerAdminApi, topology: RmqTopologyOptions = {}): Promise<BrokerDefinitions> => {
+export const setupBroker = async (
+  input: BrokerAccessInput,
+  via: BrokerAdminApi,
+  topology: RmqTopologyOptions = {},
+): Promise<BrokerDefinitions & { migrations: QueueMigration[] }> => {
   const definitions = brokerDefinitions(input);
   await importBrokerDefinitions(definitions, via);
-  await declareTopology(input.adminUrl, input.names, topology);
-  return definitions;
+  const migrations = await declareTopology(input.adminUrl, input.names, topology);
+  return { ...definitions, migrations };
 };

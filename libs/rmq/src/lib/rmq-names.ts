@@ -11,7 +11,10 @@ export type RmqNames = {
   runsQueue: string;
   /** Run events from the worker to the server, routed by run id. */
   runEventsExchange: string;
-  /** Where refused, malformed and expired messages go. */
+  /**
+   * Where refused, malformed and expired tool calls and run events go (a fanout exchange into deadLetterQueue). Run
+   * steps have a dead-letter queue of their own, which the server consumes: see runsDeadLetterQueue.
+   */
   deadLetterExchange: string;
   deadLetterQueue: string;
 };
@@ -34,3 +37,11 @@ export const rmqNames = (toolsQueue = 'agent-tools', runsQueue = 'agent-runs'): 
  * RmqNames, which the worker never needs.
  */
 export const runEventsIngestQueue = (names: RmqNames): string => `${names.runEventsExchange}.ingest`;
+
+/**
+ * Where the runs queue dead-letters a step that was refused or delivered more often than its delivery limit (routed
+ * through the default exchange under this name). The server consumes it and fails the step's run, so it is kept apart
+ * from the general dead-letter queue, which no one consumes. A function rather than a field of RmqNames, which the
+ * worker never needs.
+ */
+export const runsDeadLetterQueue = (names: RmqNames): string => `${names.runsQueue}.dead-letter`;

@@ -1,16 +1,47 @@
-import { connect, type Channel, type Options } from 'amqplib';
-import { runEventsIngestQueue, type RmqNames } from './rmq-names.js';
+import { connect, type Channel, type ChannelModel, type Options } from 'amqplib';
+import { describeBrokerError } from './rmq-connection.js';
+import { runEventsIngestQueue, runsDeadLetterQueue, type RmqNames } from './rmq-names.js';
+
+/** A run step redelivered more often than this (one that crashes every worker) is dead-lettered: 3 means four deliveries. */
+export const DEFAULT_RUNS_DELIVERY_LIMIT = 3;
+/** Each dead-letter queue keeps at most this many messages, dropping the oldest. */
+export const DEFAULT_DEAD_LETTER_MAX_LENGTH = 10_000;
+/** ... and at most this many bytes of bodies (a message may be up to 1 MiB), dropping the oldest. */
+export const DEFAULT_DEAD_LETTER_MAX_BYTES = 64 * 1024 * 1024;
 
 export type RmqTopologyOptions = {
   /**
-   * Quorum queues replicate and count deliveries (`deliveryLimit`), classic queues do neither. Changing the type or any
-   * argument of an existing queue is refused by the broker (406 PRECONDITION_FAILED): delete and redeclare it.
-   * Default 'classic'.
+   * The type of the tools queue and the run events ingest queue. Quorum queues replicate and count deliveries
+   * (`deliveryLimit`), classic queues do neither. Default 'classic'. The runs queue is a quorum queue whatever this
+   * says (see runsDeliveryLimit).
    */
   queueType?: 'classic' | 'quorum';
-  /** Quorum queues only: a message delivered more often than this is dead-lettered (a poison message). Default 5. */
+  /** Quorum tools and ingest queues only: a message delivered more often than this is dead-lettered. Default 5. */
   deliveryLimit?: number;
+  /**
+   * The runs queue is always a quorum queue, the only kind that counts deliveries: a step delivered to a worker and
+   * not acknowledged (the worker crashed, or requeued it) more than this many times is dead-lettered into
+   * runsDeadLetterQueue, where the server reads it and fails its run. Default 3 (four deliveries in all).
+   */
+  runsDeliveryLimit?: number;
+  /** Both dead-letter queues keep at most this many messages, dropping the oldest. Default 10 000. */
+  deadLetterMaxLength?: number;
+  /** Both dead-letter queues keep at most this many body bytes, dropping the oldest. Default 64 MiB. */
+  deadLetterMaxBytes?: number;
+  /** Told, in a sentence, of every queue deleted and declared again because its arguments changed. */
+  log?: (line: string) => void;
 };
+
+/**
+ * One queue of the topology. A broker refuses to declare an existing queue with other arguments (406
+ * PRECONDITION_FAILED), so a queue whose arguments changed since an older release declared it is deleted and declared
+ * again: `drop` whatever it holds (`loses` says what that costs), or, for a queue whose messages cannot be lost,
+ * `only-if-empty` (otherwise the setup fails and says how to drain it).
+ */
+export type QueueDeclaration = { queue: string; options: Options.AssertQueue; onChange: 'drop' | 'only-if-empty'; loses: string };
+
+/** A queue declareTopology deleted and declared again, and how many messages went with it. */
+export type QueueMigration = { queue: string; droppedMessages: number };
 
 /**
  * The work queues carry no `x-message-ttl` (each call carries its own `expiration`, no longer than the caller waits) and
@@ -28,46 +59,159 @@ const workQueueOptions = (names: RmqNames, options: RmqTopologyOptions): Options
   };
 };
 
-const withChannel = async <T>(url: string, work: (channel: Channel) => Promise<T>): Promise<T> => {
+/**
+ * Dead letters are kept for whoever looks (the general queue) or until the server reads them (run steps), never
+ * without bound: past the length or byte limit the oldest go (`drop-head`), so the newest failures, the ones worth
+ * reading, stay. No TTL: a TTL would empty a queue nobody had looked at yet, while doing nothing for a burst.
+ */
+const deadLetterQueueOptions = (options: RmqTopologyOptions): Options.AssertQueue => ({
+  durable: true,
+  arguments: {
+    'x-max-length': options.deadLetterMaxLength ?? DEFAULT_DEAD_LETTER_MAX_LENGTH,
+    'x-max-length-bytes': options.deadLetterMaxBytes ?? DEFAULT_DEAD_LETTER_MAX_BYTES,
+    'x-overflow': 'drop-head',
+  },
+});
+
+/**
+ * A quorum queue counts each step's deliveries (`x-delivery-count`), so a step that kills every worker that takes it
+ * stops after runsDeliveryLimit redeliveries instead of looping. What it dead-letters (that step, or one a worker
+ * refused) goes through the default exchange straight to the runs dead-letter queue, not to the general fanout: the
+ * server consumes it. Dead-lettering is at most once (the quorum default): a step lost on the way leaves its run to
+ * the sweeper, whose lease expiry catches it anyway.
+ */
+const runsQueueOptions = (names: RmqNames, options: RmqTopologyOptions): Options.AssertQueue => ({
+  durable: true,
+  arguments: {
+    'x-queue-type': 'quorum',
+    'x-delivery-limit': options.runsDeliveryLimit ?? DEFAULT_RUNS_DELIVERY_LIMIT,
+    'x-dead-letter-exchange': '',
+    'x-dead-letter-routing-key': runsDeadLetterQueue(names),
+  },
+});
+
+/** Every queue declareTopology declares, with its arguments, in declaration order. */
+export const queueDeclarations = (names: RmqNames, options: RmqTopologyOptions = {}): QueueDeclaration[] => {
+  const work = workQueueOptions(names, options);
+  return [
+    { queue: names.deadLetterQueue, options: deadLetterQueueOptions(options), onChange: 'drop', loses: 'dead letters kept for inspection' },
+    {
+      queue: runsDeadLetterQueue(names),
+      options: deadLetterQueueOptions(options),
+      onChange: 'drop',
+      loses: 'dead-lettered run steps the server had not read; their runs are left to the sweeper',
+    },
+    { queue: names.toolsQueue, options: work, onChange: 'drop', loses: 'tool calls not yet run; their callers time out' },
+    {
+      queue: names.runsQueue,
+      options: runsQueueOptions(names, options),
+      onChange: 'drop',
+      loses: 'stale run steps; the server sweeper dispatches their runs again',
+    },
+    {
+      queue: runEventsIngestQueue(names),
+      options: { ...work, arguments: { ...work.arguments, 'x-single-active-consumer': true } },
+      onChange: 'only-if-empty',
+      loses: 'run events not yet stored',
+    },
+  ];
+};
+
+const withConnection = async <T>(url: string, work: (connection: ChannelModel) => Promise<T>): Promise<T> => {
   const connection = await connect(url, { noDelay: true });
-  // A refused declaration closes the channel with an error event; the rejected promise below reports it instead.
+  // A refused declaration closes its channel with an error event; the rejected promise reports it instead.
   connection.on('error', () => undefined);
   try {
-    const channel = await connection.createChannel();
-    channel.on('error', () => undefined);
-    return await work(channel);
+    return await work(connection);
   } finally {
     await connection.close().catch(() => undefined);
   }
 };
 
+/** One operation on a channel of its own: a refusal closes the channel it happened on, and no other. */
+const onChannel = async <T>(connection: ChannelModel, operation: (channel: Channel) => Promise<T>): Promise<T> => {
+  const channel = await connection.createChannel();
+  channel.on('error', () => undefined);
+  const result = await operation(channel);
+  await channel.close().catch(() => undefined);
+  return result;
+};
+
+const isPreconditionFailed = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === 406;
+
+/** The broker's words: `inequivalent arg 'x-queue-type' for queue 'agent-runs' ...`. */
+const brokerReason = (error: unknown): string => {
+  const text = describeBrokerError(error);
+  return /PRECONDITION_FAILED - (.*?)"?$/.exec(text)?.[1] ?? text;
+};
+
+/** Declares one queue; if it exists with other arguments, deletes it (as its declaration allows) and declares it again. */
+const declareQueue = async (connection: ChannelModel, declaration: QueueDeclaration, log: RmqTopologyOptions['log']): Promise<QueueMigration | null> => {
+  const { queue, options, onChange, loses } = declaration;
+  const refused = await onChannel(connection, (channel) => channel.assertQueue(queue, options)).then(
+    () => undefined,
+    (error: unknown) => error ?? new Error('refused'),
+  );
+  if (refused === undefined) return null;
+  if (!isPreconditionFailed(refused)) throw refused;
+  let droppedMessages: number;
+  try {
+    ({ messageCount: droppedMessages } = await onChannel(connection, (channel) => channel.deleteQueue(queue, onChange === 'drop' ? {} : { ifEmpty: true })));
+  } catch (error) {
+    if (!isPreconditionFailed(error)) throw error;
+    throw new Error(
+      `Queue "${queue}" exists with other arguments (${brokerReason(refused)}) and still holds messages (${loses}): stop what publishes to it, let it drain, and run the setup again.`,
+    );
+  }
+  await onChannel(connection, (channel) => channel.assertQueue(queue, options));
+  log?.(`Queue "${queue}" existed with other arguments (${brokerReason(refused)}): deleted and declared again, ${droppedMessages} message(s) dropped (${loses}).`);
+  return { queue, droppedMessages };
+};
+
 /**
  * Declares, once and with their arguments, everything the server and the worker use; consumers and clients then only
- * check (`noAssert: true`). Declaring again with the same options changes nothing.
+ * check (`noAssert: true`). Declaring again with the same options changes nothing. A queue an older release declared
+ * with other arguments is deleted and declared again (see QueueDeclaration); resolves to those queues.
  */
-export const declareTopology = (url: string, names: RmqNames, options: RmqTopologyOptions = {}): Promise<void> =>
-  withChannel(url, async (channel) => {
-    // Fanout: every refused, expired or over-delivered message lands in the one dead-letter queue, whatever its routing key.
+export const declareTopology = (url: string, names: RmqNames, options: RmqTopologyOptions = {}): Promise<QueueMigration[]> =>
+  withConnection(url, async (connection) => {
+    const migrations: QueueMigration[] = [];
+    const declarations = new Map(queueDeclarations(names, options).map((declaration) => [declaration.queue, declaration]));
+    const declare = async (queue: string) => {
+      const declaration = declarations.get(queue);
+      if (!declaration) throw new Error(`No declaration for queue "${queue}".`);
+      const migration = await declareQueue(connection, declaration, options.log);
+      if (migration) migrations.push(migration);
+    };
+    const channel = await connection.createChannel();
+    channel.on('error', () => undefined);
+    // Fanout: every refused, expired or over-delivered tool call or run event lands in the one dead-letter queue,
+    // whatever its routing key.
     await channel.assertExchange(names.deadLetterExchange, 'fanout', { durable: true });
-    await channel.assertQueue(names.deadLetterQueue, { durable: true });
+    await declare(names.deadLetterQueue);
     await channel.bindQueue(names.deadLetterQueue, names.deadLetterExchange, '');
-    await channel.assertQueue(names.toolsQueue, workQueueOptions(names, options));
+    await declare(runsDeadLetterQueue(names));
+    await declare(names.toolsQueue);
     await channel.assertExchange(names.toolsExchange, 'direct', { durable: true });
     await channel.bindQueue(names.toolsQueue, names.toolsExchange, names.toolsQueue);
-    await channel.assertQueue(names.runsQueue, workQueueOptions(names, options));
+    await declare(names.runsQueue);
     await channel.assertExchange(names.runEventsExchange, 'topic', { durable: true });
-    const ingest = workQueueOptions(names, options);
-    await channel.assertQueue(runEventsIngestQueue(names), { ...ingest, arguments: { ...ingest.arguments, 'x-single-active-consumer': true } });
+    await declare(runEventsIngestQueue(names));
     await channel.bindQueue(runEventsIngestQueue(names), names.runEventsExchange, '#');
+    await channel.close().catch(() => undefined);
+    return migrations;
   });
 
 /** Removes what declareTopology made, messages included. For tests. */
 export const deleteTopology = (url: string, names: RmqNames): Promise<void> =>
-  withChannel(url, async (channel) => {
+  withConnection(url, async (connection) => {
+    const channel = await connection.createChannel();
+    channel.on('error', () => undefined);
     await channel.deleteQueue(names.toolsQueue);
     await channel.deleteQueue(names.runsQueue);
     await channel.deleteQueue(runEventsIngestQueue(names));
     await channel.deleteQueue(names.deadLetterQueue);
+    await channel.deleteQueue(runsDeadLetterQueue(names));
     await channel.deleteExchange(names.deadLetterExchange);
     await channel.deleteExchange(names.runEventsExchange);
     await channel.deleteExchange(names.toolsExchange);

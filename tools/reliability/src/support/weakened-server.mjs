@@ -207,8 +207,8 @@ class StockServerWithFrames extends ServerRMQ {
     const handler = super.getHandlerByPattern(pattern);
     if (!handler) return handler;
     const inFrame = async (data, context) => {
-      const { properties, fields } = context.getMessage();
-      const frame = { pattern, properties, fields, signal: new AbortController().signal, aborted: false };
+      const { properties, fields, content } = context.getMessage();
+      const frame = { pattern, properties, fields, content, signal: new AbortController().signal, aborted: false };
       const result = await runInRmqMessageFrame(frame, () => handler(data, context));
       return isObservable(result) ? new Observable((subscriber) => runInRmqMessageFrame(frame, () => result.subscribe(subscriber))) : result;
     };

@@ -5,6 +5,7 @@ import { AuditLogController } from './audit/audit-log.controller.js';
 import { AuditLogService } from './audit/audit-log.service.js';
 import { AuthController } from './auth/auth.controller.js';
 import { BrokerStatus } from './health/broker-status.js';
+import { DeadLetterDepths } from './health/dead-letter-depths.js';
 import { HealthController } from './health/health.controller.js';
 import { AuthService } from './auth/auth.service.js';
 import { IdentityService } from './auth/identity.service.js';
@@ -34,6 +35,7 @@ export class CoreModule {
         AppAbilityFactory,
         AuditLogService,
         BrokerStatus,
+        DeadLetterDepths,
         { provide: APP_GUARD, useClass: JwtAuthGuard },
         { provide: APP_FILTER, useClass: ErrorCodeFilter },
         // Order matters: the unit of work opens first, so the audit row lands in its transaction.

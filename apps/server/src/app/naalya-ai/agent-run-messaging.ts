@@ -1,11 +1,12 @@
 import type { INestApplication } from '@nestjs/common';
 import { AgentRunPublisher } from './dispatch/agent-run-publisher.service.js';
 import { AgentRunIngest } from './events/agent-run-ingest.service.js';
+import { DeadLetteredStepConsumer } from './events/dead-lettered-step.consumer.js';
 import { RunSweeper } from './lifecycle/run-sweeper.service.js';
 
 /**
- * Connects run dispatch and run event ingest to the broker (both plain amqplib, declared by the topology step), and
- * starts the sweeper (it dispatches steps again).
+ * Connects run dispatch, run event ingest and the consumer of dead-lettered run steps to the broker (plain amqplib,
+ * declared by the topology step), and starts the sweeper (it dispatches steps again).
  * Started explicitly, like the tool transport, so that an app built for a test that needs neither connects to
  * nothing. Both close themselves in beforeApplicationShutdown: the ingest drains before the database closes.
  */
@@ -16,5 +17,7 @@ export const startAgentRunMessaging = async (app: INestApplication): Promise<voi
   // A worker's last event frees the thread: its next queued run starts now, not at the next sweep.
   ingest.onRunEnded((runId, threadId) => void sweeper.promote(runId, threadId).catch(() => undefined));
   await ingest.start();
+  // A step the runs queue gave up on (past its delivery limit, or refused by a worker) fails its run.
+  await app.get(DeadLetteredStepConsumer).start();
   sweeper.start();
 };

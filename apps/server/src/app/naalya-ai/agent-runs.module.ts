@@ -1,17 +1,18 @@
 import { Module } from '@nestjs/common';
 import { AgentDispatchModule } from './dispatch/agent-dispatch.module.js';
 import { AgentRunEventsModule } from './events/agent-run-events.module.js';
+import { DeadLetteredStepsModule } from './events/dead-lettered-steps.module.js';
 import { RunLifecycleModule } from './lifecycle/run-lifecycle.module.js';
 import { AgentRunStoreModule } from './runs/agent-run-store.module.js';
 import { AgentThreadsModule } from './threads/agent-threads.module.js';
 
 /**
  * Conversations with the agent, in five rooms: threads (the HTTP routes and the conversation they drive), runs (the
- * run row, its only writer), dispatch (the context a run carries and the broker out), events (the broker in, the
- * stored events and their stream) and lifecycle (what the server decides on its own: leases, the sweeper, cancel,
- * queued runs).
+ * run row, its only writer), dispatch (the context a run carries and the broker out), events (the broker in: run
+ * events, stored and streamed, and run steps dead-lettered back) and lifecycle (what the server decides on its own:
+ * leases, the sweeper, cancel, queued runs).
  */
 @Module({
-  imports: [AgentThreadsModule, AgentRunStoreModule, AgentDispatchModule, AgentRunEventsModule, RunLifecycleModule],
+  imports: [AgentThreadsModule, AgentRunStoreModule, AgentDispatchModule, AgentRunEventsModule, RunLifecycleModule, DeadLetteredStepsModule],
 })
 export class AgentRunsModule {}

@@ -1,9 +1,13 @@
+import { generateMessageSigningKeyPair } from '@naalya/rmq';
 import { describe, expect, it } from 'vitest';
 import { WorkerConfigError, enabledLogLevels, loadWorkerConfig } from './worker-config.js';
 
 const RABBITMQ_URL = 'amqp://worker:s3cret-pass@127.0.0.1:5672';
 const CHECKPOINT_DATABASE_URL = 'postgres://naalya_checkpoint:ch3ckpoint-pass@127.0.0.1:5432/naalya';
-const REQUIRED = { RABBITMQ_URL, CHECKPOINT_DATABASE_URL };
+const CURRENT = generateMessageSigningKeyPair('k2');
+const PREVIOUS = generateMessageSigningKeyPair('k1');
+const RUN_SIGNING_PUBLIC_KEYS = CURRENT.publicKey;
+const REQUIRED = { RABBITMQ_URL, CHECKPOINT_DATABASE_URL, RUN_SIGNING_PUBLIC_KEYS };
 
 const errorOf = (env: Record<string, string | undefined>): WorkerConfigError => {
   try {
@@ -32,8 +36,29 @@ describe('loadWorkerConfig', () => {
       providerKeys: { OPENAI_API_KEY: undefined, ANTHROPIC_API_KEY: undefined, GOOGLE_API_KEY: undefined, MISTRAL_API_KEY: undefined, GROQ_API_KEY: undefined },
       checkpoint: { databaseUrl: CHECKPOINT_DATABASE_URL, retentionDays: 30 },
       runs: { stepTimeoutMs: 300_000, concurrency: 4 },
+      runSteps: { serverBrokerUser: 'naalya_server', publicKeys: expect.any(Map) },
       logLevel: 'log',
     });
+  });
+
+  it('reads the run step publisher and its public keys, two at once while a key is rotated', () => {
+    const config = loadWorkerConfig({ ...REQUIRED, SERVER_BROKER_USER: 'srv', RUN_SIGNING_PUBLIC_KEYS: `${CURRENT.publicKey}, ${PREVIOUS.publicKey}` });
+    expect(config.runSteps.serverBrokerUser).toBe('srv');
+    expect([...config.runSteps.publicKeys.keys()]).toEqual(['k2', 'k1']);
+  });
+
+  it('requires RUN_SIGNING_PUBLIC_KEYS, saying what it is and how to make one, and names what is wrong with a bad one', () => {
+    const { RUN_SIGNING_PUBLIC_KEYS: _missing, ...rest } = REQUIRED;
+    expect(errorOf(rest).message).toContain(
+      'RUN_SIGNING_PUBLIC_KEYS is required: the Ed25519 public keys run steps are verified with, "kid:base64(SPKI DER)[,kid2:...]" (generate a pair with `npm run keys:run-signing`',
+    );
+    expect(errorOf({ ...REQUIRED, RUN_SIGNING_PUBLIC_KEYS: '' }).message).toContain('RUN_SIGNING_PUBLIC_KEYS is invalid: must be "kid:base64(SPKI DER)[,kid2:...]"');
+    // The private half where the public one belongs: refused, and never echoed.
+    const { message } = errorOf({ ...REQUIRED, RUN_SIGNING_PUBLIC_KEYS: CURRENT.privateKey });
+    expect(message).toContain('RUN_SIGNING_PUBLIC_KEYS is invalid: public key 1 (key id "k2") is not an SPKI DER public key');
+    expect(message).not.toContain(CURRENT.privateKey.slice(3, 30));
+    expect(errorOf({ ...REQUIRED, RUN_SIGNING_PUBLIC_KEYS: `${CURRENT.publicKey},${CURRENT.publicKey}` }).message).toContain('repeats key id "k2"');
+    expect(errorOf({ ...REQUIRED, SERVER_BROKER_USER: ' ' }).message).toContain('SERVER_BROKER_USER must name the broker user');
   });
 
   it('reads every worker variable', () => {
@@ -81,8 +106,8 @@ describe('loadWorkerConfig', () => {
   });
 
   it('requires CHECKPOINT_DATABASE_URL and refuses one that is not postgres, without echoing its password', () => {
-    expect(errorOf({ RABBITMQ_URL }).message).toContain('CHECKPOINT_DATABASE_URL is required');
-    const { message } = errorOf({ RABBITMQ_URL, CHECKPOINT_DATABASE_URL: 'mysql://naalya_checkpoint:ch3ckpoint-pass@db/naalya' });
+    expect(errorOf({ RABBITMQ_URL, RUN_SIGNING_PUBLIC_KEYS }).message).toContain('CHECKPOINT_DATABASE_URL is required');
+    const { message } = errorOf({ RABBITMQ_URL, RUN_SIGNING_PUBLIC_KEYS, CHECKPOINT_DATABASE_URL: 'mysql://naalya_checkpoint:ch3ckpoint-pass@db/naalya' });
     expect(message).toContain('CHECKPOINT_DATABASE_URL must be a postgres:// URL');
     expect(message).not.toContain('ch3ckpoint-pass');
   });
@@ -101,7 +126,7 @@ describe('loadWorkerConfig', () => {
   });
 
   it('refuses a RABBITMQ_URL that is not amqp, without echoing its password', () => {
-    const { message } = errorOf({ CHECKPOINT_DATABASE_URL, RABBITMQ_URL: 'http://worker:s3cret-pass@127.0.0.1:5672' });
+    const { message } = errorOf({ CHECKPOINT_DATABASE_URL, RUN_SIGNING_PUBLIC_KEYS, RABBITMQ_URL: 'http://worker:s3cret-pass@127.0.0.1:5672' });
     expect(message).toContain('RABBITMQ_URL must be an amqp:// or amqps:// URL');
     expect(message).not.toContain('s3cret-pass');
   });

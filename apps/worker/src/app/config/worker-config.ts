@@ -1,4 +1,4 @@
-import { rmqNames, type RmqNames } from '@naalya/rmq';
+import { MessageSigningKeyError, SIGNING_KEY_HINT, parseMessageVerifyingKeys, rmqNames, type MessageVerifyingKeys, type RmqNames } from '@naalya/rmq';
 import { z } from 'zod';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'] as const;
@@ -35,6 +35,24 @@ const queueName = (fallback: string) =>
     .regex(/^[A-Za-z0-9._:-]{1,200}$/, { error: 'must be a queue name of letters, digits, ".", "_", ":" or "-"' })
     .default(fallback);
 
+// The public halves only: the server holds the private key. Several (comma-separated) while a key is rotated.
+const runSigningPublicKeys = z
+  .string({
+    error: (issue) =>
+      issue.input === undefined
+        ? `is required: the Ed25519 public keys run steps are verified with, "kid:base64(SPKI DER)[,kid2:...]" (${SIGNING_KEY_HINT}; the server holds the private half)`
+        : 'must be a string',
+  })
+  .transform((value, context): MessageVerifyingKeys => {
+    try {
+      return parseMessageVerifyingKeys(value);
+    } catch (error) {
+      if (!(error instanceof MessageSigningKeyError)) throw error;
+      context.addIssue({ code: 'custom', message: `is invalid: ${error.message}` });
+      return z.NEVER;
+    }
+  });
+
 // The worker's environment only. It holds no server database URL and no JWT secret: identity reaches
 // the worker already resolved, inside the runtime context the server minted at dispatch.
 const workerEnvSchema = z.object({
@@ -45,6 +63,10 @@ const workerEnvSchema = z.object({
         ? 'is required: the amqp:// URL of the worker\'s own broker user'
         : 'must be an amqp:// or amqps:// URL, for example amqp://worker:secret@127.0.0.1:5672',
   }),
+  // A run step is run only if the server's broker user published it (AMQP user_id, which RabbitMQ validates) and
+  // RUN_SIGNING_PUBLIC_KEYS verify its signature.
+  SERVER_BROKER_USER: z.string().trim().min(1, { error: 'must name the broker user the server publishes run steps as' }).default('naalya_server'),
+  RUN_SIGNING_PUBLIC_KEYS: runSigningPublicKeys,
   AGENT_TOOLS_QUEUE: queueName('agent-tools'),
   AGENT_RUNS_QUEUE: queueName('agent-runs'),
   TOOL_CALL_TIMEOUT_MS: z
@@ -98,6 +120,8 @@ export type WorkerConfig = {
   providerKeys: Readonly<Record<string, string | undefined>>;
   checkpoint: { databaseUrl: string; retentionDays: number };
   runs: { stepTimeoutMs: number; concurrency: number };
+  /** Who may hand this worker a run step: the server's broker user, signing with a key whose public half is here. */
+  runSteps: { serverBrokerUser: string; publicKeys: MessageVerifyingKeys };
   logLevel: WorkerLogLevel;
 };
 
@@ -107,7 +131,8 @@ export class WorkerConfigError extends Error {
 
 // Secrets are never echoed back: RABBITMQ_URL carries the broker password.
 const PROVIDER_KEY_VARIABLES = ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'GOOGLE_API_KEY', 'MISTRAL_API_KEY', 'GROQ_API_KEY'] as const;
-const SECRET_VARIABLES = new Set<string>(['RABBITMQ_URL', 'CHECKPOINT_DATABASE_URL', ...PROVIDER_KEY_VARIABLES]);
+// The public keys are no secret, only long: their error names the key that is wrong.
+const SECRET_VARIABLES = new Set<string>(['RABBITMQ_URL', 'CHECKPOINT_DATABASE_URL', 'RUN_SIGNING_PUBLIC_KEYS', ...PROVIDER_KEY_VARIABLES]);
 
 const describeIssue = (issue: z.core.$ZodIssue, env: Record<string, string | undefined>): string => {
   const variable = String(issue.path[0] ?? '');
@@ -131,6 +156,7 @@ export const loadWorkerConfig = (env: Record<string, string | undefined>): Worke
     providerKeys: Object.fromEntries(PROVIDER_KEY_VARIABLES.map((variable) => [variable, values[variable]])),
     checkpoint: { databaseUrl: values.CHECKPOINT_DATABASE_URL, retentionDays: values.CHECKPOINT_RETENTION_DAYS },
     runs: { stepTimeoutMs: values.RUN_STEP_TIMEOUT_MS, concurrency: values.RUN_CONCURRENCY },
+    runSteps: { serverBrokerUser: values.SERVER_BROKER_USER, publicKeys: values.RUN_SIGNING_PUBLIC_KEYS },
     logLevel: values.LOG_LEVEL,
   };
 };

@@ -3,6 +3,7 @@ import { currentRmqMessage } from '@naalya/rmq';
 import { Controller, Logger } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import { AgentRunExecutor } from './agent-run.executor.js';
+import { RunStepAuthenticity } from './run-step-authenticity.js';
 
 const MAX_ISSUES_LOGGED = 5;
 
@@ -10,15 +11,20 @@ const MAX_ISSUES_LOGGED = 5;
  * The runs queue's one handler. The transport acknowledges the message after this resolves, so a worker
  * that dies mid-step leaves it unacknowledged and it is redelivered; the executor makes the repeat safe.
  * A malformed request is thrown back: the transport dead-letters it, and nothing runs or is published.
+ * A step the server did not publish and sign is dropped before anything else (run-step-authenticity.ts).
  */
 @Controller()
 export class AgentRunConsumer {
   private readonly logger = new Logger(AgentRunConsumer.name);
 
-  constructor(private readonly executor: AgentRunExecutor) {}
+  constructor(
+    private readonly executor: AgentRunExecutor,
+    private readonly authenticity: RunStepAuthenticity,
+  ) {}
 
   @EventPattern(AGENT_RUN_PATTERN)
   async handle(@Payload() payload: unknown): Promise<void> {
+    if (!this.authenticity.admits(currentRmqMessage())) return;
     const parsed = agentRunRequestSchema.safeParse(payload);
     if (!parsed.success) {
       // Paths and codes only: the payload may carry a user's message.

@@ -11,7 +11,18 @@ import {
   type AgentRunLeaseRequest,
   type AgentRunRequest,
 } from '@naalya/agent-tools';
-import { AckAfterReplyTransport, declareTopology, deleteTopology, rmqNames } from '@naalya/rmq';
+import {
+  AckAfterReplyTransport,
+  MESSAGE_SIGNATURE_HEADER,
+  brokerCredentialsOf,
+  declareTopology,
+  deleteTopology,
+  generateMessageSigningKeyPair,
+  parseMessageSigningKey,
+  parseMessageVerifyingKeys,
+  rmqNames,
+  signMessage,
+} from '@naalya/rmq';
 import { MemorySaver } from '@langchain/langgraph';
 import type { INestMicroservice } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
@@ -26,6 +37,7 @@ import { AgentRunConsumer } from './agent-run.consumer.js';
 import { AgentRunExecutor } from './agent-run.executor.js';
 import { RunEventPublisher } from './run-event.publisher.js';
 import { RunLeaseClient } from './run-lease.client.js';
+import { RunStepAuthenticity } from './run-step-authenticity.js';
 
 // The worker's side of the run lease over real RabbitMQ: the lease RPC rides the worker's tools client onto the tools
 // queue, where a raw amqplib responder stands in for the server's @MessagePattern('agent.run.lease') handler.
@@ -35,6 +47,9 @@ const suffix = randomUUID().slice(0, 8);
 const names = rmqNames(`agent-tools-lease-${suffix}`, `agent-runs-lease-${suffix}`);
 const eventsQueue = `${names.runEventsExchange}.test-${suffix}`;
 const TOOL_TIMEOUT_MS = 800;
+// Steps are published as the server publishes them: as its broker user (here the test's), signed by its run signing key.
+const RUN_SIGNING = generateMessageSigningKeyPair('lease-test');
+const SERVER_BROKER_USER = brokerCredentialsOf(RABBITMQ_URL).user;
 
 const unackedCount = async (queue: string): Promise<number> => {
   const { stdout } = await promisify(execFile)('rabbitmqctl', ['list_queues', '-s', 'name', 'messages_unacknowledged']);
@@ -96,11 +111,15 @@ const requestFor = (message: string): AgentRunRequest => ({
   message,
 });
 
-const publishRequest = (request: AgentRunRequest) =>
-  channel.sendToQueue(names.runsQueue, Buffer.from(JSON.stringify({ pattern: AGENT_RUN_PATTERN, data: request })), {
+const publishRequest = (request: AgentRunRequest) => {
+  const body = Buffer.from(JSON.stringify({ pattern: AGENT_RUN_PATTERN, data: request }));
+  return channel.sendToQueue(names.runsQueue, body, {
     persistent: true,
     contentType: 'application/json',
+    userId: SERVER_BROKER_USER,
+    headers: { [MESSAGE_SIGNATURE_HEADER]: signMessage(body, parseMessageSigningKey(RUN_SIGNING.privateKey)) },
   });
+};
 
 const eventsOf = (runId: string) => received.filter(({ event }) => event.runId === runId);
 const leaseCallsOf = (request: AgentRunRequest) => leaseCalls.filter((call) => call.request.dispatchToken === request.context.dispatchToken);
@@ -153,7 +172,10 @@ beforeAll(async () => {
   });
   const moduleRef = await Test.createTestingModule({
     controllers: [AgentRunConsumer],
-    providers: [{ provide: AgentRunExecutor, useValue: executor }],
+    providers: [
+      { provide: AgentRunExecutor, useValue: executor },
+      { provide: RunStepAuthenticity, useValue: new RunStepAuthenticity({ serverBrokerUser: SERVER_BROKER_USER, publicKeys: parseMessageVerifyingKeys(RUN_SIGNING.publicKey) }) },
+    ],
   }).compile();
   app = moduleRef.createNestMicroservice({
     strategy: new AckAfterReplyTransport({

@@ -1,5 +1,8 @@
+import { generateMessageSigningKeyPair } from '@naalya/rmq';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadServerConfig } from './server-config.js';
+
+const RUN_KEYS = generateMessageSigningKeyPair('k1');
 
 const VALID = {
   DATABASE_URL: 'postgres://naalya_app:secret@127.0.0.1:5432/naalya',
@@ -7,6 +10,7 @@ const VALID = {
   RABBITMQ_URL: 'amqp://guest:guest@127.0.0.1:5672',
   JWT_SECRET: 'x'.repeat(40),
   DISPATCH_SIGNING_KEY: 'd'.repeat(40),
+  RUN_SIGNING_KEY: RUN_KEYS.privateKey,
 };
 
 describe('loadServerConfig', () => {
@@ -18,6 +22,27 @@ describe('loadServerConfig', () => {
     const { DISPATCH_SIGNING_KEY: _missing, ...rest } = VALID;
     expect(() => loadServerConfig(rest)).toThrow(/DISPATCH_SIGNING_KEY is missing/);
     expect(() => loadServerConfig({ ...VALID, DISPATCH_SIGNING_KEY: 'short' })).toThrow(/DISPATCH_SIGNING_KEY is invalid: must be at least 32 characters/);
+  });
+
+  it('refuses to start without an Ed25519 run signing key, naming the variable and saying how to make one, never echoing it', () => {
+    const { RUN_SIGNING_KEY: _missing, ...rest } = VALID;
+    expect(() => loadServerConfig(rest)).toThrow(/RUN_SIGNING_KEY is missing: the Ed25519 private key that signs run steps, "kid:base64\(PKCS8 DER\)" \(generate a pair with `npm run keys:run-signing`/);
+    expect(() => loadServerConfig({ ...VALID, RUN_SIGNING_KEY: '' })).toThrow(/RUN_SIGNING_KEY is invalid: must be "kid:base64\(PKCS8 DER\)" of an Ed25519 private key, and is empty/);
+    // The public half where the private key belongs: a mistake easy to make when copying the pair.
+    expect(() => loadServerConfig({ ...VALID, RUN_SIGNING_KEY: RUN_KEYS.publicKey })).toThrow(/RUN_SIGNING_KEY is invalid: the private key \(key id "k1"\) is not a PKCS8 DER private key/);
+    const noKid = RUN_KEYS.privateKey.slice(3);
+    const error = (() => {
+      try {
+        loadServerConfig({ ...VALID, RUN_SIGNING_KEY: noKid });
+      } catch (caught) {
+        return caught as Error;
+      }
+      throw new Error('expected a ConfigError');
+    })();
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error.message).toMatch(/RUN_SIGNING_KEY is invalid: the private key must be "kid:base64", with a key id before the colon/);
+    expect(error.message).not.toContain(noKid.slice(0, 24));
+    expect(loadServerConfig(VALID).RUN_SIGNING_KEY).toBe(RUN_KEYS.privateKey);
   });
 
   it('names a missing variable', () => {

@@ -1,10 +1,21 @@
 import type { LogLevel } from '@nestjs/common';
+import { MessageSigningKeyError, SIGNING_KEY_HINT, parseMessageSigningKey } from '@naalya/rmq';
 import { z } from 'zod';
 
 const postgresUrl = z
   .string()
   .url()
   .refine((value) => /^postgres(ql)?:\/\//.test(value), 'must be a postgres:// URL');
+
+// Checked here so a bad key stops the process at start-up with the variable's name; parsed again by its user.
+const runSigningKey = z.string().superRefine((value, context) => {
+  try {
+    parseMessageSigningKey(value);
+  } catch (error) {
+    if (!(error instanceof MessageSigningKeyError)) throw error;
+    context.addIssue({ code: 'custom', message: error.message });
+  }
+});
 
 const serverConfigSchema = z.object({
   DATABASE_URL: postgresUrl.describe('the app role (non-owner, NOBYPASSRLS)'),
@@ -27,6 +38,8 @@ const serverConfigSchema = z.object({
   AGENT_RUN_QUEUE_LIMIT: z.coerce.number().int().min(1).max(100).default(5),
   AGENT_QUESTION_TTL_SECONDS: z.coerce.number().int().min(10).default(24 * 3600),
   AGENT_DIRECT_RUNS_PER_USER: z.coerce.number().int().min(1).max(10_000).default(50),
+  // Signs every run step (Ed25519, `kid:base64(PKCS8 DER)`): the worker runs only steps it verifies with the public half.
+  RUN_SIGNING_KEY: runSigningKey,
   TOOL_CALLS_PER_MINUTE_PER_SCHOOL: z.coerce.number().int().min(1).default(600),
   TOOL_CALLS_PER_MINUTE_PER_USER: z.coerce.number().int().min(1).default(120),
   HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -34,6 +47,11 @@ const serverConfigSchema = z.object({
 });
 
 export type ServerConfig = z.infer<typeof serverConfigSchema>;
+
+/** Said after "is missing" for a variable whose value a person cannot guess. */
+const MISSING_HINTS: Partial<Record<string, string>> = {
+  RUN_SIGNING_KEY: `: the Ed25519 private key that signs run steps, "kid:base64(PKCS8 DER)" (${SIGNING_KEY_HINT}; the worker gets the public half)`,
+};
 
 /** Thrown with one line per bad variable, so the process can say exactly what to fix. */
 export class ConfigError extends Error {}
@@ -43,7 +61,7 @@ export const loadServerConfig = (env: NodeJS.ProcessEnv = process.env): ServerCo
   if (parsed.success) return parsed.data;
   const lines = parsed.error.issues.map((issue) => {
     const variable = String(issue.path[0] ?? 'environment');
-    const message = env[variable] === undefined ? 'is missing' : `is invalid: ${issue.message}`;
+    const message = env[variable] === undefined ? `is missing${MISSING_HINTS[variable] ?? ''}` : `is invalid: ${issue.message}`;
     return `  ${variable} ${message}`;
   });
   throw new ConfigError(`Invalid server configuration (see .env.example):\n${lines.join('\n')}`);

@@ -1,6 +1,15 @@
 import { Inject, Injectable, Logger, ServiceUnavailableException, type BeforeApplicationShutdown } from '@nestjs/common';
 import { AGENT_RUN_PATTERN, agentRunRequestSchema, type AgentRunRequest } from '@naalya/agent-tools';
-import { ConfirmPublishError, ConfirmPublisher, rmqNames } from '@naalya/rmq';
+import {
+  ConfirmPublishError,
+  ConfirmPublisher,
+  MESSAGE_SIGNATURE_HEADER,
+  brokerCredentialsOf,
+  parseMessageSigningKey,
+  rmqNames,
+  signMessage,
+  type MessageSigningKey,
+} from '@naalya/rmq';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 
 export const AGENT_UNAVAILABLE_ERROR = 'The assistant cannot be reached right now. Try again in a moment.';
@@ -16,16 +25,25 @@ const CONFIRM_TIMEOUT_MS = 5_000;
  * down fails the request at once (503, and the run, already committed, is marked failed) instead of being buffered
  * in memory by amqp-connection-manager and sent, or lost, later. Steps are published after their run's row commits
  * (AgentThreadsService.dispatch): the worker's first tool call must find the run in flight.
+ *
+ * Each step carries the server's AMQP user_id (RabbitMQ refuses a publish whose user_id is not its connection's user)
+ * and an Ed25519 signature of its exact body bytes by RUN_SIGNING_KEY (`x-naalya-signature: <kid>.<signature>`): the
+ * worker runs only a step that has both, so neither another broker user nor an administrator can make it run one.
  */
 @Injectable()
 export class AgentRunPublisher implements BeforeApplicationShutdown {
   private readonly logger = new Logger(AgentRunPublisher.name);
   private readonly queue: string;
   private readonly publisher: ConfirmPublisher;
+  private readonly signingKey: MessageSigningKey;
+  /** The broker user of RABBITMQ_URL, read as amqplib reads it: the only user_id the broker lets this connection claim. */
+  private readonly brokerUser: string;
 
   constructor(@Inject(SERVER_CONFIG) config: ServerConfig) {
     const queue = rmqNames(config.AGENT_TOOLS_QUEUE, config.AGENT_RUNS_QUEUE).runsQueue;
     this.queue = queue;
+    this.signingKey = parseMessageSigningKey(config.RUN_SIGNING_KEY);
+    this.brokerUser = brokerCredentialsOf(config.RABBITMQ_URL).user;
     this.publisher = new ConfirmPublisher({
       url: config.RABBITMQ_URL,
       connectionName: 'naalya-server-run-publisher',
@@ -57,6 +75,8 @@ export class AgentRunPublisher implements BeforeApplicationShutdown {
         type: AGENT_RUN_PATTERN,
         appId: 'naalya-server',
         timestamp: Math.floor(Date.now() / 1000),
+        userId: this.brokerUser,
+        headers: { [MESSAGE_SIGNATURE_HEADER]: signMessage(body, this.signingKey) },
       });
     } catch (error) {
       // Disconnected or shut down: the connection's own log lines say so already.

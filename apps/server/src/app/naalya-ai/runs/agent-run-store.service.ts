@@ -7,7 +7,7 @@ import { withCode } from '../../core/http/error-code.js';
 import { currentManager, repo } from '../../core/tenancy/tenant-context.js';
 import { AgentRunEntity, type RunStep, type StoredInterrupt } from './agent-run.entity.js';
 import { runStateAfter } from './agent-run-state.js';
-import { recordConfirmationAnswer } from './tool-call-approvals.js';
+import { recordConfirmationAnswer, voidApprovalsOf } from './tool-call-approvals.js';
 
 export const RUN_NOT_FOUND_ERROR = ERROR_SENTENCES.RUN_NOT_FOUND;
 export const RUN_IN_PROGRESS_ERROR = ERROR_SENTENCES.RUN_IN_PROGRESS;
@@ -264,11 +264,15 @@ export class AgentRunStore {
     return run?.step ?? { kind: 'start' };
   }
 
-  /** Revokes every token of the run (its epoch moves on) and its lease: a cancel's first write, under the row lock. */
+  /**
+   * Revokes every token of the run (its epoch moves on), its lease and the approvals given in it: the first writes of a
+   * cancel or a server-decided failure, under the row lock.
+   */
   async revoke(runId: string): Promise<void> {
     await currentManager().query(`UPDATE agent_runs SET epoch = epoch + 1, lease_worker = NULL, lease_expires_at = NULL, updated_at = now() WHERE id = $1`, [
       runId,
     ]);
+    await voidApprovalsOf(runId);
   }
 
   /** The writes the run committed (the ledger names each write's run), read across schools: a platform admin writes in a target school. */

@@ -175,6 +175,18 @@ describe('resume records the answer to a confirmation as an approval bound to wh
     expect(outcome).toMatchObject({ deleted: true, audits: 1, logged: [] });
   });
 
+  it('an approval given in a run the user then cancels stops counting: the same call in the next run of the thread is refused', async () => {
+    const departmentId = await newDepartment();
+    const { admin, threadId, runId, interruptId, callId } = await pausedOnConfirmation(departmentId);
+    expect((await call(admin, 'POST', `/agent/threads/${threadId}/resume`, { interruptId, answer: 'Yes' })).status).toBe(200);
+    await broker.takeRunRequest();
+    expect((await call(admin, 'POST', `/agent/threads/${threadId}/runs/${runId}/cancel`)).status).toBe(200);
+    const next = (await call(admin, 'POST', `/agent/threads/${threadId}/runs`, { message: 'delete that department' })).body as { runId: string };
+    await broker.takeRunRequest();
+    const outcome = await attemptDelete(departmentId, { run: { runId: next.runId, threadId }, epoch: await epochOf(next.runId), callId, approval: 'none' }, admin);
+    refusedAndUnchanged(outcome, 'expired');
+  });
+
   it('a no is recorded as declined and the call stays refused', async () => {
     const departmentId = await newDepartment();
     const { admin, threadId, runId, interruptId, callId } = await pausedOnConfirmation(departmentId);

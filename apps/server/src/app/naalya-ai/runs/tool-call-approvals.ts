@@ -20,6 +20,11 @@ export type ConfirmationAnswer = {
   answer: string;
 };
 
+/** A run the server ended: approvals its owner gave in it stop counting at once (a cancelled call must not run later). */
+export const voidApprovalsOf = async (runId: string): Promise<void> => {
+  await currentManager().query(`UPDATE tool_call_approvals SET expires_at = now() WHERE run_id = $1 AND expires_at > now()`, [runId]);
+};
+
 /** Records the user's answer in the caller's unit of work, so it commits together with the answered question. */
 export const recordConfirmationAnswer = async (answer: ConfirmationAnswer): Promise<void> => {
   await currentManager().query(

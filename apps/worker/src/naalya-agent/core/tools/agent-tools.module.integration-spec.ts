@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Test } from '@nestjs/testing';
-import { rmqNames } from '@naalya/rmq';
+import { generateMessageSigningKeyPair, rmqNames } from '@naalya/rmq';
 import { connect, type ChannelModel } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadWorkerConfig } from '../../../app/config/worker-config.js';
@@ -46,7 +46,13 @@ describe('AgentToolsModule', () => {
   });
 
   it('provides AgentToolService under the AgentToolCaller token, configured from the worker config', async () => {
-    const config = loadWorkerConfig({ RABBITMQ_URL, CHECKPOINT_DATABASE_URL, AGENT_TOOLS_QUEUE: queue, TOOL_CALL_TIMEOUT_MS: '2000' });
+    const config = loadWorkerConfig({
+      RABBITMQ_URL,
+      CHECKPOINT_DATABASE_URL,
+      RUN_SIGNING_PUBLIC_KEYS: generateMessageSigningKeyPair().publicKey,
+      AGENT_TOOLS_QUEUE: queue,
+      TOOL_CALL_TIMEOUT_MS: '2000',
+    });
     const moduleRef = await Test.createTestingModule({ imports: [AgentToolsModule.forRoot(config)] }).compile();
     await moduleRef.init();
     try {

@@ -38,6 +38,9 @@ export class RunLeases1764662400005 implements MigrationInterface {
       CREATE INDEX ix_agent_runs_queued ON agent_runs (thread_id, created_at) WHERE status = 'queued';
       CREATE INDEX ix_agent_runs_owner_direct ON agent_runs (owner_id) WHERE status = 'running' AND kind = 'direct';
 
+      -- A run the server ends voids the approvals given in it (expires_at moves to now); nothing else about one changes.
+      GRANT UPDATE (expires_at) ON tool_call_approvals TO ${APP_GROUP_ROLE};
+
       ALTER TABLE tool_call_ledger ADD COLUMN run_id uuid;
       CREATE INDEX ix_tool_call_ledger_run ON tool_call_ledger (run_id) WHERE run_id IS NOT NULL;
 
@@ -95,6 +98,7 @@ export class RunLeases1764662400005 implements MigrationInterface {
       REVOKE ALL ON FUNCTION agent_run_dispatch_state(uuid) FROM PUBLIC;
       GRANT EXECUTE ON FUNCTION agent_run_dispatch_state(uuid) TO ${APP_GROUP_ROLE};
       DROP POLICY IF EXISTS tool_call_ledger_run_lookup ON tool_call_ledger;
+      REVOKE UPDATE (expires_at) ON tool_call_approvals FROM ${APP_GROUP_ROLE};
       DROP POLICY IF EXISTS agent_runs_lock_lookup ON agent_runs;
       ALTER TABLE tool_call_ledger DROP COLUMN IF EXISTS run_id;
       ALTER TABLE agent_runs DROP CONSTRAINT IF EXISTS ck_agent_runs_status,
