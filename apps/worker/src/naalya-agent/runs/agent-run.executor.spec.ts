@@ -436,6 +436,23 @@ describe('the run lease: the server decides whether a step runs, and when it sto
     expect(leases.requests.map(({ action, dispatchToken }) => ({ action, dispatchToken }))).toEqual([{ action: 'claim', dispatchToken: TEST_DISPATCH_TOKEN }]);
   });
 
+  it('a copy of a step this worker is already running (redelivered after its channel dropped) is dropped unrun: one claim, one RUN_STARTED', async () => {
+    const rover = fakeModel().respond(toolCalls(call('list_staff', {}, 'tc-staff'))).respond(new AIMessage('Here are your staff.'));
+    const { events, leases, step } = harness({ rover }, new MemorySaver(), { caller: new SlowToolCaller(200) });
+    const request = start(contextFor(), 'show the staff');
+
+    const first = step(request);
+    await sleep(50);
+    const copy = await step(request);
+
+    expect(copy).toEqual({ outcome: 'dropped', events: [] });
+    expect((await first).outcome).toBe('success');
+    expect(types(events).filter((type) => type === 'RUN_STARTED')).toHaveLength(1);
+    expect(leases.requestsOf('claim')).toHaveLength(1);
+    // Once the first has ended, the same step may be delivered again (and the server decides).
+    expect((await step(request)).outcome).not.toBe('dropped');
+  });
+
   it('a claim that gets no answer (timeout, no connection, an unreadable reply) drops the step the same way', async () => {
     const rover = fakeModel().respond(new AIMessage('hi'));
     const leases = new FakeRunLeases().answer('claim', new Error('no reply within 15000 ms'));

@@ -118,6 +118,12 @@ const safeErrorFor = (error: unknown, signal: AbortSignal | undefined): RunError
  */
 export class AgentRunExecutor {
   private readonly logger: LoggerService;
+  /**
+   * The steps this process is running, by dispatch token. A copy of one of them (its delivery requeued when the
+   * channel dropped, and redelivered here while the first still runs) must not run beside it: the server grants the
+   * lease again to the same worker (a claim must stay idempotent), and two runs of one step would both publish.
+   */
+  private readonly running = new Set<string>();
 
   constructor(private readonly deps: AgentRunExecutorDeps) {
     this.logger = deps.logger ?? new Logger(AgentRunExecutor.name);
@@ -131,6 +137,20 @@ export class AgentRunExecutor {
       this.logger.warn(`Run ${runId} (thread ${threadId}) dropped before it ran: its step carries no dispatch token, so no lease can be claimed.`);
       return 'dropped';
     }
+    if (this.running.has(dispatchToken)) {
+      this.logger.warn(`Run ${runId} (thread ${threadId}): a copy of a step this worker is already running was dropped (redelivered while it runs).`);
+      return 'dropped';
+    }
+    this.running.add(dispatchToken);
+    try {
+      return await this.claimAndRun(request, dispatchToken, signal);
+    } finally {
+      this.running.delete(dispatchToken);
+    }
+  }
+
+  private async claimAndRun(request: AgentRunRequest, dispatchToken: string, signal: AbortSignal | undefined): Promise<RunStepOutcome> {
+    const { runId, threadId } = request.context.run;
     const claim = await StepLease.claim({ leases: this.deps.leases, dispatchToken, runId, logger: this.logger });
     if (!claim.granted) {
       this.logger.warn(
