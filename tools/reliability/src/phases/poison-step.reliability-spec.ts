@@ -35,7 +35,7 @@ const LEASE_SECONDS = 2;
 const SWEEP_MS = 300;
 const MAX_ATTEMPTS = 3;
 /** Every attempt's lease and a sweep after it, plus a margin for a loaded machine. */
-const ENDS_WITHIN_MS = MAX_ATTEMPTS * (LEASE_SECONDS * 1000 + SWEEP_MS) + 3_000;
+const ENDS_WITHIN_MS = MAX_ATTEMPTS * (LEASE_SECONDS * 1000 + SWEEP_MS) + 4_000;
 const MARKER = `poison-${randomUUID().slice(0, 8)}`;
 
 /** A worker kept running: restarted whenever it exits, its deaths counted. */
