@@ -35,7 +35,13 @@ export const queryOf =
   async <R>(sql: string, parameters: unknown[] = []) =>
     (await serially(owner, () => owner.query(sql, parameters))).rows as R[];
 
-export type DispatchClaims = { identity: AgentIdentity; scope: AgentCallScope; runId: string; threadId: string; exp: number };
+export type DispatchClaims = { identity: AgentIdentity; scope: AgentCallScope; runId: string; threadId: string; epoch: number; exp: number };
+
+/** The epoch a dispatch token was minted for (its claims are readable; only the signature is secret). */
+export const epochOf = (dispatchToken: string | undefined): number => {
+  const claims = JSON.parse(Buffer.from(String(dispatchToken).split('.')[1] ?? '', 'base64url').toString('utf8') || '{}') as { epoch?: unknown };
+  return typeof claims.epoch === 'number' ? claims.epoch : 0;
+};
 
 /** Signs dispatch claims as the server does (its own function), with its key or a forger's. */
 export const loadSigner = async (stack: ReliabilityStack): Promise<(claims: DispatchClaims, key?: string) => string> => {

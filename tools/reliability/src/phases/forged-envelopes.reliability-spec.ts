@@ -13,10 +13,10 @@ import {
   type PhaseRow,
   type PhaseTarget,
 } from '../support/index.js';
-import { contextCache, failureSampler, identityOf, loadSigner, markerEffects, outcomeOf, queryOf } from './attack-support.js';
+import { contextCache, epochOf, failureSampler, identityOf, loadSigner, markerEffects, outcomeOf, queryOf } from './attack-support.js';
 import { domainFingerprint, fingerprintChanges } from './domain-fingerprint.js';
 import { FORGED_KINDS, forgedMessage, matchesRefusal, type BaseCall, type ForgeContext, type ForgedMessage } from './forged-envelopes.kinds.js';
-import { createBrokerIntruder, drainDeadLetters, openRawPublisher, readReply, type RawOutcome } from './raw-publisher.js';
+import { consumeDeadLetters, createBrokerIntruder, openRawPublisher, readReply, type RawOutcome } from './raw-publisher.js';
 
 // Forged envelopes: thirteen kinds of message that did not come from the worker's dispatch as sent (forged-envelopes.kinds.ts:
 // another publisher, missing, tampered, expired or foreign token, identity swapped, a write's envelope replayed to
@@ -78,6 +78,8 @@ export const forgedEnvelopesPhase = (target: PhaseTarget, size: ForgedSize): Pro
                 identity: identityOf(context),
                 scope: { mode: 'school' },
                 ...(options.run ?? context.run),
+                // The genuine step's epoch: a forged token must be refused for what the kind forges, not a missing claim.
+                epoch: epochOf(context.dispatchToken),
                 exp: Math.floor(Date.now() / 1000) + (options.tokenTtlSeconds ?? 3600),
               },
               options.signingKey,
@@ -113,6 +115,11 @@ export const forgedEnvelopesPhase = (target: PhaseTarget, size: ForgedSize): Pro
       const asWorker = await openRawPublisher(stack.workerBrokerUrl, stack.toolsQueue);
       const asIntruder = await openRawPublisher(intruder.url, stack.toolsQueue);
       const before = await domainFingerprint(stack.owner);
+      // The dead-letter queue is bounded (its oldest dropped past 64 MiB), and the oversized forgeries alone are more
+      // than that: it is consumed while the messages go out, so none is dropped before it is counted.
+      const deadLetterQueue = rmqNames(stack.toolsQueue).deadLetterQueue;
+      const deadLetters = await consumeDeadLetters(stack.env['RABBITMQ_URL']!, deadLetterQueue);
+      const dead = deadLetters.ids;
       let sent: Sent[];
       try {
         sent = await inParallel(messages.length, size.concurrency, async (index) => {
@@ -128,19 +135,14 @@ export const forgedEnvelopesPhase = (target: PhaseTarget, size: ForgedSize): Pro
                 });
           return { message, correlationId, outcome, started };
         });
+        // Dead-lettering follows the reply on the server's side: wait until every message that must be there is.
+        const mustBeDead = new Set(sent.filter((entry) => entry.message.expect.settlement === 'dead-lettered').map((entry) => entry.correlationId));
+        for (let waited = 0; waited < 5_000 && [...mustBeDead].some((id) => !dead.has(id)); waited += 250) await sleep(250);
       } finally {
+        await deadLetters.stop();
         await asWorker.close();
         await asIntruder.close();
         await intruder.remove();
-      }
-
-      // Dead-lettering follows the reply on the server's side: wait until every message that must be there is.
-      const deadLetterQueue = rmqNames(stack.toolsQueue).deadLetterQueue;
-      const mustBeDead = new Set(sent.filter((entry) => entry.message.expect.settlement === 'dead-lettered').map((entry) => entry.correlationId));
-      const dead = new Set<string>();
-      for (let waited = 0; waited < 5_000 && [...mustBeDead].some((id) => !dead.has(id)); waited += 250) {
-        for (const id of await drainDeadLetters(stack.env['RABBITMQ_URL']!, deadLetterQueue)) dead.add(id);
-        await sleep(250);
       }
 
       const problems = failureSampler();

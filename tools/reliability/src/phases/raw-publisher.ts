@@ -145,6 +145,19 @@ export const drainDeadLetters = async (url: string, queue: string): Promise<Set<
   return found;
 };
 
+/**
+ * Consumes a dead-letter queue as its messages arrive, collecting their correlation ids until stopped: for a phase that
+ * sends more than the queue keeps (it is bounded, its oldest dropped first), so none is dropped before it is counted.
+ */
+export const consumeDeadLetters = async (url: string, queue: string): Promise<{ ids: Set<string>; stop: () => Promise<void> }> => {
+  const model = await amqplib.connect(url);
+  model.on('error', () => undefined);
+  const ids = new Set<string>();
+  const channel = await model.createChannel();
+  await channel.consume(queue, (message) => message && ids.add(String(message.properties.correlationId)), { noAck: true });
+  return { ids, stop: () => model.close().catch(() => undefined) };
+};
+
 const run = promisify(execFile);
 
 /**

@@ -14,6 +14,12 @@
  *      domain rows; without one, the ledger row stands for the effect;
  *    - break things through `stack.broker` / `stack.database` (fault proxies: `cutAll`, `outage`, `down`,
  *      `cutAtCommit`), `stack.server().stop('SIGKILL')` and `stack.startServer()`, or the owner connection;
+ *    - for runs (the server's leases, cancel, double-texting): talk as a user with `conversationsOf(stack, email)`
+ *      (threads, messages with a multitask strategy, cancel), read the run's row and stored events as the owner
+ *      (`runRow`, `storedEvents`, `awaitRun`), hold a write in its transaction with `holdTableLock`, and stop, freeze
+ *      (`worker.child.kill('SIGSTOP')`) or restart workers; a fault inside the worker process is a preload
+ *      (`stack.startWorker(env, { preload })`, worker-preload.mjs). Then `recordRunWrites(record, owner, runIds)`
+ *      gives the reconciler every write those runs committed, as the conversation reported it;
  *    - `check(ok, detail)` what only the phase can judge (timeliness, reconnection), `add({ leaked: n }, detail)`
  *      what only it can count.
  *    After the body the reconciler compares the outcomes with the ledger, the audit log and the domain rows (lost,
@@ -24,11 +30,12 @@
  *    file), then run the phase at full size and `expectPassed(row)` (the row goes in the table, the failures in the
  *    assertion message).
  * 3. Its sabotage test: the same phase, small, against a target with the protection it checks switched off
- *    (`restartWeakened(target.stack, weakening)`: a weakened server entry point; or a weakened caller or database
- *    setting; never a switch in production code), then `expectCaught(row, 'what was switched off')`. Say in the file
- *    why that sabotage is the honest one.
+ *    (`restartWeakened(target.stack, weakening)`: a weakened server entry point; a worker started with a weakening
+ *    preloaded; or a weakened caller, configuration or database setting; never a switch in production code), then
+ *    `expectCaught(row, 'what was switched off')`. Say in the file why that sabotage is the honest one.
  *
- * Keep a phase's wall time in budget: the whole battery runs in CI within 10 minutes on 2 cores (about 3½ when idle).
+ * Keep a phase's wall time in budget: the whole battery stays within 12 minutes on an idle 2-core machine (CI allows it
+ * that long); a worker takes seconds to start, so a phase keeps the ones it has (leases of a few seconds, not 30).
  */
 export * from './caller.js';
 export * from './conversation.js';
@@ -41,3 +48,4 @@ export * from './resolve-unknowns.js';
 export * from './run-phase.js';
 export * from './stack.js';
 export * from './phase-suite.js';
+export * from './runs.js';

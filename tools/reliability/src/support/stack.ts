@@ -23,7 +23,11 @@ export type ReliabilityStack = {
   server: () => ServerProcess;
   /** The built server, or with `weakening` the same server with one protection switched off (weakened-server.mjs). */
   startServer: (options?: { weakening?: Weakening; extraEnv?: Record<string, string> }) => Promise<ServerProcess>;
-  startWorker: (extraEnv?: Record<string, string>) => Promise<WorkerProcess>;
+  /**
+   * The built worker, through the broker proxy. With `preload`, the same worker with a fault or a weakening loaded
+   * before its entry point (worker-preload.mjs, by NODE_OPTIONS=--import): production code has no switch for any of it.
+   */
+  startWorker: (extraEnv?: Record<string, string>, options?: { preload?: WorkerPreload }) => Promise<WorkerProcess>;
   /** A bearer token of the persona, from the current server's /auth/login. */
   login: (email: string) => Promise<string>;
   /** A real runtime context: the persona logs in and the server opens a run and mints the dispatch token. */
@@ -40,7 +44,20 @@ export type Weakening =
   | 'rls-bypassed'
   | 'lenient-schemas'
   | 'auto-approve'
-  | 'no-quota';
+  | 'no-quota'
+  | 'no-sweeper'
+  | 'unbounded-attempts'
+  | 'no-fencing'
+  | 'unlocked-run-check'
+  | 'no-thread-lock';
+
+/**
+ * What worker-preload.mjs loads into a worker process: a fault the phase injects (a step that kills its worker; a
+ * worker whose writes outrun its own lease check, as a freeze landing between the two would make them) or a protection
+ * switched off for a sabotage test (run steps not authenticated).
+ */
+export type WorkerPreload = 'poison-step' | 'late-talker' | 'unauthenticated-steps';
+const WORKER_PRELOAD = new URL('./worker-preload.mjs', import.meta.url).href;
 const WEAKENED_SERVER = fileURLToPath(new URL('./weakened-server.mjs', import.meta.url));
 
 // Quotas are a flood brake with their own phase; fault phases load the server far beyond a person's rate.
@@ -87,7 +104,14 @@ export const createReliabilityStack = async (options: { poolSize?: number; serve
           ? { script: WEAKENED_SERVER, env: { ...env, ...start.extraEnv, RELIABILITY_WEAKENING: start.weakening } }
           : { env: { ...env, ...start.extraEnv } },
       ),
-    startWorker: (extraEnv = {}) => base.startWorker({ RABBITMQ_URL: workerBrokerUrl, ...extraEnv }),
+    startWorker: (extraEnv = {}, start = {}) =>
+      base.startWorker({
+        RABBITMQ_URL: workerBrokerUrl,
+        ...(start.preload
+          ? { NODE_OPTIONS: `${process.env['NODE_OPTIONS'] ?? ''} --import=${WORKER_PRELOAD}`.trim(), RELIABILITY_WORKER_PRELOAD: start.preload }
+          : {}),
+        ...extraEnv,
+      }),
     login: base.login,
     contextFor: base.contextFor,
     teardown: async () => {

@@ -8,19 +8,25 @@ import { RPC_AGENT_TOOLS, requiresConfirmation } from '@naalya/agent-tools';
 import { runInRmqMessageFrame } from '@naalya/rmq';
 import {
   APP_ENTITIES,
+  AgentRunEventStore,
+  AgentThreadsService,
   AppModule,
   AuditLogService,
   BrokerStatus,
+  RunSweeper,
   ToolCallLedgerService,
   ToolCallQuota,
   ToolExecutor,
   canonicalHash,
   connectToolTransport,
   createAppDataSource,
+  currentManager,
   loadServerConfig,
   nestLogLevels,
   registerDataSource,
+  runUnscoped,
   startAgentRunMessaging,
+  withSchool,
 } from '@naalya/server/testing';
 import { Test } from '@nestjs/testing';
 import pg from 'pg';
@@ -111,6 +117,82 @@ const WEAKENINGS = {
   },
   // No per-school or per-user quota: every call is let through.
   'no-quota': { providers: [[ToolCallQuota, { take: () => null }]] },
+  // No sweeper: nothing takes back a step whose lease expired (a dead worker's), so its run stays running and its
+  // thread locked. (Its other duty, starting queued runs, still happens when a run ends through the ingest.)
+  'no-sweeper': {
+    providers: [],
+    afterCompile: async (moduleRef) => {
+      moduleRef.get(RunSweeper).start = () => undefined;
+    },
+  },
+  // AGENT_RUN_MAX_ATTEMPTS without a bound (the configuration refuses more than 20): a step that fails on every
+  // attempt is dispatched again for ever.
+  'unbounded-attempts': {
+    providers: [],
+    configure: (serverConfig) => {
+      serverConfig.AGENT_RUN_MAX_ATTEMPTS = Number.MAX_SAFE_INTEGER;
+    },
+  },
+  // No fencing by epoch: execute()'s run-in-flight check looks at the run's status, owner and thread only (not the
+  // token's epoch, nor the lease), and the run events ingest stores an event of any step of a run, current or not,
+  // running or ended. A step taken back from a frozen worker can then still write through it.
+  'no-fencing': {
+    providers: [],
+    afterCompile: async (moduleRef) => {
+      const executor = moduleRef.get(ToolExecutor);
+      executor.runInFlight = async (claims) => {
+        const [run] = await currentManager().query(`SELECT status, owner_id, thread_id FROM agent_run_dispatch_state($1)`, [claims.runId]);
+        return run?.status === 'running' && run.owner_id === claims.identity.sub && run.thread_id === claims.threadId;
+      };
+      const store = moduleRef.get(AgentRunEventStore);
+      store.persist = async function (runId, messageId, event) {
+        const tenant = await this.runs.tenantOf(runId);
+        if (!tenant) return { kind: 'unknown-run' };
+        const asOwner = (fn) => (tenant.schoolId ? withSchool(tenant.schoolId, tenant.ownerId, fn) : runUnscoped(tenant.ownerId, fn));
+        return asOwner(async () => {
+          const run = await this.runs.lockForEvent(runId);
+          if (!run) return { kind: 'unknown-run' };
+          if (run.threadId !== event.threadId) return { kind: 'foreign-thread' };
+          return this.insert(runId, run, messageId, event, tenant);
+        });
+      };
+    },
+  },
+  // execute()'s run-in-flight check made on a connection of its own, so the call's transaction holds no lock on the
+  // run's row: a cancel no longer waits for a write already inside its transaction, and the write commits after the
+  // cancel has answered (without being listed in its committed writes).
+  'unlocked-run-check': {
+    providers: [],
+    afterCompile: async (moduleRef) => {
+      const pool = new pg.Pool({ connectionString: config.DATABASE_OWNER_URL, max: 4 });
+      const executor = moduleRef.get(ToolExecutor);
+      executor.runInFlight = async (claims) => {
+        const { rows } = await pool.query(
+          `SELECT status, owner_id, thread_id, epoch, kind = 'direct' OR lease_expires_at > now() AS lease_live FROM agent_runs WHERE id = $1`,
+          [claims.runId],
+        );
+        const run = rows[0];
+        return run?.status === 'running' && run.epoch === claims.epoch && run.lease_live && run.owner_id === claims.identity.sub && run.thread_id === claims.threadId;
+      };
+    },
+  },
+  // Starts without their guard: the thread is read without its row lock, and the one-active-run index is dropped from
+  // the database, so concurrent messages on a thread each find it free and each start a run.
+  'no-thread-lock': {
+    providers: [],
+    setup: async () => {
+      const owner = new pg.Client({ connectionString: config.DATABASE_OWNER_URL });
+      await owner.connect();
+      await owner.query('DROP INDEX IF EXISTS uq_agent_runs_one_active_per_thread');
+      await owner.end();
+      return [];
+    },
+    afterCompile: async (moduleRef) => {
+      const threads = moduleRef.get(AgentThreadsService);
+      const ownedThread = threads.ownedThread.bind(threads);
+      threads.ownedThread = (threadId, caller) => ownedThread(threadId, caller);
+    },
+  },
 };
 
 /**
@@ -140,6 +222,7 @@ if (!weakening) {
   process.exit(2);
 }
 
+weakening.configure?.(config);
 let builder = Test.createTestingModule({ imports: [AppModule.forRoot(config)] });
 for (const [token, value] of [...weakening.providers, ...((await weakening.setup?.()) ?? [])]) builder = builder.overrideProvider(token).useValue(value);
 const moduleRef = await builder.compile();

@@ -436,6 +436,61 @@ describe('the run lease: the server decides whether a step runs, and when it sto
     expect(leases.requests.map(({ action, dispatchToken }) => ({ action, dispatchToken }))).toEqual([{ action: 'claim', dispatchToken: TEST_DISPATCH_TOKEN }]);
   });
 
+  it('a copy of a step this worker is running (redelivered after its channel dropped) waits for it, then claims: refused once the step ended, nothing published twice', async () => {
+    const rover = fakeModel().respond(toolCalls(call('list_staff', {}, 'tc-staff'))).respond(new AIMessage('Here are your staff.'));
+    const leases = new FakeRunLeases().answer('claim', { granted: true, leaseMs: 30_000 }, { granted: false, reason: 'ended' });
+    const { events, step } = harness({ rover }, new MemorySaver(), { leases, caller: new SlowToolCaller(200) });
+    const request = start(contextFor(), 'show the staff');
+
+    const first = step(request);
+    await sleep(50);
+    const copy = step(request);
+    await sleep(50);
+    // The copy has not claimed while the first runs.
+    expect(leases.requestsOf('claim')).toHaveLength(1);
+
+    expect((await first).outcome).toBe('success');
+    expect((await copy).outcome).toBe('dropped');
+    // Only the first run's events: one RUN_STARTED, one RUN_FINISHED.
+    expect(types(events).filter((type) => type === 'RUN_STARTED')).toHaveLength(1);
+    expect(types(events).filter((type) => type === 'RUN_FINISHED')).toHaveLength(1);
+    const claims = leases.requestsOf('claim');
+    expect(claims).toHaveLength(2);
+    expect(claims[1]?.at).toBeGreaterThanOrEqual(leases.requestsOf('release')[0]?.at ?? Infinity);
+  });
+
+  it('a copy of a step whose first run failed without ending it claims once that one has thrown, and completes the step', async () => {
+    const rover = fakeModel().respond(new AIMessage('Hello.'));
+    const events: AgentRunEvent[] = [];
+    let publishes = 0;
+    const executor = new AgentRunExecutor({
+      toolCaller: new FakeToolCaller(),
+      checkpointer: new MemorySaver(),
+      events: {
+        publish: async (event) => {
+          // The first run's first publish fails after a while (its connection dropped): that run throws.
+          if (publishes++ === 0) {
+            await sleep(100);
+            throw new Error('disconnected');
+          }
+          events.push(event);
+        },
+      },
+      leases: new FakeRunLeases(),
+      chatModel: () => rover,
+      logger: { log: () => undefined, error: () => undefined, warn: () => undefined },
+    });
+    const request = start(contextFor(), 'hello');
+
+    const first = executor.execute(request);
+    await sleep(30);
+    const copy = executor.execute(request);
+
+    await expect(first).rejects.toBeInstanceOf(RunEventPublishError);
+    expect(await copy).toBe('success');
+    expect(types(events)).toEqual(['RUN_STARTED', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END', 'RUN_FINISHED']);
+  });
+
   it('a claim that got no answer is asked again, and a later answer runs the step (the broker was coming back)', async () => {
     const rover = fakeModel().respond(new AIMessage('hi'));
     const leases = new FakeRunLeases().answer('claim', new Error('not connected to RabbitMQ'));

@@ -118,6 +118,14 @@ const safeErrorFor = (error: unknown, signal: AbortSignal | undefined): RunError
  */
 export class AgentRunExecutor {
   private readonly logger: LoggerService;
+  /**
+   * The steps this process is running, by dispatch token: the last delivery of each. A copy of one of them (its
+   * delivery requeued when the channel dropped, and redelivered here while the first still runs) must not run beside
+   * it: the server grants the lease again to the same worker (a claim must stay idempotent), so both would run and both
+   * would publish. The copy waits for the one before it to end, then claims: refused once that one has ended the step,
+   * granted (and continued from the checkpoint) if it failed without ending it.
+   */
+  private readonly running = new Map<string, Promise<unknown>>();
 
   constructor(private readonly deps: AgentRunExecutorDeps) {
     this.logger = deps.logger ?? new Logger(AgentRunExecutor.name);
@@ -131,6 +139,19 @@ export class AgentRunExecutor {
       this.logger.warn(`Run ${runId} (thread ${threadId}) dropped before it ran: its step carries no dispatch token, so no lease can be claimed.`);
       return 'dropped';
     }
+    const before = this.running.get(dispatchToken);
+    if (before) this.logger.warn(`Run ${runId} (thread ${threadId}): a copy of a step this worker is running arrived (redelivered); it waits for that one to end.`);
+    const current = (before ?? Promise.resolve()).catch(() => undefined).then(() => this.claimAndRun(request, dispatchToken, signal));
+    this.running.set(dispatchToken, current);
+    try {
+      return await current;
+    } finally {
+      if (this.running.get(dispatchToken) === current) this.running.delete(dispatchToken);
+    }
+  }
+
+  private async claimAndRun(request: AgentRunRequest, dispatchToken: string, signal: AbortSignal | undefined): Promise<RunStepOutcome> {
+    const { runId, threadId } = request.context.run;
     const claim = await StepLease.claim({ leases: this.deps.leases, dispatchToken, runId, logger: this.logger });
     if (!claim.granted) {
       this.logger.warn(

@@ -74,6 +74,19 @@ describe('CheckpointStore', () => {
     expect(rows.map((row) => row.table_name)).toEqual(['checkpoint_blobs', 'checkpoint_migrations', 'checkpoint_writes', 'checkpoints']);
   });
 
+  it('workers starting together on a fresh schema all set it up (the ones that collide pass again)', async () => {
+    const fresh = `${schema}_together`;
+    await admin.query(`CREATE SCHEMA "${fresh}" AUTHORIZATION ${ROLE.name}`);
+    const together = Array.from({ length: 4 }, () => new CheckpointStore({ databaseUrl: DATABASE_URL, schema: fresh, retentionDays: 30, sweepIntervalMs: 3_600_000, poolSize: 2 }));
+    try {
+      const started = await Promise.allSettled(together.map((store) => store.onModuleInit()));
+      expect(started.filter((result) => result.status === 'rejected')).toEqual([]);
+    } finally {
+      await Promise.all(together.map((store) => store.onModuleDestroy().catch(() => undefined)));
+      await admin.query(`DROP SCHEMA IF EXISTS "${fresh}" CASCADE`);
+    }
+  });
+
   it('the retention sweep deletes threads whose latest checkpoint is older than the retention, and keeps the rest', async () => {
     const store = await openStore(30);
     const now = new Date();

@@ -19,6 +19,10 @@ export type CheckpointStoreOptions = {
 export const CHECKPOINT_STORE_OPTIONS = Symbol('CheckpointStoreOptions');
 
 const SWEEP_BATCH = 500;
+/** Passes of setup() before a start-up fails: a worker starting beside another on a fresh schema may meet its tables. */
+const SETUP_ATTEMPTS = 5;
+/** What a concurrent setup() of the same schema raises: a migration row or a table (and its row type) created twice. */
+const CONCURRENT_SETUP_CODES: ReadonlySet<string> = new Set(['23505', '42P07', '42710']);
 const DAY_MS = 86_400_000;
 
 const quoteIdentifier = (name: string) => `"${name.replaceAll('"', '""')}"`;
@@ -63,15 +67,25 @@ export class CheckpointStore implements OnModuleInit, OnModuleDestroy {
     this.saver = new PostgresSaver(this.pool, undefined, { schema: this.schema });
   }
 
-  // setup() creates the saver's tables inside the schema (idempotent).
+  // setup() creates the saver's tables inside the schema (idempotent once done). Workers starting together on a fresh
+  // schema run it at the same moment and collide on a migration's row or table: the one that collides passes again,
+  // and then finds the other's work done.
   async onModuleInit(): Promise<void> {
-    try {
-      await new PostgresSaver(withoutSchemaCreation(this.pool), undefined, { schema: this.schema }).setup();
-    } catch (error) {
-      await this.pool.end().catch(() => undefined);
-      throw new Error(
-        `Cannot set up checkpoints in schema "${this.schema}" (run the database setup with CHECKPOINT_DATABASE_URL): ${error instanceof Error ? error.message : String(error)}`,
-      );
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await new PostgresSaver(withoutSchemaCreation(this.pool), undefined, { schema: this.schema }).setup();
+        break;
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        if (attempt < SETUP_ATTEMPTS && typeof code === 'string' && CONCURRENT_SETUP_CODES.has(code)) {
+          await new Promise((resolve) => setTimeout(resolve, 50 * attempt + Math.floor(Math.random() * 100)));
+          continue;
+        }
+        await this.pool.end().catch(() => undefined);
+        throw new Error(
+          `Cannot set up checkpoints in schema "${this.schema}" (run the database setup with CHECKPOINT_DATABASE_URL): ${error instanceof Error ? error.message : String(error)}`,
+        );
+      }
     }
     await this.sweepLogged();
     this.timer = setInterval(() => void this.sweepLogged(), this.options.sweepIntervalMs ?? 3_600_000);
