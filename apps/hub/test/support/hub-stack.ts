@@ -21,10 +21,10 @@ export const ensureChromium = (): string => {
 };
 
 /**
- * The server's run lifecycle, short for the tests: a step no worker renews loses its lease in 6 s, is dispatched once
- * more, and then fails its run (RUN_ABANDONED) about 12 s after it was sent; the sweeper looks twice a second.
+ * The server's run lifecycle, short for the tests: a step no worker renews loses its lease in 10 s, is dispatched once
+ * more, and then fails its run (RUN_ABANDONED) about 20 s after it was sent; the sweeper looks twice a second.
  */
-export const HUB_RUN_LIFECYCLE = { AGENT_RUN_LEASE_SECONDS: '6', AGENT_RUN_MAX_ATTEMPTS: '2', AGENT_RUN_SWEEP_INTERVAL_MS: '500' } as const;
+export const HUB_RUN_LIFECYCLE = { AGENT_RUN_LEASE_SECONDS: '10', AGENT_RUN_MAX_ATTEMPTS: '2', AGENT_RUN_SWEEP_INTERVAL_MS: '500' } as const;
 
 export type HubStack = {
   baseUrl: string;
