@@ -493,7 +493,8 @@ describe('the run lease: the server decides whether a step runs, and when it sto
 
   it('a claim that gets no answer (timeout, no connection, an unreadable reply) drops the step the same way', async () => {
     const rover = fakeModel().respond(new AIMessage('hi'));
-    const leases = new FakeRunLeases().answer('claim', new Error('no reply within 15000 ms'));
+    // Unanswered every time it is asked, until the claim's time (FakeRunLeases: 1 s) is up.
+    const leases = new FakeRunLeases().answer('claim', ...Array.from({ length: 20 }, () => new Error('no reply within 15000 ms')));
     const { step } = harness({ rover }, new MemorySaver(), { leases });
 
     const { outcome, events } = await step(start(contextFor(), 'hello'));

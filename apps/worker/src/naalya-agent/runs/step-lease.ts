@@ -18,6 +18,9 @@ export class RunLeaseLostError extends Error {
 
 const defaultNow = () => performance.now();
 
+/** The pause before a claim that got no answer is asked again. */
+const CLAIM_RETRY_MS = 250;
+
 /** How long a release may take; nobody waits for it. */
 const RELEASE_TIMEOUT_MS = 2_000;
 
@@ -54,16 +57,27 @@ export class StepLease {
     this.now = options.now ?? defaultNow;
   }
 
-  /** Claims the step's lease. Never throws: no answer is a refusal too (the server re-dispatches an unclaimed step). */
+  /**
+   * Claims the step's lease. Never throws: no answer is a refusal too (the server re-dispatches an unclaimed step). A
+   * claim that got no answer is asked again until the claim's own time (`leases.timeoutMs`) is up: after a broker
+   * outage the runs consumer may be back before the tools client that carries the claim, and a step dropped then would
+   * wait a whole lease for the sweeper. Asking again is safe: the server grants the same worker's claim again.
+   */
   static async claim(options: StepLeaseOptions): Promise<ClaimResult> {
     const now = options.now ?? defaultNow;
-    const sentAt = now();
-    try {
-      const reply = await options.leases.request('claim', options.dispatchToken);
-      if (!reply.granted) return { granted: false, reason: reply.reason };
-      return { granted: true, lease: new StepLease(options, reply.leaseMs, sentAt).start() };
-    } catch (error) {
-      return { granted: false, reason: 'unanswered', detail: error instanceof Error ? error.message : String(error) };
+    const giveUpAt = Date.now() + options.leases.timeoutMs;
+    for (;;) {
+      const sentAt = now();
+      try {
+        const reply = await options.leases.request('claim', options.dispatchToken);
+        if (!reply.granted) return { granted: false, reason: reply.reason };
+        return { granted: true, lease: new StepLease(options, reply.leaseMs, sentAt).start() };
+      } catch (error) {
+        if (Date.now() + CLAIM_RETRY_MS >= giveUpAt) {
+          return { granted: false, reason: 'unanswered', detail: error instanceof Error ? error.message : String(error) };
+        }
+        await new Promise((resolve) => setTimeout(resolve, CLAIM_RETRY_MS));
+      }
     }
   }
 
