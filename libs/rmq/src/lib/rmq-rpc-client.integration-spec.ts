@@ -59,6 +59,10 @@ afterAll(async () => {
 });
 
 describe('RmqRpcClient', () => {
+  it('a timeout of a fractional millisecond count still calls (the broker closes the channel on a fractional expiration)', async () => {
+    expect(await client.call('echo', { n: 2 }, 2_999.6)).toEqual({ data: { n: 2 }, userId: user, expiration: '3000' });
+  });
+
   it('publishes through the exchange with user_id and an expiration equal to the timeout, and resolves with the response', async () => {
     expect(await client.call('echo', { n: 1 }, 3_000)).toEqual({ data: { n: 1 }, userId: user, expiration: '3000' });
   });

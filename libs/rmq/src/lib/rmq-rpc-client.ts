@@ -93,8 +93,8 @@ export class RmqRpcClient {
           replyTo: DIRECT_REPLY_TO,
           correlationId: id,
           // A call nobody consumed in time is dropped by the broker, so a server that comes back later cannot run it
-          // after its caller gave up.
-          expiration: String(timeoutMs),
+          // after its caller gave up. Whole milliseconds: the broker closes the channel on a fractional expiration.
+          expiration: String(Math.max(1, Math.ceil(timeoutMs))),
           contentType: 'application/json',
           // Not persistent: a call outliving a broker restart would run after its caller gave up.
           persistent: false,

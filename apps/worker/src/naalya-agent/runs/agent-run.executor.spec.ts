@@ -491,9 +491,19 @@ describe('the run lease: the server decides whether a step runs, and when it sto
     expect(types(events)).toEqual(['RUN_STARTED', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END', 'RUN_FINISHED']);
   });
 
-  it('a claim that gets no answer (timeout, no connection, an unreadable reply) drops the step the same way', async () => {
+  it('a claim that got no answer is asked again, and a later answer runs the step (the broker was coming back)', async () => {
     const rover = fakeModel().respond(new AIMessage('hi'));
-    // Unanswered every time it is asked, until the claim's time (FakeRunLeases: 1 s) is up.
+    const leases = new FakeRunLeases().answer('claim', new Error('not connected to RabbitMQ'));
+    const { step } = harness({ rover }, new MemorySaver(), { leases });
+
+    const { outcome } = await step(start(contextFor(), 'hello'));
+
+    expect(outcome).toBe('success');
+    expect(leases.requestsOf('claim')).toHaveLength(2);
+  });
+
+  it('a claim that gets no answer for the whole claim timeout (timeout, no connection, an unreadable reply) drops the step the same way', async () => {
+    const rover = fakeModel().respond(new AIMessage('hi'));
     const leases = new FakeRunLeases().answer('claim', ...Array.from({ length: 20 }, () => new Error('no reply within 15000 ms')));
     const { step } = harness({ rover }, new MemorySaver(), { leases });
 

@@ -18,8 +18,9 @@ export class RunLeaseLostError extends Error {
 
 const defaultNow = () => performance.now();
 
-/** The pause before a claim that got no answer is asked again. */
-const CLAIM_RETRY_MS = 250;
+/** Backoff between claims that got no answer. */
+const CLAIM_FIRST_RETRY_MS = 250;
+const CLAIM_MAX_RETRY_MS = 2_000;
 
 /** How long a release may take; nobody waits for it. */
 const RELEASE_TIMEOUT_MS = 2_000;
@@ -58,25 +59,27 @@ export class StepLease {
   }
 
   /**
-   * Claims the step's lease. Never throws: no answer is a refusal too (the server re-dispatches an unclaimed step). A
-   * claim that got no answer is asked again until the claim's own time (`leases.timeoutMs`) is up: after a broker
-   * outage the runs consumer may be back before the tools client that carries the claim, and a step dropped then would
-   * wait a whole lease for the sweeper. Asking again is safe: the server grants the same worker's claim again.
+   * Claims the step's lease. Never throws. A claim that got no answer (the broker connection is coming back, a reply
+   * was lost) is asked again with backoff for up to the lease client's timeout: a step that arrives just as the broker
+   * returns must not wait a whole lease for the sweeper. Still no answer is a refusal too (the server re-dispatches an
+   * unclaimed step). A claim answered twice is harmless: the server grants a repeat claim to the same worker.
    */
   static async claim(options: StepLeaseOptions): Promise<ClaimResult> {
     const now = options.now ?? defaultNow;
-    const giveUpAt = Date.now() + options.leases.timeoutMs;
+    const deadline = now() + options.leases.timeoutMs;
+    let delayMs = CLAIM_FIRST_RETRY_MS;
     for (;;) {
       const sentAt = now();
       try {
-        const reply = await options.leases.request('claim', options.dispatchToken);
+        const reply = await options.leases.request('claim', options.dispatchToken, Math.max(1, Math.floor(Math.min(options.leases.timeoutMs, deadline - sentAt))));
         if (!reply.granted) return { granted: false, reason: reply.reason };
         return { granted: true, lease: new StepLease(options, reply.leaseMs, sentAt).start() };
       } catch (error) {
-        if (Date.now() + CLAIM_RETRY_MS >= giveUpAt) {
-          return { granted: false, reason: 'unanswered', detail: error instanceof Error ? error.message : String(error) };
-        }
-        await new Promise((resolve) => setTimeout(resolve, CLAIM_RETRY_MS));
+        const detail = error instanceof Error ? error.message : String(error);
+        if (now() + delayMs >= deadline) return { granted: false, reason: 'unanswered', detail };
+        options.logger.warn(`Run ${options.runId}: the lease claim got no answer (${detail}); asking again in ${delayMs} ms.`);
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+        delayMs = Math.min(delayMs * 2, CLAIM_MAX_RETRY_MS);
       }
     }
   }
