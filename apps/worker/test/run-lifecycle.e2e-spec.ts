@@ -31,8 +31,9 @@ const cancel = (threadId: string, runId: string) => call('POST', `/agent/threads
 const thread = async (threadId: string) => (await call('GET', `/agent/threads/${threadId}`)).body as unknown as ThreadDetail;
 const runOf = async (threadId: string, runId: string) => (await thread(threadId)).runs.find((run) => run.id === runId);
 
-/** The run's stored events, in order, once the server has ended its stream. */
+/** The run's stored events, in order, once the server has ended its stream (a queued run's ends at once: wait for it to start). */
 const readStep = async (threadId: string, runId: string): Promise<AgentRunEvent[]> => {
+  await waitFor(async () => (await runOf(threadId, runId))?.status !== 'queued', `run ${runId} to leave the queue`);
   const response = await fetch(`${stack.server().baseUrl}/agent/threads/${threadId}/runs/${runId}/events`, {
     headers: { authorization: `Bearer ${token}` },
     signal: AbortSignal.timeout(30_000),

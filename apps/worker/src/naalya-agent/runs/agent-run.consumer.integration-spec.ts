@@ -3,7 +3,6 @@ import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { AGENT_RUN_PATTERN, agentRunEventSchema, type AgentRunEvent, type AgentRunRequest } from '@naalya/agent-tools';
 import {
-  AckAfterReplyTransport,
   MESSAGE_SIGNATURE_HEADER,
   declareTopology,
   deleteTopology,
@@ -17,7 +16,6 @@ import {
 } from '@naalya/rmq';
 import { MemorySaver } from '@langchain/langgraph';
 import { Logger, type INestMicroservice } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import { connect, type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage, type Options } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ScriptedChatModel } from '../core/model/scripted-chat-model.js';
@@ -25,7 +23,7 @@ import { scriptedPolicy } from '../core/model/scripted-policy.js';
 import { schoolContext } from '../core/tools/tool-context.fixture.js';
 import { FakeRunLeases, TEST_DISPATCH_TOKEN } from '../testing/fake-run-leases.fixture.js';
 import { FakeToolCaller } from '../testing/fake-tool-caller.fixture.js';
-import { AgentRunConsumer } from './agent-run.consumer.js';
+import { startRunsConsumer } from '../testing/runs-consumer.fixture.js';
 import { AgentRunExecutor } from './agent-run.executor.js';
 import { RunEventPublisher } from './run-event.publisher.js';
 import { RunStepAuthenticity } from './run-step-authenticity.js';
@@ -162,31 +160,15 @@ beforeAll(async () => {
     leases: new FakeRunLeases(),
     chatModel: () => new ScriptedChatModel(scriptedPolicy),
   });
-  const moduleRef = await Test.createTestingModule({
-    controllers: [AgentRunConsumer],
-    providers: [
-      { provide: AgentRunExecutor, useValue: executor },
-      {
-        provide: RunStepAuthenticity,
-        useValue: new RunStepAuthenticity({
-          serverBrokerUser: SERVER_USER.name,
-          publicKeys: parseMessageVerifyingKeys(`${CURRENT_KEY.publicKey},${PREVIOUS_KEY.publicKey}`),
-        }),
-      },
-    ],
-  }).compile();
-  app = moduleRef.createNestMicroservice({
-    strategy: new AckAfterReplyTransport({
-      url: RABBITMQ_URL,
-      queue: names.runsQueue,
-      prefetch: 2,
-      deadLetterExchange: names.deadLetterExchange,
-      handlerTimeoutMs: 15_000,
-      drainTimeoutMs: 2_000,
+  app = await startRunsConsumer({
+    url: RABBITMQ_URL,
+    names,
+    executor,
+    authenticity: new RunStepAuthenticity({
+      serverBrokerUser: SERVER_USER.name,
+      publicKeys: parseMessageVerifyingKeys(`${CURRENT_KEY.publicKey},${PREVIOUS_KEY.publicKey}`),
     }),
-    logger: false,
   });
-  await app.listen();
 });
 
 afterAll(async () => {

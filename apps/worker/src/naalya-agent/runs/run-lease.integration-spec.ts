@@ -12,7 +12,6 @@ import {
   type AgentRunRequest,
 } from '@naalya/agent-tools';
 import {
-  AckAfterReplyTransport,
   MESSAGE_SIGNATURE_HEADER,
   brokerCredentialsOf,
   declareTopology,
@@ -25,7 +24,6 @@ import {
 } from '@naalya/rmq';
 import { MemorySaver } from '@langchain/langgraph';
 import type { INestMicroservice } from '@nestjs/common';
-import { Test } from '@nestjs/testing';
 import { connect, type Channel, type ChannelModel, type ConsumeMessage, type MessageProperties } from 'amqplib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ScriptedChatModel } from '../core/model/scripted-chat-model.js';
@@ -33,7 +31,7 @@ import { scriptedPolicy } from '../core/model/scripted-policy.js';
 import { AgentToolService } from '../core/tools/agent-tool.service.js';
 import { schoolContext } from '../core/tools/tool-context.fixture.js';
 import { FakeToolCaller } from '../testing/fake-tool-caller.fixture.js';
-import { AgentRunConsumer } from './agent-run.consumer.js';
+import { startRunsConsumer } from '../testing/runs-consumer.fixture.js';
 import { AgentRunExecutor } from './agent-run.executor.js';
 import { RunEventPublisher } from './run-event.publisher.js';
 import { RunLeaseClient } from './run-lease.client.js';
@@ -173,25 +171,12 @@ beforeAll(async () => {
     chatModel: () => new ScriptedChatModel(scriptedPolicy),
     logger: { log: () => undefined, warn: (message: unknown) => void warnings.push({ at: Date.now(), message: String(message) }), error: () => undefined },
   });
-  const moduleRef = await Test.createTestingModule({
-    controllers: [AgentRunConsumer],
-    providers: [
-      { provide: AgentRunExecutor, useValue: executor },
-      { provide: RunStepAuthenticity, useValue: new RunStepAuthenticity({ serverBrokerUser: SERVER_BROKER_USER, publicKeys: parseMessageVerifyingKeys(RUN_SIGNING.publicKey) }) },
-    ],
-  }).compile();
-  app = moduleRef.createNestMicroservice({
-    strategy: new AckAfterReplyTransport({
-      url: RABBITMQ_URL,
-      queue: names.runsQueue,
-      prefetch: 2,
-      deadLetterExchange: names.deadLetterExchange,
-      handlerTimeoutMs: 15_000,
-      drainTimeoutMs: 2_000,
-    }),
-    logger: false,
+  app = await startRunsConsumer({
+    url: RABBITMQ_URL,
+    names,
+    executor,
+    authenticity: new RunStepAuthenticity({ serverBrokerUser: SERVER_BROKER_USER, publicKeys: parseMessageVerifyingKeys(RUN_SIGNING.publicKey) }),
   });
-  await app.listen();
 });
 
 afterAll(async () => {

@@ -103,8 +103,8 @@ export class AgentRunStreamService {
         }
         // The status was read before the events: a run that was no longer running then has all its events of this
         // step in the batch (the ingest stores RUN_FINISHED or RUN_ERROR and the new status in one transaction).
-        // A queued run has not started yet: its stream waits for it, as for a running one.
-        if (status !== 'running' && status !== 'queued' && events.length < BATCH) break;
+        // A queued run's stream ends at once, empty: its summary (GET /agent/threads/:id) says when it has started.
+        if (status !== 'running' && events.length < BATCH) break;
         // Otherwise read again after anything new; an empty read of a running run waits for the next notification.
         if (events.length > 0) isDirty = true;
       }
