@@ -4,6 +4,7 @@ export * from './lib/agent-runtime-context.js';
 export * from './lib/agent-tool-envelope.js';
 export * from './lib/agent-tool-registry.js';
 export * from './lib/agent-run.js';
+export * from './lib/agent-run-events.js';
 export * from './lib/agent-errors.js';
 export * from './lib/agent-roster.js';
 export * from './lib/agent-rest.js';

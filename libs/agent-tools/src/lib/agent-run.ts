@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { RUN_ERROR_CODES } from './agent-errors.js';
 import { agentRuntimeContextSchema } from './agent-runtime-context.js';
 import { AGENT_TOOL_ROLES } from './agent-tool-role.js';
 
@@ -56,50 +55,6 @@ export type AgentInterruptValue = z.infer<typeof agentInterruptValueSchema>;
 /** A pending question or confirmation, attributed to whoever asked it. */
 export const agentInterruptSchema = agentInterruptValueSchema.extend({ interruptId: id });
 export type AgentInterrupt = z.infer<typeof agentInterruptSchema>;
-
-const base = { runId: id, threadId: id };
-
-/**
- * Run events, named after the AG-UI protocol where one fits. The worker publishes them on the run
- * events topic exchange with the run id as routing key; the server numbers them (seq) as it persists them.
- */
-export const agentRunEventSchema = z.discriminatedUnion('type', [
-  z.strictObject({ ...base, type: z.literal('RUN_STARTED') }),
-  z.strictObject({ ...base, type: z.literal('TEXT_MESSAGE_START'), messageId: id, speaker: z.enum(AGENT_SPEAKERS) }),
-  z.strictObject({ ...base, type: z.literal('TEXT_MESSAGE_CONTENT'), messageId: id, delta: z.string() }),
-  z.strictObject({ ...base, type: z.literal('TEXT_MESSAGE_END'), messageId: id }),
-  z.strictObject({
-    ...base,
-    type: z.literal('TOOL_CALL_START'),
-    toolCallId: id,
-    toolCallName: z.string(),
-    speaker: z.enum(AGENT_SPEAKERS),
-    /** The RabbitMQ event for RPC tools; absent for local tools. */
-    event: z.string().optional(),
-    args: z.record(z.string(), z.unknown()),
-  }),
-  z.strictObject({ ...base, type: z.literal('TOOL_CALL_END'), toolCallId: id }),
-  z.strictObject({
-    ...base,
-    type: z.literal('TOOL_CALL_RESULT'),
-    toolCallId: id,
-    /** The tool's JSON result: { data, scopeContext, auditId? } or { error, code }. */
-    content: z.string(),
-    hopMs: z.number().optional(),
-  }),
-  z.strictObject({ ...base, type: z.literal('CUSTOM'), name: z.string(), value: z.record(z.string(), z.unknown()) }),
-  z.strictObject({
-    ...base,
-    type: z.literal('RUN_FINISHED'),
-    /** `cancelled` is written by the server alone, when the run's owner stops it. */
-    outcome: z.enum(['success', 'interrupt', 'cancelled']),
-    interrupts: z.array(agentInterruptSchema).optional(),
-    /** On `cancelled`: the writes the run committed before it was stopped (they stay). */
-    committedWrites: z.array(z.strictObject({ callId: id, event: z.string(), auditId: z.string().nullable() })).optional(),
-  }),
-  z.strictObject({ ...base, type: z.literal('RUN_ERROR'), message: z.string(), code: z.enum(RUN_ERROR_CODES) }),
-]);
-export type AgentRunEvent = z.infer<typeof agentRunEventSchema>;
 
 /**
  * The AMQP header every run event travels with: the dispatch token of the step that produced it. The server stores an
