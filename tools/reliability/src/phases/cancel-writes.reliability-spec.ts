@@ -120,7 +120,7 @@ export const cancelWritesPhase = (target: PhaseTarget, size: { rounds: number })
             const finishes = events.filter((event) => event.type === 'RUN_FINISHED' || event.type === 'RUN_ERROR');
             const last = events.at(-1)?.payload;
             check(
-              finishes.length === 1 && last?.type === 'RUN_FINISHED' && last.outcome === 'cancelled',
+              finishes.length === 1 && last?.type === 'RUN_FINISHED' && last.outcome.type === 'cancelled',
               `${label}: the stream ended with ${finishes.map((event) => event.type).join(', ')}, not its one RUN_FINISHED cancelled`,
             );
             if (later.departments > 0) counts.listed += 1;

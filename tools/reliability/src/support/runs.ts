@@ -120,14 +120,14 @@ export const recordRunWrites = async (record: PhaseContext['record'], owner: pg.
   );
   const { rows: events } = await owner.query<{ thread_id: string; payload: AgentRunEvent }>(
     `SELECT r.thread_id, e.payload FROM agent_run_events e JOIN agent_runs r ON r.id = e.run_id
-      WHERE e.run_id = ANY($1::uuid[]) AND (e.type = 'TOOL_CALL_RESULT' OR (e.type = 'RUN_FINISHED' AND e.payload->>'outcome' = 'cancelled'))`,
+      WHERE e.run_id = ANY($1::uuid[]) AND (e.type = 'TOOL_CALL_RESULT' OR (e.type = 'RUN_FINISHED' AND e.payload->'outcome'->>'type' = 'cancelled'))`,
     [runIds],
   );
   const reported = new Map<string, AgentToolResult>();
   const listed = new Set<string>();
   for (const { thread_id: threadId, payload } of events) {
     if (payload.type === 'TOOL_CALL_RESULT') reported.set(toolCallIdempotencyKey(threadId, payload.toolCallId), JSON.parse(payload.content) as AgentToolResult);
-    if (payload.type === 'RUN_FINISHED') for (const write of payload.committedWrites ?? []) listed.add(write.callId);
+    if (payload.type === 'RUN_FINISHED') for (const write of payload.metadata?.committedWrites ?? []) listed.add(write.callId);
   }
   return writes.map((write) => {
     const seen = reported.get(write.call_id);
