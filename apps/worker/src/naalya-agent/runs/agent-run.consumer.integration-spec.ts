@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
-import { AGENT_RUN_PATTERN, agentRunEventSchema, type AgentRunEvent, type AgentRunRequest } from '@naalya/agent-tools';
+import { AGENT_RUN_PATTERN, agentRunEventSchema, runEventBatchSchema, type AgentRunEvent, type AgentRunRequest } from '@naalya/agent-tools';
 import {
   MESSAGE_SIGNATURE_HEADER,
   declareTopology,
@@ -145,7 +145,7 @@ beforeAll(async () => {
     eventsQueue,
     (message) => {
       if (!message) return;
-      received.push({ event: JSON.parse(message.content.toString()) as AgentRunEvent, message });
+      for (const event of runEventBatchSchema.parse(JSON.parse(message.content.toString())).events) received.push({ event, message });
       channel.ack(message);
     },
     { noAck: false },
@@ -191,16 +191,19 @@ describe('the runs queue consumer over real RabbitMQ', () => {
     // Mid-step: the tool call is held, so the run message is delivered but not yet acknowledged.
     await waitFor(async () => (await unackedCount(names.runsQueue)) === 1, 15_000);
     expect(await unackedCount(names.runsQueue)).toBe(1);
-    expect(eventsOf(runId).map(({ event }) => event.type)).toEqual(['RUN_STARTED', 'TOOL_CALL_START', 'TOOL_CALL_END']);
+    expect(eventsOf(runId).map(({ event }) => event.type)).toEqual(['RUN_STARTED', 'TOOL_CALL_START', 'TOOL_CALL_ARGS', 'TOOL_CALL_END']);
 
     caller.release();
     await waitFor(() => eventsOf(runId).some(({ event }) => event.type === 'RUN_FINISHED'));
     await waitFor(async () => (await unackedCount(names.runsQueue)) === 0, 15_000);
 
     const events = eventsOf(runId);
-    expect(events.map(({ event }) => event.type)).toEqual([
+    // The reply streams word by word: one start, its deltas, one end.
+    const kinds = events.map(({ event }) => event.type).filter((type, index, all) => type !== 'TEXT_MESSAGE_CONTENT' || all[index - 1] !== type);
+    expect(kinds).toEqual([
       'RUN_STARTED',
       'TOOL_CALL_START',
+      'TOOL_CALL_ARGS',
       'TOOL_CALL_END',
       'TOOL_CALL_RESULT',
       'TEXT_MESSAGE_START',
@@ -208,16 +211,20 @@ describe('the runs queue consumer over real RabbitMQ', () => {
       'TEXT_MESSAGE_END',
       'RUN_FINISHED',
     ]);
+    expect(events.filter(({ event }) => event.type === 'TEXT_MESSAGE_CONTENT').length).toBeGreaterThan(3);
     for (const { event, message } of events) {
       expect(agentRunEventSchema.safeParse(event).success).toBe(true);
       expect(message.fields.routingKey).toBe(runId);
-      expect(message.properties).toMatchObject({ deliveryMode: 2, contentType: 'application/json', type: event.type, userId: 'guest' });
+      expect(message.properties).toMatchObject({ deliveryMode: 2, contentType: 'application/json', userId: 'guest' });
       expect(message.properties.messageId).toEqual(expect.any(String));
       expect(message.properties.headers).toMatchObject({ 'x-dispatch-token': TEST_DISPATCH_TOKEN });
     }
-    expect(new Set(events.map(({ message }) => message.properties.messageId)).size).toBe(events.length);
-    expect(events[1]?.event).toMatchObject({ toolCallName: 'list_staff', event: 'list.staff' });
-    expect(events[5]?.event).toMatchObject({ delta: expect.stringContaining('[scripted model] I found 1 staff: Ada Nakato.') });
+    // One message id per batch: the ids of successive messages never repeat.
+    const messages = [...new Set(events.map(({ message }) => message))];
+    expect(new Set(messages.map((message) => message.properties.messageId)).size).toBe(messages.length);
+    expect(events[1]?.event).toMatchObject({ toolCallName: 'list_staff', metadata: { event: 'list.staff' } });
+    const text = events.map(({ event }) => (event.type === 'TEXT_MESSAGE_CONTENT' ? event.delta : '')).join('');
+    expect(text).toContain('[scripted model] I found 1 staff: Ada Nakato.');
     expect(await unackedCount(names.runsQueue)).toBe(0);
     expect((await channel.checkQueue(names.runsQueue)).messageCount).toBe(0);
   }, 45_000);
@@ -264,7 +271,7 @@ describe('run steps the server did not publish and sign', () => {
       await waitFor(() => eventsOf(control.context.run.runId).some(({ event }) => event.type === 'RUN_FINISHED'));
       await waitFor(settled);
 
-      expect(eventsOf(control.context.run.runId).at(-1)?.event).toMatchObject({ type: 'RUN_FINISHED', outcome: 'success' });
+      expect(eventsOf(control.context.run.runId).at(-1)?.event).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'success' } });
       for (const [index, request] of forged.entries()) expect(eventsOf(request.context.run.runId), `forgery ${index}`).toEqual([]);
       // Only the control called a tool; every message was acknowledged, none dead-lettered or left to be redelivered.
       expect(caller.calls.length).toBe(callsBefore + 1);
@@ -327,6 +334,6 @@ describe('run steps the server did not publish and sign', () => {
     const body = bodyOf({ pattern: AGENT_RUN_PATTERN, data: request });
     await publishAsServer(body, signatureOf(body, PREVIOUS_KEY));
     await waitFor(() => eventsOf(request.context.run.runId).some(({ event }) => event.type === 'RUN_FINISHED'));
-    expect(eventsOf(request.context.run.runId).at(-1)?.event).toMatchObject({ type: 'RUN_FINISHED', outcome: 'success' });
+    expect(eventsOf(request.context.run.runId).at(-1)?.event).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'success' } });
   });
 });

@@ -6,6 +6,7 @@ import {
   AGENT_RUN_PATTERN,
   DISPATCH_TOKEN_HEADER,
   agentRunLeaseRequestSchema,
+  runEventBatchSchema,
   type AgentRunEvent,
   type AgentRunLeaseReply,
   type AgentRunLeaseRequest,
@@ -136,7 +137,7 @@ beforeAll(async () => {
     eventsQueue,
     (message) => {
       if (!message) return;
-      received.push({ event: JSON.parse(message.content.toString()) as AgentRunEvent, message });
+      for (const event of runEventBatchSchema.parse(JSON.parse(message.content.toString())).events) received.push({ event, message });
       channel.ack(message);
     },
     { noAck: false },

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { AgentRunEvent, AgentRunRequest } from '@naalya/agent-tools';
+import { fromRunInterrupt, type AgentRunEvent, type AgentRunRequest } from '@naalya/agent-tools';
 import { emptyCheckpoint } from '@langchain/langgraph-checkpoint';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -111,7 +111,7 @@ describe('CheckpointStore', () => {
       const executor = new AgentRunExecutor({
         toolCaller: caller,
         checkpointer: (await openStore()).saver,
-        events: { publish: async (event) => void events.push(event) },
+        events: { publish: async (batch) => void events.push(...batch.events) },
         leases: new FakeRunLeases(),
         chatModel: () => new ScriptedChatModel(scriptedPolicy),
       });
@@ -123,8 +123,8 @@ describe('CheckpointStore', () => {
     const first = await executorOn();
     await first.executor.execute({ kind: 'start', context: contextFor(), message: 'delete the Drama department' });
     const finish = first.events.at(-1);
-    expect(finish).toMatchObject({ type: 'RUN_FINISHED', outcome: 'interrupt' });
-    const [question] = finish?.type === 'RUN_FINISHED' ? (finish.interrupts ?? []) : [];
+    expect(finish).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'interrupt' } });
+    const [question] = finish?.type === 'RUN_FINISHED' && finish.outcome.type === 'interrupt' ? finish.outcome.interrupts.map(fromRunInterrupt) : [];
 
     const second = await executorOn();
     const resume: AgentRunRequest = { kind: 'resume', context: contextFor(), answers: { [question?.interruptId ?? '']: 'yes' } };
