@@ -91,7 +91,7 @@ describe('threadReducer: run events to the chat view model', () => {
       result: { data: [{ id: 'd1', name: 'Languages' }], scopeContext: 'Your access covers the whole school.' },
     });
     expect(done.items[2]).toMatchObject({ speaker: 'rover', streaming: false });
-    expect(done.runs).toEqual([{ id: 'run-1', status: 'finished', lastSeq: 11 }]);
+    expect(done.runs).toEqual([{ id: 'run-1', status: 'finished', lastSeq: 11, fromStart: true }]);
     expect(activeRun(done)).toBeUndefined();
   });
 
@@ -315,7 +315,7 @@ describe('streaming: text and tool arguments as they arrive, announced once, a s
     expect(announcements(resumed).map((item) => item.text)).toEqual(['Deleted.']);
   });
 
-  it('MESSAGES_SNAPSHOT: a page that joins late renders the conversation from it (its user messages come from the runs)', () => {
+  it('MESSAGES_SNAPSHOT: a page that joins a run late renders the conversation from it (its user messages come from the runs)', () => {
     const snapshot: EventInput = {
       type: 'MESSAGES_SNAPSHOT',
       messages: [
@@ -331,7 +331,9 @@ describe('streaming: text and tool arguments as they arrive, announced once, a s
         { id: 'm2', role: 'assistant', name: 'dos', toolCalls: [{ id: 'c2', type: 'function', function: { name: 'delete_department', arguments: '{"departmentId":"d1"}' } }] },
       ],
     };
-    const late = play([snapshot]);
+    // Its first event read is seq 6: the page missed the run's start.
+    const late = play([snapshot], emptyThread('thread-1'), 'run-1', 5);
+    expect(late.runs[0]).toMatchObject({ fromStart: false });
     expect(late.items).toMatchObject([
       { kind: 'message', id: 'm1', speaker: 'rover', text: 'Let me check.', streaming: false, live: false },
       { kind: 'tool', id: 'c1', status: 'done', result: { scopeContext: 'Your access covers the whole school.' } },
@@ -340,14 +342,15 @@ describe('streaming: text and tool arguments as they arrive, announced once, a s
     expect(late.items.some((item) => item.kind === 'user')).toBe(false);
   });
 
-  it('MESSAGES_SNAPSHOT: a page that saw the events shows nothing twice, and keeps what it had', () => {
+  it('MESSAGES_SNAPSHOT: a page that read the run from its first event shows nothing twice, whatever the ids, and keeps what it had', () => {
     const seen = play([{ type: 'RUN_STARTED' }, ...say('m1', 'rover', 'Let me check.'), ...call('c1', 'list_departments', {}, { event: 'list.departments' }), result('c1', LIST_RESULT, 2)]);
     const after = play(
       [
         {
           type: 'MESSAGES_SNAPSHOT',
           messages: [
-            { id: 'm1', role: 'assistant', name: 'rover', content: 'Let me check.', toolCalls: [{ id: 'c1', type: 'function', function: { name: 'list_departments', arguments: '{}' } }] },
+            // The model's own message id, not the streamed text's.
+            { id: 'lc-run-1', role: 'assistant', name: 'rover', content: 'Let me check.', toolCalls: [{ id: 'c1', type: 'function', function: { name: 'list_departments', arguments: '{}' } }] },
             { id: 'r1', role: 'tool', toolCallId: 'c1', content: JSON.stringify({ error: 'other' }) },
           ],
         },
@@ -357,6 +360,15 @@ describe('streaming: text and tool arguments as they arrive, announced once, a s
       9,
     );
     expect(after.items).toEqual(seen.items);
+    // A late page dedupes by id: the tool call it has keeps its result; text under another id is the snapshot's to add.
+    const lateSeen = play([...say('m1', 'rover', 'Let me check.'), ...call('c1', 'list_departments'), result('c1', LIST_RESULT)], emptyThread('thread-1'), 'run-1', 3);
+    const lateAfter = play(
+      [{ type: 'MESSAGES_SNAPSHOT', messages: [{ id: 'm1', role: 'assistant', name: 'rover', content: 'Let me check.' }, { id: 'r1', role: 'tool', toolCallId: 'c1', content: '{"error":"x"}' }] }],
+      lateSeen,
+      'run-1',
+      20,
+    );
+    expect(lateAfter.items).toEqual(lateSeen.items);
   });
 
   it('a question and a confirmation from RUN_FINISHED: typed by their reason, asked by whom the metadata says', () => {

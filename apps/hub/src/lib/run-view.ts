@@ -75,8 +75,11 @@ export type ChatItem =
    */
   | { kind: 'error'; id: string; runId: string; message: string; code?: string; sendAgain?: string };
 
-/** `historySeq`: the run's events up to it were stored before the page opened the thread (replayed, not announced). */
-export type RunView = { id: string; status: AgentRunStatus; lastSeq: number; historySeq?: number };
+/**
+ * `historySeq`: the run's events up to it were stored before the page opened the thread (replayed, not announced).
+ * `fromStart`: the page read the run from its first event (seq 1), so a MESSAGES_SNAPSHOT tells it nothing new.
+ */
+export type RunView = { id: string; status: AgentRunStatus; lastSeq: number; historySeq?: number; fromStart?: boolean };
 /** `subagents`: who each specialist invocation (SUBAGENT_STARTED's subagentRunId) is, to attribute its tool calls. */
 export type ThreadView = { threadId: string | null; runs: RunView[]; items: ChatItem[]; subagents: Record<string, AgentSpeaker> };
 
@@ -191,11 +194,13 @@ const questionOf = (interrupt: RunInterrupt, runId: string): ChatItem => ({
 });
 
 /**
- * The conversation as a MESSAGES_SNAPSHOT gives it, for a page that did not see its events: what the page already
- * shows (by message and tool call id) is left as it is, so nothing shows twice. User messages are skipped: the page
- * shows each run's message from the run itself.
+ * The conversation as a MESSAGES_SNAPSHOT gives it, for a page that joined the run late. A page that read the run from
+ * its first event has it all already (and the worker's streamed text ids are not the snapshot's message ids), so it
+ * takes nothing from it. Otherwise what the page already shows (by message and tool call id) is left as it is, so
+ * nothing shows twice; user messages are skipped, as the page shows each run's message from the run itself.
  */
 const applySnapshot = (state: ThreadView, runId: string, messages: RunSnapshotMessage[]): ThreadView => {
+  if (state.runs.find((run) => run.id === runId)?.fromStart) return state;
   let items = state.items;
   const known = (kind: ChatItem['kind'], id: string) => items.some((item) => item.kind === kind && item.id === id);
   for (const message of messages) {
@@ -478,7 +483,10 @@ export const threadReducer = (state: ThreadView, action: ThreadAction): ThreadVi
     case 'event': {
       const run = state.runs.find((candidate) => candidate.id === action.runId);
       if (run && action.seq <= run.lastSeq) return state;
-      const next = applyEvent(state, action.runId, action.seq, action.event);
+      // The first event this page reads of the run says whether it follows the run from its start.
+      const first = run === undefined || run.fromStart === undefined ? { fromStart: action.seq === 1 } : {};
+      const seen: ThreadView = { ...state, runs: upsertRun(state.runs, action.runId, first) };
+      const next = applyEvent(seen, action.runId, action.seq, action.event);
       return { ...next, runs: upsertRun(next.runs, action.runId, { lastSeq: action.seq }) };
     }
     case 'run-summary':
