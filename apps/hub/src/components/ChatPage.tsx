@@ -75,7 +75,7 @@ const Message = ({ item }: { item: Extract<ChatItem, { kind: 'message' }> }) => 
       {speakerName(item.speaker)}
       {item.speaker === 'rover' ? '' : ` (${SPEAKER_HATS[item.speaker]})`}
     </p>
-    <p className="whitespace-pre-wrap">
+    <p className="whitespace-pre-wrap" data-testid="message-text">
       {item.text}
       {item.streaming ? <span aria-hidden="true">▍</span> : null}
     </p>
