@@ -377,7 +377,7 @@ describe('run states in the Hub: running and Stop, queued, stop-and-send, failed
     await expect.poll(() => runStatus('list campuses')).toBe('finished');
     const events = await stack.runEvents(ADMIN, threadId, runId);
     expect(events.map((event) => event.type)).not.toContain('TEXT_MESSAGE_START');
-    expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: 'cancelled', committedWrites: [] });
+    expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'cancelled' }, metadata: { committedWrites: [] } });
     await page.screenshot({ path: `${SCREENSHOTS}stopped.png`, fullPage: true });
   });
 
