@@ -1,6 +1,6 @@
 // A small client of the server's conversation API, shared by `npm run demo` and `npm run chat`: log in, open a
-// thread, post a message (a run), stream the run's server-sent events, answer a question (resume), and render
-// each event as a line of text. Plain Node 20: fetch and streams, no dependencies. The speakers' names come from the
+// thread, post a message (a run), stream the run's server-sent events (AG-UI events), answer a question (resume), and
+// render the events as terminal text, streamed as they come. Plain Node 20: fetch and streams, no dependencies. The speakers' names come from the
 // server's GET /agent/map (namesFromMap): the demo imports this file before it builds, so the contract's dist may not
 // exist yet.
 
@@ -26,6 +26,15 @@ const sleep = (ms, signal) =>
       { once: true },
     );
   });
+
+/** A question of a run's summary (GET /agent/threads/:id) as the AG-UI interrupt a RUN_FINISHED carries. */
+const interruptFromSummary = (interrupt) => ({
+  id: interrupt.interruptId,
+  reason: interrupt.confirm ? 'confirmation' : 'question',
+  message: interrupt.question,
+  ...(interrupt.expiresAt ? { expiresAt: interrupt.expiresAt } : {}),
+  metadata: { askedBy: interrupt.askedBy },
+});
 
 export const createClient = (baseUrl) => {
   let token;
@@ -133,12 +142,12 @@ export const createClient = (baseUrl) => {
         }
         const base = { runId, threadId };
         if (run.status === 'failed') return { lastSeq: seq, finish: { ...base, type: 'RUN_ERROR', message: run.error ?? 'The run failed.', code: run.errorCode ?? 'RUN_FAILED' } };
-        if (run.status === 'cancelled') return { lastSeq: seq, finish: { ...base, type: 'RUN_FINISHED', outcome: 'cancelled' } };
+        if (run.status === 'cancelled') return { lastSeq: seq, finish: { ...base, type: 'RUN_FINISHED', outcome: { type: 'cancelled' } } };
         if (run.status === 'interrupted') {
-          const open = run.interrupts.filter((interrupt) => !interrupt.answered && !interrupt.voided);
-          return { lastSeq: seq, finish: { ...base, type: 'RUN_FINISHED', outcome: 'interrupt', interrupts: open } };
+          const open = run.interrupts.filter((interrupt) => !interrupt.answered && !interrupt.voided).map(interruptFromSummary);
+          return { lastSeq: seq, finish: { ...base, type: 'RUN_FINISHED', outcome: { type: 'interrupt', interrupts: open } } };
         }
-        return { lastSeq: seq, finish: { ...base, type: 'RUN_FINISHED', outcome: 'success' } };
+        return { lastSeq: seq, finish: { ...base, type: 'RUN_FINISHED', outcome: { type: 'success' } } };
       }
     },
   };
@@ -158,9 +167,15 @@ export const expiryText = (expiresAt, now = Date.now()) => {
   return `expires in ${Math.floor(hours / 24)} days`;
 };
 
-/** A run's committed writes (they stay after a stop), one line each. */
-export const committedWriteLines = (writes, indent = '') =>
-  writes.map((write) => `${indent}  kept: ${write.event}${write.auditId ? ` auditId ${write.auditId}` : ''} (call ${write.callId})`);
+/** What a stop came to: the writes the run committed before it (they stay), one line each; undefined: not known. */
+export const stopLines = (writes, indent = '') => {
+  if (!writes) return [`${indent}stopped.`];
+  if (writes.length === 0) return [`${indent}stopped; nothing had been changed.`];
+  return [
+    `${indent}stopped; ${writes.length === 1 ? 'this change was made before the stop and stays' : 'these changes were made before the stop and stay'}:`,
+    ...writes.map((write) => `${indent}  kept: ${write.event}${write.auditId ? ` auditId ${write.auditId}` : ''} (call ${write.callId})`),
+  ];
+};
 
 const parse = (text) => {
   try {
@@ -174,68 +189,106 @@ const parse = (text) => {
 const showArgs = (args) =>
   JSON.stringify(args, (key, value) => (Array.isArray(value) && value.length > 3 ? `[${value.length} entries]` : value));
 
+/** A run's question or confirmation (an AG-UI interrupt) as a line. */
+export const interruptLine = (interrupt, nameOf, indent = '') =>
+  `${indent}${nameOf(interrupt.metadata?.askedBy)} ${interrupt.reason === 'confirmation' ? 'asks you to confirm' : 'asks'}: ${interrupt.message}`;
+
 /**
- * Renders run events as lines: assistant text under the speaker's name, each tool call with its RabbitMQ
- * event, hop time and scope, CUSTOM events with their audit id. Returns a function of (event) => lines.
+ * Renders run events as terminal text: assistant text as it streams, under the speaker's name (no line break until the
+ * message ends), each tool call's name as it starts and its arguments once complete, with its RabbitMQ event; hop time
+ * and scope of each result, CUSTOM events with their audit id. Returns a function of (event) => the text to write
+ * (possibly a partial line, possibly empty); `pending()` says whether a line is left open.
  */
 export const createRenderer = ({ names = {}, indent = '  ' } = {}) => {
   const calls = new Map();
   const texts = new Map();
+  const subagents = new Map();
   const nameOf = (speaker) => names[speaker] ?? speaker;
-  return (event) => {
+  // The open line, if any: a message's text or a call's name waiting for its arguments.
+  let open;
+  const close = () => {
+    const was = open;
+    open = undefined;
+    return was ? '\n' : '';
+  };
+  const lines = (list) => (list.length ? `${close()}${list.join('\n')}\n` : '');
+  const render = (event) => {
     switch (event.type) {
-      case 'RUN_STARTED':
-        return [];
+      case 'SUBAGENT_STARTED':
+        subagents.set(event.subagentRunId, event.name);
+        return '';
       case 'TEXT_MESSAGE_START':
-        texts.set(event.messageId, { speaker: event.speaker, text: '' });
-        return [];
+        texts.set(event.messageId, event.name);
+        return '';
       case 'TEXT_MESSAGE_CONTENT': {
-        const message = texts.get(event.messageId);
-        if (message) message.text += event.delta;
-        return [];
+        const speaker = texts.get(event.messageId);
+        if (!speaker) return '';
+        if (open?.id === event.messageId) return event.delta;
+        const text = `${close()}${indent}${nameOf(speaker)}: ${event.delta}`;
+        open = { id: event.messageId };
+        return text;
       }
-      case 'TEXT_MESSAGE_END': {
-        const message = texts.get(event.messageId);
+      case 'TEXT_MESSAGE_END':
         texts.delete(event.messageId);
-        return message?.text ? [`${indent}${nameOf(message.speaker)}: ${message.text}`] : [];
-      }
+        return open?.id === event.messageId ? close() : '';
       case 'TOOL_CALL_START': {
-        calls.set(event.toolCallId, event);
-        const who = nameOf(event.speaker);
-        if (event.toolCallName === 'task') return [`${indent}${who} hands it to ${nameOf(event.args?.subagent_type)} (task: "${event.args?.description}")`];
-        if (event.toolCallName === 'ask_user') return [];
-        const where = event.event ? `RabbitMQ event ${event.event}` : 'local tool, no hop';
-        return [`${indent}${who} calls ${event.toolCallName} ${showArgs(event.args ?? {})}  [${where}]`];
+        const call = { ...event, speaker: subagents.get(event.subagentRunId) ?? 'rover', args: '' };
+        calls.set(event.toolCallId, call);
+        // Handing over and asking read best whole, once the arguments say to whom and what.
+        if (call.toolCallName === 'task' || call.toolCallName === 'ask_user') return '';
+        const text = `${close()}${indent}${nameOf(call.speaker)} calls ${call.toolCallName}`;
+        open = { id: event.toolCallId };
+        return text;
       }
-      case 'TOOL_CALL_END':
-        return [];
+      case 'TOOL_CALL_ARGS': {
+        const call = calls.get(event.toolCallId);
+        if (call) call.args += event.delta;
+        return '';
+      }
+      case 'TOOL_CALL_END': {
+        const call = calls.get(event.toolCallId);
+        if (!call || call.toolCallName === 'ask_user') return '';
+        const args = parse(call.args || '{}');
+        if (call.toolCallName === 'task') {
+          return lines([`${indent}${nameOf(call.speaker)} hands it to ${nameOf(args?.subagent_type)} (task: "${args?.description}")`]);
+        }
+        const where = call.metadata?.event ? `RabbitMQ event ${call.metadata.event}` : 'local tool, no hop';
+        const rest = `${typeof args === 'string' ? args : showArgs(args)}  [${where}]`;
+        // The name is on the open line: the arguments complete it; otherwise (another line came between) it is said again.
+        if (open?.id === event.toolCallId) {
+          open = undefined;
+          return ` ${rest}\n`;
+        }
+        return lines([`${indent}${nameOf(call.speaker)} calls ${call.toolCallName} ${rest}`]);
+      }
       case 'TOOL_CALL_RESULT': {
         const call = calls.get(event.toolCallId);
-        if (!call || call.toolCallName === 'task' || call.toolCallName === 'ask_user') return [];
+        if (!call || call.toolCallName === 'task' || call.toolCallName === 'ask_user') return '';
         const result = parse(event.content);
-        const hop = typeof event.hopMs === 'number' ? `hop ${event.hopMs.toFixed(1)} ms` : 'no hop';
-        if (result && typeof result === 'object' && typeof result.error === 'string') return [`${indent}  <- ${call.toolCallName} refused (${hop}): ${result.error}`];
+        const hopMs = event.metadata?.hopMs;
+        const hop = typeof hopMs === 'number' ? `hop ${hopMs.toFixed(1)} ms` : 'no hop';
+        if (result && typeof result === 'object' && typeof result.error === 'string') return lines([`${indent}  <- ${call.toolCallName} refused (${hop}): ${result.error}`]);
         const scope = result && typeof result === 'object' && typeof result.scopeContext === 'string' ? ` scope: "${result.scopeContext}"` : '';
         const audit = result && typeof result === 'object' && result.auditId ? ` auditId ${result.auditId}` : '';
         const size = Array.isArray(result?.data) ? ` ${result.data.length} rows;` : '';
-        return [`${indent}  <- ${call.toolCallName} answered (${hop});${size}${scope}${audit}`];
+        return lines([`${indent}  <- ${call.toolCallName} answered (${hop});${size}${scope}${audit}`]);
       }
       case 'CUSTOM':
-        return [`${indent}  event ${event.name}${event.value?.auditId ? ` auditId ${event.value.auditId}` : ''}${event.value?.label ? `: ${event.value.label}` : ''}`];
-      case 'RUN_FINISHED':
-        if (event.outcome === 'cancelled') {
-          const writes = event.committedWrites;
-          if (!writes) return [`${indent}stopped.`];
-          if (writes.length === 0) return [`${indent}stopped; nothing had been changed.`];
-          return [`${indent}stopped; ${writes.length === 1 ? 'this change was' : 'these changes were'} made before the stop and stay:`, ...committedWriteLines(writes, indent)];
-        }
-        return (event.interrupts ?? []).map((interrupt) => `${indent}${nameOf(interrupt.askedBy)} asks: ${interrupt.question}`);
+        return lines([`${indent}  event ${event.name}${event.value?.auditId ? ` auditId ${event.value.auditId}` : ''}${event.value?.label ? `: ${event.value.label}` : ''}`]);
+      case 'RUN_FINISHED': {
+        const { outcome } = event;
+        if (outcome?.type === 'cancelled') return lines(stopLines(event.metadata?.committedWrites, indent));
+        const interrupts = outcome?.type === 'interrupt' ? outcome.interrupts : [];
+        return lines([...interrupts.map((interrupt) => interruptLine(interrupt, nameOf, indent))]) || close();
+      }
       case 'RUN_ERROR':
-        return [`${indent}run failed: ${event.message}`];
+        return lines([`${indent}run failed: ${event.message}`]);
       default:
-        return [];
+        return '';
     }
   };
+  render.pending = () => open !== undefined;
+  return render;
 };
 
 /** The speakers' display names from GET /agent/map. */

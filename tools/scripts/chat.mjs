@@ -8,7 +8,7 @@
 // Ctrl-C, or Ctrl-C at the prompt, leaves. Type /quit (or Ctrl-D) to leave too.
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import { ApiError, committedWriteLines, createClient, createRenderer, expiryText, namesFromMap } from './agent-client.mjs';
+import { ApiError, createClient, createRenderer, expiryText, namesFromMap, stopLines } from './agent-client.mjs';
 import { readSection } from './with-env.mjs';
 
 const DEMO_PASSWORD = 'naalya-demo';
@@ -68,32 +68,43 @@ const askHidden = async (prompt) => {
   }
 };
 
-// A "working..." line while a run is in progress, cleared before anything else is printed.
+// A "working..." line while a run is in progress, cleared before anything else is printed. While a line of streamed
+// text is open (a message still arriving), it is not drawn: it would take the text's line.
 const indicator = (() => {
   const frames = ['|', '/', '-', '\\'];
   let timer;
   let since = 0;
   let frame = 0;
-  const clear = () => tty && process.stdout.write('\r\x1b[K');
-  const draw = () => tty && process.stdout.write(`\r${frames[frame++ % frames.length]} working... ${((Date.now() - since) / 1000).toFixed(1)} s`);
-  return {
+  let lineOpen = false;
+  const clear = () => tty && !lineOpen && process.stdout.write('\r\x1b[K');
+  const draw = () => tty && !lineOpen && process.stdout.write(`\r${frames[frame++ % frames.length]} working... ${((Date.now() - since) / 1000).toFixed(1)} s`);
+  const indicator = {
     start() {
       since = Date.now();
       if (!tty) return void console.log('working...');
       draw();
       timer = setInterval(draw, 150);
     },
-    print(line) {
+    /** Streamed text: whole lines, or part of one (no line break until its message ends). */
+    write(text) {
+      if (!text) return;
       clear();
-      console.log(line);
+      process.stdout.write(text);
+      lineOpen = !text.endsWith('\n');
       if (timer) draw();
+    },
+    print(line) {
+      indicator.write(`${lineOpen ? '\n' : ''}${line}\n`);
     },
     stop() {
       clearInterval(timer);
       timer = undefined;
+      if (lineOpen) process.stdout.write('\n');
+      lineOpen = false;
       clear();
     },
   };
+  return indicator;
 })();
 
 // The run in progress, for Ctrl-C: its id, what aborts the waiting on it, and the stop once one was asked for.
@@ -138,19 +149,7 @@ const reportStop = (run) => {
   if (run.sawStop || !run.stopped) return;
   const { status, cancelled, committedWrites } = run.stopped;
   if (!cancelled && status !== 'cancelled') return void console.log(`the run had already ended (${status}); nothing to stop.`);
-  if (committedWrites.length === 0) return void console.log('stopped; nothing had been changed.');
-  console.log(`stopped; ${committedWrites.length === 1 ? 'this change was' : 'these changes were'} made before the stop and stay:`);
-  for (const line of committedWriteLines(committedWrites)) console.log(line);
-};
-
-/** When each open question of a run expires (from the run's summary; the run's events do not say). */
-const expiriesOf = async (client, threadId, runId) => {
-  try {
-    const run = (await client.thread(threadId)).runs.find((candidate) => candidate.id === runId);
-    return new Map((run?.interrupts ?? []).map((interrupt) => [interrupt.interruptId, interrupt.expiresAt]));
-  } catch {
-    return new Map();
-  }
+  for (const line of stopLines(committedWrites)) console.log(line);
 };
 
 const CHOICES = {
@@ -203,8 +202,8 @@ const converse = async (client, names, threadId, line) => {
           runId,
           afterSeq,
           (event) => {
-            if (event.type === 'RUN_FINISHED' && event.outcome === 'cancelled') run.sawStop = true;
-            for (const rendered of render(event)) indicator.print(rendered);
+            if (event.type === 'RUN_FINISHED' && event.outcome.type === 'cancelled') run.sawStop = true;
+            indicator.write(render(event));
           },
           { signal: run.controller.signal, onStatus: queued },
         );
@@ -213,17 +212,17 @@ const converse = async (client, names, threadId, line) => {
       }
       afterSeq = result.lastSeq;
       const { finish } = result;
-      if (finish.type === 'RUN_ERROR' || finish.outcome !== 'interrupt') break;
-      const expiries = await expiriesOf(client, threadId, runId);
-      for (const interrupt of finish.interrupts ?? []) {
-        const expiresAt = expiries.get(interrupt.interruptId);
-        if (expiresAt) console.log(`(this question ${expiryText(expiresAt)}; unanswered by then, the run ends. Ctrl-C stops the run.)`);
-        const answer = await ask(`answer ${names[interrupt.askedBy] ?? interrupt.askedBy}> `, run.controller.signal);
+      if (finish.type === 'RUN_ERROR' || finish.outcome.type !== 'interrupt') break;
+      for (const interrupt of finish.outcome.interrupts) {
+        // The server stamps each question's expiry on the event it stores.
+        if (interrupt.expiresAt) console.log(`(this question ${expiryText(interrupt.expiresAt)}; unanswered by then, the run ends. Ctrl-C stops the run.)`);
+        const askedBy = interrupt.metadata.askedBy;
+        const answer = await ask(`answer ${names[askedBy] ?? askedBy}> `, run.controller.signal);
         if (answer === undefined) {
           if (run.stop) break;
           return false;
         }
-        await client.resume(threadId, interrupt.interruptId, answer);
+        await client.resume(threadId, interrupt.id, answer);
       }
       if (run.stop) break;
     }

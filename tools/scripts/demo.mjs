@@ -156,17 +156,19 @@ const hold = async (persona) => {
     const answers = [...(turn.answers ?? [])];
     let afterSeq = 0;
     for (;;) {
+      // Text streams as it comes: written as is, lines end as the messages do.
       const { lastSeq, finish } = await client.stream(thread.id, runId, afterSeq, (event) => {
-        for (const line of render(event)) say(line);
+        process.stdout.write(render(event));
       });
       afterSeq = lastSeq;
       if (finish.type === 'RUN_ERROR') throw new ApiError(`run ${runId} failed: ${finish.message}`);
-      if (finish.outcome !== 'interrupt') break;
-      for (const interrupt of finish.interrupts ?? []) {
+      if (finish.outcome.type !== 'interrupt') break;
+      for (const interrupt of finish.outcome.interrupts) {
         const answer = answers.shift();
-        if (answer === undefined) throw new ApiError(`an unexpected question: ${interrupt.question}`);
-        say(`  you (answering ${names[interrupt.askedBy] ?? interrupt.askedBy}): ${answer}`);
-        await client.resume(thread.id, interrupt.interruptId, answer);
+        if (answer === undefined) throw new ApiError(`an unexpected question: ${interrupt.message}`);
+        const askedBy = interrupt.metadata.askedBy;
+        say(`  you (answering ${names[askedBy] ?? askedBy}): ${answer}`);
+        await client.resume(thread.id, interrupt.id, answer);
       }
     }
     if (answers.length > 0) throw new ApiError(`the scripted answer "${answers[0]}" was never asked for`);

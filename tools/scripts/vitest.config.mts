@@ -10,7 +10,7 @@ export default defineConfig({
     name: 'chat-pty',
     watch: false,
     environment: 'node',
-    include: ['test/**/*.pty-spec.mjs'],
+    include: ['test/**/*.pty-spec.mjs', 'test/**/*.spec.mjs'],
     testTimeout: 90_000,
     hookTimeout: 150_000,
     pool: 'forks',

@@ -126,6 +126,82 @@ describe('the Hub in a browser, against the built server and worker', () => {
     await page.screenshot({ path: `${SCREENSHOTS}chat.png`, fullPage: true });
   });
 
+  it('streaming: the reply is seen in part before it is whole, tool arguments fill, and the live region announces each message once, whole', async () => {
+    await signIn(ADMIN);
+    // Every change the page makes, as the user (and a screen reader) would meet it: the messages, the tool arguments,
+    // and what is added to the live region.
+    await page.evaluate(() => {
+      type Seen = {
+        messages: { text: string; streaming: string | null; busy: string | null; live: string | null }[];
+        args: { text: string; complete: string | null }[];
+      };
+      const record = { seen: [] as Seen[], announced: [] as string[], announcerEdits: 0 };
+      (window as unknown as { streamRecord: typeof record }).streamRecord = record;
+      const textOf = (element: Element | null) => (element?.textContent ?? '').replace('▍', '');
+      new MutationObserver((mutations) => {
+        for (const mutation of mutations) {
+          const inAnnouncer = (node: Node | null) => !!(node instanceof Element ? node : node?.parentElement)?.closest('[data-testid="announcer"]');
+          if (mutation.type === 'childList' && mutation.target instanceof Element && mutation.target.matches('[data-testid="announcer"]')) {
+            mutation.addedNodes.forEach((node) => record.announced.push(node.textContent ?? ''));
+          } else if (inAnnouncer(mutation.target)) {
+            record.announcerEdits += 1;
+          }
+        }
+        record.seen.push({
+          messages: [...document.querySelectorAll('[data-testid="agent-message"]')].map((element) => ({
+            text: textOf(element.querySelector('[data-testid="message-text"]')),
+            streaming: element.getAttribute('data-streaming'),
+            busy: element.getAttribute('aria-busy'),
+            live: element.getAttribute('aria-live'),
+          })),
+          args: [...document.querySelectorAll('[data-testid="tool-card"][data-tool="delete_department"] [data-testid="tool-args"]')].map((element) => ({
+            text: textOf(element),
+            complete: element.getAttribute('data-complete'),
+          })),
+        });
+      }).observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true });
+    });
+
+    await send('delete the Sciences department');
+    const question = page.getByTestId('question').filter({ hasText: 'Delete the department with id' });
+    await question.and(page.locator('[data-state="pending"]')).waitFor();
+    await question.getByRole('button', { name: 'No' }).click();
+    await question.and(page.locator('[data-state="answered"]')).waitFor();
+    await page.getByTestId('tool-card').filter({ hasText: 'Delete department' }).and(page.locator('[data-status="refused"]')).waitFor();
+    await expect.poll(() => page.getByTestId('composer-hint').textContent()).toBe('Enter sends, Shift+Enter starts a new line.');
+    await expect.poll(() => page.locator('[data-testid="agent-message"][data-streaming="true"]').count()).toBe(0);
+
+    const record = await page.evaluate(
+      () => (window as unknown as { streamRecord: { seen: { messages: { text: string; streaming: string | null; busy: string | null; live: string | null }[]; args: { text: string; complete: string | null }[] }[]; announced: string[]; announcerEdits: number } }).streamRecord,
+    );
+    const finalMessages = await page.getByTestId('message-text').allTextContents();
+    expect(finalMessages.length).toBeGreaterThan(0);
+    // Nothing shows twice (the snapshot sent before the pause adds nothing to a page that saw the events).
+    expect(new Set(finalMessages).size).toBe(finalMessages.length);
+
+    // Each message was seen in part, busy and not live, before it was whole.
+    for (const [index, whole] of finalMessages.entries()) {
+      const partial = record.seen.map((seen) => seen.messages[index]).filter((message) => message && message.streaming === 'true' && message.text.length > 0);
+      expect(partial.some((message) => message && message.text.length < whole.length && whole.startsWith(message.text)), whole).toBe(true);
+      expect(partial.every((message) => message?.busy === 'true' && message.live === 'off')).toBe(true);
+    }
+    // The arguments filled: seen incomplete as a prefix of their JSON text, then laid out once complete.
+    const args = record.seen.flatMap((seen) => seen.args);
+    const complete = args.find((arg) => arg.complete === 'true');
+    expect(complete?.text).toMatch(/"departmentId": "[0-9a-f-]{36}"/);
+    const filling = args.filter((arg) => arg.complete === 'false' && arg.text.length > 0);
+    expect(filling.length).toBeGreaterThan(1);
+    const raw = filling.at(-1)?.text ?? '';
+    expect(filling.every((arg) => raw.startsWith(arg.text))).toBe(true);
+    expect(new Set(filling.map((arg) => arg.text)).size).toBeGreaterThan(1);
+
+    // The live region: each message added once, whole, never edited token by token.
+    expect(record.announced).toEqual(finalMessages.map((text) => `Rover: ${text}`));
+    expect(record.announcerEdits).toBe(0);
+    // The conversation log stays live for what is added to it; the messages in it are not.
+    expect(await page.getByTestId('conversation').getAttribute('aria-live')).toBe('polite');
+  });
+
   it('campus mode: a campus administrator picks only their own campus, and the scope line says the chat is pinned to it', async () => {
     await signIn('campus.admin@greenhill.school');
     await page.getByLabel('One campus').check();
@@ -301,7 +377,7 @@ describe('run states in the Hub: running and Stop, queued, stop-and-send, failed
     await expect.poll(() => runStatus('list campuses')).toBe('finished');
     const events = await stack.runEvents(ADMIN, threadId, runId);
     expect(events.map((event) => event.type)).not.toContain('TEXT_MESSAGE_START');
-    expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: 'cancelled', committedWrites: [] });
+    expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'cancelled' }, metadata: { committedWrites: [] } });
     await page.screenshot({ path: `${SCREENSHOTS}stopped.png`, fullPage: true });
   });
 

@@ -13,6 +13,8 @@ const USER = 'admin@greenhill.school';
 const CTRL_C = '\x03';
 const ENTER = '\r';
 const LIFECYCLE = { AGENT_RUN_LEASE_SECONDS: '6', AGENT_RUN_MAX_ATTEMPTS: '2', AGENT_RUN_SWEEP_INTERVAL_MS: '500' };
+// The scripted model's chunks paced, so a reply reaches the terminal word by word.
+const SCRIPTED_STREAM = { AGENT_SCRIPTED_STREAM_DELAY_MS: '30' };
 
 /** What a person sees: colours and cursor moves dropped, each carriage return (the spinner's redraws) a line break. */
 const visible = (raw) => raw.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').replace(/\r\n?/g, '\n');
@@ -26,7 +28,12 @@ const startChat = (baseUrl) => {
     env: { ...process.env, TERM: 'xterm', NO_COLOR: '1' },
   });
   let raw = '';
-  child.stdout.on('data', (chunk) => (raw += chunk));
+  // What the screen showed after each piece of output: a streamed reply shows in part before it is whole.
+  const screens = [];
+  child.stdout.on('data', (chunk) => {
+    raw += chunk;
+    screens.push(visible(raw));
+  });
   child.stderr.on('data', (chunk) => (raw += chunk));
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   let cursor = 0;
@@ -51,6 +58,13 @@ const startChat = (baseUrl) => {
       }
     },
     type: (text) => child.stdin.write(text),
+    /** Whether `line` was on the screen in part: some output ended inside it, before its end. */
+    seenInPart(line, prefix) {
+      return screens.some((screen) => {
+        const last = screen.slice(screen.lastIndexOf('\n') + 1);
+        return last.length > prefix.length && last.length < line.length && line.startsWith(last);
+      });
+    },
   };
   return chat;
 };
@@ -82,7 +96,7 @@ beforeAll(async () => {
   if (spawnSync('script', ['--version']).status !== 0) throw new Error("The chat's terminal test needs `script` (util-linux; on Debian the bsdutils package).");
   stack = await createTestStack({ name: 'chat', env: LIFECYCLE });
   await stack.startServer();
-  worker = await stack.startWorker();
+  worker = await stack.startWorker(SCRIPTED_STREAM);
   token = await login(stack.server().baseUrl, USER);
 }, 150_000);
 
@@ -101,13 +115,17 @@ describe('npm run chat in a pseudo-terminal', () => {
     if (chat && chat.child.exitCode === null) chat.child.kill('SIGKILL');
   });
 
-  it('logs in, opens a thread, and answers a request', async () => {
+  it('logs in, opens a thread, and answers a request: the reply arrives in pieces, on one line', async () => {
     chat = startChat(stack.server().baseUrl);
     threadId = (await chat.expect(/Thread ([0-9a-f-]{36})\./))[1];
     await chat.expect(/Ctrl-C stops a run; Ctrl-C at the prompt leaves\./);
     await chat.expect(/you> /);
     chat.type(`list departments${ENTER}`);
-    await chat.expect(/Rover: \[scripted model\]/);
+    // The tool call: its name, then its arguments on the same line once complete.
+    await chat.expect(/Rover calls list_departments \{\}  \[RabbitMQ event [a-z.-]+\]\n/);
+    const reply = (await chat.expect(/Rover: \[scripted model\][^\n]*\n/))[0].trimEnd();
+    expect(reply.split(' ').length).toBeGreaterThan(4);
+    expect(chat.seenInPart(reply, 'Rover: ')).toBe(true);
     await chat.expect(/you> /);
     expect((await runsOf(threadId)).map((run) => run.status)).toEqual(['finished']);
   });
@@ -156,7 +174,7 @@ describe('npm run chat in a pseudo-terminal', () => {
 
   it('a question says when it expires; Ctrl-C at its answer stops the run: the question can no longer be answered, the thread takes the next message', async () => {
     chat.type(`delete the Sciences department${ENTER}`);
-    await chat.expect(/Rover asks: Delete the department with id/);
+    await chat.expect(/Rover asks you to confirm: Delete the department with id/);
     await chat.expect(/\(this question expires in 23 h; unanswered by then, the run ends\. Ctrl-C stops the run\.\)/);
     await chat.expect(/answer Rover> /);
     chat.type(CTRL_C);

@@ -13,6 +13,7 @@ import { eventLabel, speakerName } from '../lib/labels';
 import {
   QUEUED_TEXT,
   activeRun,
+  announcements,
   emptyThread,
   orderedItems,
   pendingQuestions,
@@ -53,13 +54,28 @@ const conflictText = (conflict: Conflict): string => {
 
 const RUN_STATUS_TEXT: Partial<Record<AgentRunStatus, string>> = { queued: QUEUED_TEXT };
 
+/** A run found ended (or waiting for an answer) as the page opens it: what it said so far is history, not news. */
+const isHistory = (status: AgentRunStatus): boolean => status !== 'running' && status !== 'queued';
+
+/**
+ * A message as it streams. Its text is not live (aria-live off inside the conversation log, busy while it streams):
+ * the announcer reads it once, whole.
+ */
 const Message = ({ item }: { item: Extract<ChatItem, { kind: 'message' }> }) => (
-  <article className="max-w-3xl rounded-lg border border-slate-200 bg-white px-3 py-2 shadow-sm" aria-label={`Message from ${speakerName(item.speaker)}`} data-testid="agent-message" data-speaker={item.speaker}>
+  <article
+    className="max-w-3xl rounded-lg border border-slate-200 bg-white px-3 py-2 shadow-sm"
+    aria-label={`Message from ${speakerName(item.speaker)}`}
+    aria-live="off"
+    aria-busy={item.streaming}
+    data-testid="agent-message"
+    data-speaker={item.speaker}
+    data-streaming={item.streaming}
+  >
     <p className="text-xs font-semibold text-sky-800">
       {speakerName(item.speaker)}
       {item.speaker === 'rover' ? '' : ` (${SPEAKER_HATS[item.speaker]})`}
     </p>
-    <p className="whitespace-pre-wrap">
+    <p className="whitespace-pre-wrap" data-testid="message-text">
       {item.text}
       {item.streaming ? <span aria-hidden="true">▍</span> : null}
     </p>
@@ -81,6 +97,8 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
   // Runs whose events are being read now, so a catch-up does not open a second stream for one.
   const following = useRef(new Set<string>());
   const composer = useRef<HTMLTextAreaElement | null>(null);
+  // The first run of a thread this page just made: opening the thread follows it live, however far it has got.
+  const startedHere = useRef<string | null>(null);
   // The clock the questions' expiry is counted from.
   const [now, setNow] = useState(() => Date.now());
 
@@ -153,7 +171,7 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
           if (signal.aborted) return;
           const known = stateRef.current.runs.find((candidate) => candidate.id === run.id);
           if (following.current.has(run.id)) continue;
-          if (!known) dispatch({ type: 'run-summary', run: { ...run, interrupts: [] } });
+          if (!known) dispatch({ type: 'run-summary', run: { ...run, interrupts: [] }, history: isHistory(run.status) });
           if (!known || run.lastSeq > known.lastSeq || run.status !== known.status) void follow(thread, run.id, known?.lastSeq ?? 0, signal);
         }
       } catch (error) {
@@ -176,7 +194,10 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
       try {
         const detail = await api.thread(threadId);
         // In the order they were sent; each run's items then stay with it, whatever order their events arrive in.
-        for (const run of detail.runs) dispatch({ type: 'run-summary', run: { ...run, interrupts: [] } satisfies RunSummaryView });
+        for (const run of detail.runs) {
+          const history = run.id !== startedHere.current && isHistory(run.status);
+          dispatch({ type: 'run-summary', run: { ...run, interrupts: [] } satisfies RunSummaryView, history });
+        }
         for (const run of detail.runs) {
           if (controller.signal.aborted) return;
           const replay = follow(threadId, run.id, 0, controller.signal);
@@ -229,7 +250,7 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
       if (!threadId) {
         // A new thread: the server makes its id; opening it replays the run from the start.
         const thread = await api.createThread();
-        await api.startRun(thread.id, message, campusId);
+        startedHere.current = (await api.startRun(thread.id, message, campusId)).runId;
         if (fromDraft) setDraft('');
         window.location.hash = chatHref(thread.id);
         refreshThreads();
@@ -457,6 +478,14 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
             }
           })}
           <div ref={end} />
+        </div>
+        {/* Each message once, whole, as it ends: additions are read, the oldest dropped silently. */}
+        <div className="sr-only" aria-live="polite" aria-atomic="false" aria-relevant="additions" data-testid="announcer">
+          {announcements(state).map((item) => (
+            <p key={item.id}>
+              {speakerName(item.speaker)}: {item.text}
+            </p>
+          ))}
         </div>
         <form onSubmit={send} className="border-t border-slate-200 bg-white p-3">
           {conflict ? (

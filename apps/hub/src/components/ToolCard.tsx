@@ -35,6 +35,16 @@ export const statusText = (item: ToolItem): string => {
 
 const pretty = (value: unknown): string => (typeof value === 'string' ? value : JSON.stringify(value, null, 2));
 
+/**
+ * The arguments as they stand: the JSON text so far while they stream, laid out once complete; text that is not an
+ * object is shown as it came.
+ */
+export const argsText = (item: ToolItem): string => {
+  if (!item.argsComplete) return item.argsText;
+  if (!item.args) return item.argsText;
+  return Object.keys(item.args).length ? pretty(item.args) : '(none)';
+};
+
 export const ToolCard = ({ item }: { item: ToolItem }) => {
   const label = toolLabel(item.name);
   const auditId = item.result?.auditId;
@@ -51,8 +61,14 @@ export const ToolCard = ({ item }: { item: ToolItem }) => {
         <div className="space-y-2 border-t border-slate-100 px-3 py-2 text-sm">
           <div>
             <h4 className="text-xs font-semibold uppercase text-slate-500">Arguments</h4>
-            <pre className="overflow-auto rounded bg-slate-50 p-2 text-xs" data-testid="tool-args">
-              {Object.keys(item.args).length ? pretty(item.args) : '(none)'}
+            <pre
+              className="overflow-auto rounded bg-slate-50 p-2 text-xs"
+              data-testid="tool-args"
+              data-complete={item.argsComplete}
+              aria-busy={!item.argsComplete}
+            >
+              {argsText(item)}
+              {item.argsComplete ? null : <span aria-hidden="true">▍</span>}
             </pre>
           </div>
           {item.result ? (

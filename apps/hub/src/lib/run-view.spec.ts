@@ -1,7 +1,9 @@
-import type { AgentRunEvent } from '@naalya/agent-tools';
+import { toRunInterrupt, type AgentInterrupt, type AgentRunEvent, type AgentSpeaker } from '@naalya/agent-tools';
 import { describe, expect, it } from 'vitest';
 import {
+  ANNOUNCED_MESSAGES,
   activeRun,
+  announcements,
   emptyThread,
   expiryText,
   orderedItems,
@@ -27,32 +29,61 @@ const play = (events: EventInput[], state: ThreadView = emptyThread('thread-1'),
 
 const apply = (state: ThreadView, ...actions: ThreadAction[]) => actions.reduce(threadReducer, state);
 
+/** A tool call as the worker streams it: START, its arguments as two JSON fragments, END. */
+const call = (toolCallId: string, toolCallName: string, args: Record<string, unknown> = {}, extra: { event?: string; subagentRunId?: string } = {}): EventInput[] => {
+  const text = JSON.stringify(args);
+  const half = Math.ceil(text.length / 2);
+  const by = extra.subagentRunId ? { subagentRunId: extra.subagentRunId } : {};
+  return [
+    { type: 'TOOL_CALL_START', toolCallId, toolCallName, ...(extra.event ? { metadata: { event: extra.event } } : {}), ...by },
+    { type: 'TOOL_CALL_ARGS', toolCallId, delta: text.slice(0, half), ...by },
+    { type: 'TOOL_CALL_ARGS', toolCallId, delta: text.slice(half), ...by },
+    { type: 'TOOL_CALL_END', toolCallId, ...by },
+  ];
+};
+const result = (toolCallId: string, content: string, hopMs?: number): EventInput => ({
+  type: 'TOOL_CALL_RESULT',
+  messageId: `result-${toolCallId}`,
+  toolCallId,
+  role: 'tool',
+  content,
+  ...(hopMs === undefined ? {} : { metadata: { hopMs } }),
+});
+/** A message as the model streams it: START, one delta per piece, END. */
+const say = (messageId: string, name: AgentSpeaker, ...pieces: string[]): EventInput[] => [
+  { type: 'TEXT_MESSAGE_START', messageId, role: 'assistant', name },
+  ...pieces.map((delta): EventInput => ({ type: 'TEXT_MESSAGE_CONTENT', messageId, delta })),
+  { type: 'TEXT_MESSAGE_END', messageId },
+];
+const success: EventInput = { type: 'RUN_FINISHED', outcome: { type: 'success' } };
+const interrupted = (...interrupts: AgentInterrupt[]): EventInput => ({
+  type: 'RUN_FINISHED',
+  outcome: { type: 'interrupt', interrupts: interrupts.map((interrupt) => toRunInterrupt(interrupt)) as [ReturnType<typeof toRunInterrupt>] },
+});
+
 const LIST_RESULT = JSON.stringify({ data: [{ id: 'd1', name: 'Languages' }], scopeContext: 'Your access covers the whole school.' });
 const TIMEOUT =
   'The "delete.department" tool timed out, the platform may be slow and could still be processing the request. This is an infrastructure issue, not a problem with your request. The outcome is unknown: the change may still complete. Do not retry this call; tell the user the outcome is unknown and ask them to check whether the change was made before trying again.';
 
+// 1 RUN_STARTED, 2-5 the call, 6 its result, 7 START, 8-9 the deltas, 10 END, 11 RUN_FINISHED.
 const listDepartments: EventInput[] = [
   { type: 'RUN_STARTED' },
-  { type: 'TOOL_CALL_START', toolCallId: 'c1', toolCallName: 'list_departments', speaker: 'rover', event: 'list.departments', args: {} },
-  { type: 'TOOL_CALL_END', toolCallId: 'c1' },
-  { type: 'TOOL_CALL_RESULT', toolCallId: 'c1', content: LIST_RESULT, hopMs: 4.2 },
-  { type: 'TEXT_MESSAGE_START', messageId: 'm1', speaker: 'rover' },
-  { type: 'TEXT_MESSAGE_CONTENT', messageId: 'm1', delta: 'I found 1 department: ' },
-  { type: 'TEXT_MESSAGE_CONTENT', messageId: 'm1', delta: 'Languages.' },
-  { type: 'TEXT_MESSAGE_END', messageId: 'm1' },
-  { type: 'RUN_FINISHED', outcome: 'success' },
+  ...call('c1', 'list_departments', {}, { event: 'list.departments' }),
+  result('c1', LIST_RESULT, 4.2),
+  ...say('m1', 'rover', 'I found 1 department: ', 'Languages.'),
+  success,
 ];
 
 describe('threadReducer: run events to the chat view model', () => {
   it('a read: a running tool card becomes done with its result and scope line, then Rover streams the answer', () => {
     const started = apply(emptyThread('thread-1'), { type: 'run-started', runId: 'run-1', message: 'list departments' });
-    const running = play(listDepartments.slice(0, 3), started);
-    expect(running.items.find((item) => item.kind === 'tool')).toMatchObject({ status: 'running', args: {} });
+    const running = play(listDepartments.slice(0, 5), started);
+    expect(running.items.find((item) => item.kind === 'tool')).toMatchObject({ status: 'running', args: {}, argsComplete: true });
 
-    const streaming = play(listDepartments.slice(3, 7), running, 'run-1', 3);
+    const streaming = play(listDepartments.slice(5, 9), running, 'run-1', 5);
     expect(streaming.items.find((item) => item.kind === 'message')).toMatchObject({ text: 'I found 1 department: Languages.', streaming: true });
 
-    const done = play(listDepartments.slice(7), streaming, 'run-1', 7);
+    const done = play(listDepartments.slice(9), streaming, 'run-1', 9);
     expect(done.items.map((item) => item.kind)).toEqual(['user', 'tool', 'message']);
     expect(done.items[1]).toMatchObject({
       status: 'done',
@@ -60,7 +91,7 @@ describe('threadReducer: run events to the chat view model', () => {
       result: { data: [{ id: 'd1', name: 'Languages' }], scopeContext: 'Your access covers the whole school.' },
     });
     expect(done.items[2]).toMatchObject({ speaker: 'rover', streaming: false });
-    expect(done.runs).toEqual([{ id: 'run-1', status: 'finished', lastSeq: 9 }]);
+    expect(done.runs).toEqual([{ id: 'run-1', status: 'finished', lastSeq: 11, fromStart: true }]);
     expect(activeRun(done)).toBeUndefined();
   });
 
@@ -70,27 +101,32 @@ describe('threadReducer: run events to the chat view model', () => {
     expect(replayed).toEqual(once);
   });
 
-  it('attributes messages and tool calls to the specialist who made them', () => {
+  it('attributes a message by its name, and a tool call by its subagentRunId to the specialist SUBAGENT_STARTED named', () => {
     const state = play([
       { type: 'RUN_STARTED' },
-      { type: 'TEXT_MESSAGE_START', messageId: 'm1', speaker: 'class_teacher' },
-      { type: 'TOOL_CALL_START', toolCallId: 'c1', toolCallName: 'list_class_students', speaker: 'class_teacher', event: 'list.class-students', args: { classId: 'x' } },
+      ...call('t1', 'task', { subagent_type: 'class_teacher', description: 'list the class' }),
+      { type: 'SUBAGENT_STARTED', subagentRunId: 'sub-1', name: 'class_teacher', parentToolCallId: 't1' },
+      ...say('m1', 'class_teacher', 'Looking.'),
+      ...call('c1', 'list_class_students', { classId: 'x' }, { event: 'list.class-students', subagentRunId: 'sub-1' }),
+      { type: 'SUBAGENT_FINISHED', subagentRunId: 'sub-1', outcome: { type: 'success' } },
+      ...call('c2', 'list_staff', {}, { event: 'list.staff' }),
     ]);
     expect(state.items).toMatchObject([
+      { kind: 'tool', id: 't1', speaker: 'rover' },
       { kind: 'message', speaker: 'class_teacher' },
-      { kind: 'tool', speaker: 'class_teacher', args: { classId: 'x' } },
+      { kind: 'tool', id: 'c1', speaker: 'class_teacher', event: 'list.class-students', args: { classId: 'x' } },
+      { kind: 'tool', id: 'c2', speaker: 'rover' },
     ]);
+    // An unknown subagentRunId (its SUBAGENT_STARTED not seen) is not guessed: Rover.
+    const unknown = play(call('c3', 'list_staff', {}, { subagentRunId: 'sub-unknown' }));
+    expect(unknown.items[0]).toMatchObject({ speaker: 'rover' });
   });
 
   it('an ask_user question: pending, then sending (one answer), then answered; the run resumes', () => {
     const asked = play([
       { type: 'RUN_STARTED' },
-      { type: 'TOOL_CALL_START', toolCallId: 'a1', toolCallName: 'ask_user', speaker: 'rover', args: { question: 'Delete the Languages department?' } },
-      {
-        type: 'RUN_FINISHED',
-        outcome: 'interrupt',
-        interrupts: [{ interruptId: 'i1', question: 'Delete the Languages department?', askedBy: 'rover' }],
-      },
+      ...call('a1', 'ask_user', { question: 'Delete the Languages department?' }),
+      interrupted({ interruptId: 'i1', question: 'Delete the Languages department?', askedBy: 'rover' }),
     ]);
     expect(pendingQuestions(asked)).toMatchObject([{ id: 'i1', state: 'pending', askedBy: 'rover' }]);
     expect(activeRun(asked)).toMatchObject({ status: 'interrupted' });
@@ -106,14 +142,14 @@ describe('threadReducer: run events to the chat view model', () => {
     const resumed = play(
       [
         { type: 'RUN_STARTED' },
-        { type: 'TOOL_CALL_START', toolCallId: 'c2', toolCallName: 'delete_department', speaker: 'rover', event: 'delete.department', args: { departmentId: 'd1' } },
-        { type: 'TOOL_CALL_RESULT', toolCallId: 'c2', content: JSON.stringify({ data: { id: 'd1' }, scopeContext: 'Your access covers the whole school.', auditId: 'audit-1' }) },
+        ...call('c2', 'delete_department', { departmentId: 'd1' }, { event: 'delete.department' }),
+        result('c2', JSON.stringify({ data: { id: 'd1' }, scopeContext: 'Your access covers the whole school.', auditId: 'audit-1' })),
         { type: 'CUSTOM', name: 'department.deleted', value: { label: 'Department deleted', resourceType: 'department', auditId: 'audit-1' } },
-        { type: 'RUN_FINISHED', outcome: 'success' },
+        success,
       ],
       answered,
       'run-1',
-      3,
+      6,
     );
     expect(resumed.items.filter((item) => item.kind === 'tool' && item.name === 'delete_department')).toMatchObject([{ status: 'done', result: { auditId: 'audit-1' } }]);
     expect(resumed.items.find((item) => item.kind === 'success')).toMatchObject({ label: 'Department deleted', auditId: 'audit-1' });
@@ -122,41 +158,47 @@ describe('threadReducer: run events to the chat view model', () => {
   it('a confirmation: the paused write waits for the answer (not outcome unknown), then shows its result after yes', () => {
     const asked = play([
       { type: 'RUN_STARTED' },
-      { type: 'TOOL_CALL_START', toolCallId: 'c1', toolCallName: 'delete_department', speaker: 'rover', event: 'delete.department', args: { departmentId: 'd1' } },
+      ...call('c1', 'delete_department', { departmentId: 'd1' }, { event: 'delete.department' }),
       {
         type: 'RUN_FINISHED',
-        outcome: 'interrupt',
-        interrupts: [
-          {
-            interruptId: 'i1',
-            question: 'Delete the department with id d1 and its member list? This cannot be undone.',
-            askedBy: 'rover',
-            toolCallId: 'c1',
-            argsHash: 'hash',
-            confirmation: { event: 'delete.department', callId: 'call-1' },
-          },
-        ],
+        outcome: {
+          type: 'interrupt',
+          interrupts: [
+            {
+              ...toRunInterrupt({
+                interruptId: 'i1',
+                question: 'Delete the department with id d1 and its member list? This cannot be undone.',
+                askedBy: 'rover',
+                toolCallId: 'c1',
+                argsHash: 'hash',
+                confirmation: { event: 'delete.department', callId: 'call-1' },
+              }),
+              expiresAt: '2026-12-05T13:00:00.000Z',
+            },
+          ],
+        },
       },
     ]);
-    expect(pendingQuestions(asked)).toMatchObject([{ id: 'i1', confirm: true }]);
+    // Typed by its reason, with the expiry the server stamped on it.
+    expect(pendingQuestions(asked)).toMatchObject([{ id: 'i1', confirm: true, toolCallId: 'c1', expiresAt: '2026-12-05T13:00:00.000Z' }]);
     expect(asked.items.find((item) => item.kind === 'tool')).toMatchObject({ status: 'running' });
     expect(asked.items.find((item) => item.kind === 'tool')).not.toHaveProperty('check');
 
     const resumed = play(
       [
         { type: 'RUN_STARTED' },
-        { type: 'TOOL_CALL_RESULT', toolCallId: 'c1', content: JSON.stringify({ data: { id: 'd1' }, scopeContext: 'Your access covers the whole school.', auditId: 'audit-1' }) },
-        { type: 'RUN_FINISHED', outcome: 'success' },
+        result('c1', JSON.stringify({ data: { id: 'd1' }, scopeContext: 'Your access covers the whole school.', auditId: 'audit-1' })),
+        success,
       ],
       apply(asked, { type: 'answer-accepted', interruptId: 'i1', resumed: true }),
       'run-1',
-      3,
+      6,
     );
     expect(resumed.items.find((item) => item.kind === 'tool')).toMatchObject({ status: 'done', result: { auditId: 'audit-1' } });
   });
 
   it('a refused answer: a question already answered elsewhere shows as answered, a stale one as expired', () => {
-    const asked = play([{ type: 'RUN_FINISHED', outcome: 'interrupt', interrupts: [{ interruptId: 'i1', question: 'Sure?', askedBy: 'dos' }] }]);
+    const asked = play([interrupted({ interruptId: 'i1', question: 'Sure?', askedBy: 'dos' })]);
     const already = apply(asked, { type: 'answer-refused', interruptId: 'i1', message: 'This question has already been answered.', state: 'answered' });
     expect(already.items[0]).toMatchObject({ state: 'answered', note: 'This question has already been answered.', askedBy: 'dos' });
     const stale = apply(asked, { type: 'answer-refused', interruptId: 'i1', message: 'moved on', state: 'expired' });
@@ -164,7 +206,7 @@ describe('threadReducer: run events to the chat view model', () => {
   });
 
   it('after a reload, the server summary decides: pending while the run waits, answered, or expired', () => {
-    const asked = play([{ type: 'RUN_FINISHED', outcome: 'interrupt', interrupts: [{ interruptId: 'i1', question: 'Sure?', askedBy: 'rover' }] }]);
+    const asked = play([interrupted({ interruptId: 'i1', question: 'Sure?', askedBy: 'rover' })]);
     const summary = { id: 'run-1', message: 'delete it', error: null, lastSeq: 1 };
     const question = { interruptId: 'i1', question: 'Sure?', askedBy: 'rover' as const, expiresAt: null };
 
@@ -181,8 +223,8 @@ describe('threadReducer: run events to the chat view model', () => {
 
   it('a timed-out write is "outcome unknown, checking", never done or failed, until its audit row is found', () => {
     const timedOut = play([
-      { type: 'TOOL_CALL_START', toolCallId: 'c1', toolCallName: 'delete_department', speaker: 'rover', event: 'delete.department', args: { departmentId: 'd1' } },
-      { type: 'TOOL_CALL_RESULT', toolCallId: 'c1', content: JSON.stringify({ error: TIMEOUT, code: 'TOOL_TIMED_OUT' }) },
+      ...call('c1', 'delete_department', { departmentId: 'd1' }, { event: 'delete.department' }),
+      result('c1', JSON.stringify({ error: TIMEOUT, code: 'TOOL_TIMED_OUT' })),
     ]);
     expect(timedOut.items[0]).toMatchObject({ status: 'unknown', check: 'checking' });
 
@@ -195,8 +237,8 @@ describe('threadReducer: run events to the chat view model', () => {
 
   it('a write left without a result when the step fails is outcome unknown; a read is failed', () => {
     const state = play([
-      { type: 'TOOL_CALL_START', toolCallId: 'w', toolCallName: 'create_department', speaker: 'rover', event: 'create.department', args: { name: 'Arts' } },
-      { type: 'TOOL_CALL_START', toolCallId: 'r', toolCallName: 'list_staff', speaker: 'rover', event: 'list.staff', args: {} },
+      ...call('w', 'create_department', { name: 'Arts' }, { event: 'create.department' }),
+      ...call('r', 'list_staff', {}, { event: 'list.staff' }),
       { type: 'RUN_ERROR', message: 'The assistant stopped.', code: 'RUN_FAILED' },
     ]);
     expect(state.items).toMatchObject([
@@ -205,6 +247,141 @@ describe('threadReducer: run events to the chat view model', () => {
       { kind: 'error', message: 'The assistant stopped.' },
     ]);
     expect(state.runs[0]?.status).toBe('failed');
+  });
+});
+
+describe('streaming: text and tool arguments as they arrive, announced once, a snapshot for a late page', () => {
+  it('a message grows delta by delta and stays streaming until its END; a delta after the END changes nothing', () => {
+    const message = say('m1', 'rover', 'I found ', '1 department.');
+    const partial = play(message.slice(0, 2));
+    expect(partial.items).toMatchObject([{ kind: 'message', text: 'I found ', streaming: true }]);
+    const whole = play(message.slice(2), partial, 'run-1', 2);
+    expect(whole.items).toMatchObject([{ kind: 'message', text: 'I found 1 department.', streaming: false }]);
+    const late = play([{ type: 'TEXT_MESSAGE_CONTENT', messageId: 'm1', delta: ' More.' }], whole, 'run-1', 4);
+    expect(late.items).toEqual(whole.items);
+  });
+
+  it('tool arguments: the partial JSON text while they stream, the parsed object once TOOL_CALL_END arrives', () => {
+    const events = call('c1', 'create_department', { name: 'Robotics' }, { event: 'create.department' });
+    const filling = play(events.slice(0, 2));
+    expect(filling.items[0]).toMatchObject({ argsText: '{"name":"R', argsComplete: false });
+    expect(filling.items[0]).not.toHaveProperty('args');
+    const filled = play(events.slice(2, 3), filling, 'run-1', 2);
+    expect(filled.items[0]).toMatchObject({ argsText: '{"name":"Robotics"}', argsComplete: false });
+    expect(filled.items[0]).not.toHaveProperty('args');
+    const complete = play(events.slice(3), filled, 'run-1', 3);
+    expect(complete.items[0]).toMatchObject({ argsComplete: true, args: { name: 'Robotics' } });
+    // A fragment after the END is not the call's: ignored.
+    expect(play([{ type: 'TOOL_CALL_ARGS', toolCallId: 'c1', delta: '}' }], complete, 'run-1', 4).items).toEqual(complete.items);
+  });
+
+  it('arguments that are not a JSON object are shown as they came, never as an object', () => {
+    const state = play([
+      { type: 'TOOL_CALL_START', toolCallId: 'c1', toolCallName: 'list_staff' },
+      { type: 'TOOL_CALL_ARGS', toolCallId: 'c1', delta: '{"truncated' },
+      { type: 'TOOL_CALL_END', toolCallId: 'c1' },
+      { type: 'TOOL_CALL_START', toolCallId: 'c2', toolCallName: 'get_time' },
+      { type: 'TOOL_CALL_END', toolCallId: 'c2' },
+    ]);
+    expect(state.items[0]).toMatchObject({ argsComplete: true, argsText: '{"truncated' });
+    expect(state.items[0]).not.toHaveProperty('args');
+    // No fragments at all: no arguments.
+    expect(state.items[1]).toMatchObject({ argsComplete: true, args: {} });
+  });
+
+  it('the live region: a message is announced once it is complete, never while it streams', () => {
+    const streaming = play([{ type: 'RUN_STARTED' }, ...say('m1', 'rover', 'I found ', '1 department.').slice(0, 3)]);
+    expect(announcements(streaming)).toEqual([]);
+    const done = play([{ type: 'TEXT_MESSAGE_END', messageId: 'm1' }], streaming, 'run-1', 4);
+    expect(announcements(done)).toMatchObject([{ id: 'm1', speaker: 'rover', text: 'I found 1 department.' }]);
+    // Later events leave the announcement as it is (the region adds, never repeats).
+    expect(announcements(play([success], done, 'run-1', 5))).toEqual(announcements(done));
+    // It keeps the newest few only.
+    const many = play(['a', 'b', 'c', 'd', 'e'].flatMap((id) => say(id, 'rover', `Message ${id}.`)));
+    expect(announcements(many).map((item) => item.id)).toEqual(['c', 'd', 'e']);
+    expect(ANNOUNCED_MESSAGES).toBe(3);
+  });
+
+  it('a thread opened later replays its history silently; what its run says after that is announced', () => {
+    const opened = apply(emptyThread('thread-1'), {
+      type: 'run-summary',
+      history: true,
+      run: { id: 'run-1', status: 'interrupted', message: 'delete Languages', interrupts: [], error: null, lastSeq: 4 },
+    });
+    const replayed = play([{ type: 'RUN_STARTED' }, ...say('m1', 'rover', 'Are you sure?')], opened);
+    expect(replayed.items.find((item) => item.kind === 'message')).toMatchObject({ text: 'Are you sure?', live: false });
+    expect(announcements(replayed)).toEqual([]);
+    const resumed = play([{ type: 'RUN_STARTED' }, ...say('m2', 'rover', 'Deleted.')], replayed, 'run-1', 4);
+    expect(announcements(resumed).map((item) => item.text)).toEqual(['Deleted.']);
+  });
+
+  it('MESSAGES_SNAPSHOT: a page that joins a run late renders the conversation from it (its user messages come from the runs)', () => {
+    const snapshot: EventInput = {
+      type: 'MESSAGES_SNAPSHOT',
+      messages: [
+        { id: 'u1', role: 'user', content: 'delete Languages' },
+        {
+          id: 'm1',
+          role: 'assistant',
+          name: 'rover',
+          content: 'Let me check.',
+          toolCalls: [{ id: 'c1', type: 'function', function: { name: 'list_departments', arguments: '{}' } }],
+        },
+        { id: 'r1', role: 'tool', toolCallId: 'c1', content: LIST_RESULT },
+        { id: 'm2', role: 'assistant', name: 'dos', toolCalls: [{ id: 'c2', type: 'function', function: { name: 'delete_department', arguments: '{"departmentId":"d1"}' } }] },
+      ],
+    };
+    // Its first event read is seq 6: the page missed the run's start.
+    const late = play([snapshot], emptyThread('thread-1'), 'run-1', 5);
+    expect(late.runs[0]).toMatchObject({ fromStart: false });
+    expect(late.items).toMatchObject([
+      { kind: 'message', id: 'm1', speaker: 'rover', text: 'Let me check.', streaming: false, live: false },
+      { kind: 'tool', id: 'c1', status: 'done', result: { scopeContext: 'Your access covers the whole school.' } },
+      { kind: 'tool', id: 'c2', speaker: 'dos', args: { departmentId: 'd1' }, argsComplete: true, status: 'running' },
+    ]);
+    expect(late.items.some((item) => item.kind === 'user')).toBe(false);
+  });
+
+  it('MESSAGES_SNAPSHOT: a page that read the run from its first event shows nothing twice, whatever the ids, and keeps what it had', () => {
+    const seen = play([{ type: 'RUN_STARTED' }, ...say('m1', 'rover', 'Let me check.'), ...call('c1', 'list_departments', {}, { event: 'list.departments' }), result('c1', LIST_RESULT, 2)]);
+    const after = play(
+      [
+        {
+          type: 'MESSAGES_SNAPSHOT',
+          messages: [
+            // The model's own message id, not the streamed text's.
+            { id: 'lc-run-1', role: 'assistant', name: 'rover', content: 'Let me check.', toolCalls: [{ id: 'c1', type: 'function', function: { name: 'list_departments', arguments: '{}' } }] },
+            { id: 'r1', role: 'tool', toolCallId: 'c1', content: JSON.stringify({ error: 'other' }) },
+          ],
+        },
+      ],
+      seen,
+      'run-1',
+      9,
+    );
+    expect(after.items).toEqual(seen.items);
+    // A late page dedupes by id: the tool call it has keeps its result; text under another id is the snapshot's to add.
+    const lateSeen = play([...say('m1', 'rover', 'Let me check.'), ...call('c1', 'list_departments'), result('c1', LIST_RESULT)], emptyThread('thread-1'), 'run-1', 3);
+    const lateAfter = play(
+      [{ type: 'MESSAGES_SNAPSHOT', messages: [{ id: 'm1', role: 'assistant', name: 'rover', content: 'Let me check.' }, { id: 'r1', role: 'tool', toolCallId: 'c1', content: '{"error":"x"}' }] }],
+      lateSeen,
+      'run-1',
+      20,
+    );
+    expect(lateAfter.items).toEqual(lateSeen.items);
+  });
+
+  it('a question and a confirmation from RUN_FINISHED: typed by their reason, asked by whom the metadata says', () => {
+    const state = play([
+      interrupted(
+        { interruptId: 'q1', question: 'Which term?', askedBy: 'dos' },
+        { interruptId: 'q2', question: 'Create it?', askedBy: 'rover', toolCallId: 'c9', argsHash: 'h', confirmation: { event: 'create.department', callId: 'k' } },
+      ),
+    ]);
+    expect(pendingQuestions(state)).toEqual([
+      { kind: 'question', id: 'q1', runId: 'run-1', question: 'Which term?', askedBy: 'dos', state: 'pending' },
+      { kind: 'question', id: 'q2', runId: 'run-1', question: 'Create it?', askedBy: 'rover', state: 'pending', confirm: true, toolCallId: 'c9' },
+    ]);
   });
 });
 
@@ -235,23 +412,17 @@ describe('run states the server reports: queued, stopped, failed, questions that
   const started = (runId: string, message: string, status?: 'running' | 'queued') => ({ type: 'run-started', runId, message, ...(status ? { status } : {}) }) as const;
   const deletion: EventInput[] = [
     { type: 'RUN_STARTED' },
-    { type: 'TOOL_CALL_START', toolCallId: 'r1', toolCallName: 'list_departments', speaker: 'rover', event: 'list.departments', args: {} },
-    { type: 'TOOL_CALL_RESULT', toolCallId: 'r1', content: LIST_RESULT },
-    { type: 'TOOL_CALL_START', toolCallId: 'c1', toolCallName: 'delete_department', speaker: 'rover', event: 'delete.department', args: { departmentId: 'd1' } },
-    {
-      type: 'RUN_FINISHED',
-      outcome: 'interrupt',
-      interrupts: [
-        {
-          interruptId: 'i1',
-          question: 'Delete the department with id d1?',
-          askedBy: 'rover',
-          toolCallId: 'c1',
-          argsHash: 'hash',
-          confirmation: { event: 'delete.department', callId: 'call-1' },
-        },
-      ],
-    },
+    ...call('r1', 'list_departments', {}, { event: 'list.departments' }),
+    result('r1', LIST_RESULT),
+    ...call('c1', 'delete_department', { departmentId: 'd1' }, { event: 'delete.department' }),
+    interrupted({
+      interruptId: 'i1',
+      question: 'Delete the department with id d1?',
+      askedBy: 'rover',
+      toolCallId: 'c1',
+      argsHash: 'hash',
+      confirmation: { event: 'delete.department', callId: 'call-1' },
+    }),
   ];
 
   it('a queued message waits for the current reply: queued, then running once the server starts it', () => {
@@ -300,7 +471,7 @@ describe('run states the server reports: queued, stopped, failed, questions that
     expect(cancelled.items.filter((item) => item.kind === 'stopped')).toEqual([{ kind: 'stopped', id: 'run-1:stopped', runId: 'run-1', committedWrites: writes }]);
 
     // The server's own RUN_FINISHED{cancelled} in the stream, and a second Stop: the same stop, shown once.
-    const streamed = play([{ type: 'RUN_FINISHED', outcome: 'cancelled', committedWrites: writes }], cancelled, 'run-1', deletion.length);
+    const streamed = play([{ type: 'RUN_FINISHED', outcome: { type: 'cancelled' }, metadata: { committedWrites: writes } }], cancelled, 'run-1', deletion.length);
     const again = apply(streamed, { type: 'run-cancelled', runId: 'run-1', status: 'cancelled', cancelled: false, committedWrites: writes });
     expect(again.items.filter((item) => item.kind === 'stopped')).toHaveLength(1);
     expect(again.items).toEqual(cancelled.items);
@@ -309,9 +480,9 @@ describe('run states the server reports: queued, stopped, failed, questions that
   it('a run stopped mid-step: a read without a result is stopped, a write without one is outcome unknown (it may have committed)', () => {
     const state = play([
       { type: 'RUN_STARTED' },
-      { type: 'TOOL_CALL_START', toolCallId: 'w', toolCallName: 'create_department', speaker: 'rover', event: 'create.department', args: { name: 'Arts' } },
-      { type: 'TOOL_CALL_START', toolCallId: 'r', toolCallName: 'list_staff', speaker: 'rover', event: 'list.staff', args: {} },
-      { type: 'RUN_FINISHED', outcome: 'cancelled', committedWrites: [] },
+      ...call('w', 'create_department', { name: 'Arts' }, { event: 'create.department' }),
+      ...call('r', 'list_staff', {}, { event: 'list.staff' }),
+      { type: 'RUN_FINISHED', outcome: { type: 'cancelled' }, metadata: { committedWrites: [] } },
     ]);
     expect(state.items).toMatchObject([
       { id: 'w', status: 'unknown', check: 'checking' },

@@ -6,6 +6,8 @@ import {
   type AgentRunStatus,
   type AgentSpeaker,
   type CommittedWrite,
+  type RunInterrupt,
+  type RunSnapshotMessage,
   type RunSummary,
   type ToolErrorCode,
 } from '@naalya/agent-tools';
@@ -25,7 +27,11 @@ export type OutcomeCheck = 'checking' | 'confirmed' | 'not-found' | 'unavailable
 
 export type ChatItem =
   | { kind: 'user'; id: string; runId: string; text: string }
-  | { kind: 'message'; id: string; runId: string; speaker: AgentSpeaker; text: string; streaming: boolean }
+  /**
+   * `streaming`: its text is still arriving (TEXT_MESSAGE_CONTENT deltas). `live`: it ended while this page watched,
+   * so it is announced; a message replayed from the run's history is shown, not announced again.
+   */
+  | { kind: 'message'; id: string; runId: string; speaker: AgentSpeaker; text: string; streaming: boolean; live: boolean }
   | {
       kind: 'tool';
       id: string;
@@ -33,7 +39,12 @@ export type ChatItem =
       name: string;
       event?: string;
       speaker: AgentSpeaker;
-      args: Record<string, unknown>;
+      /** The arguments' JSON text as it streams (TOOL_CALL_ARGS fragments, concatenated). */
+      argsText: string;
+      /** Whether every fragment arrived (TOOL_CALL_END). */
+      argsComplete: boolean;
+      /** The parsed arguments, once complete; undefined while streaming, or if the text is not a JSON object. */
+      args?: Record<string, unknown>;
       status: ToolStatus;
       result?: ToolResultView;
       hopMs?: number;
@@ -64,8 +75,13 @@ export type ChatItem =
    */
   | { kind: 'error'; id: string; runId: string; message: string; code?: string; sendAgain?: string };
 
-export type RunView = { id: string; status: AgentRunStatus; lastSeq: number };
-export type ThreadView = { threadId: string | null; runs: RunView[]; items: ChatItem[] };
+/**
+ * `historySeq`: the run's events up to it were stored before the page opened the thread (replayed, not announced).
+ * `fromStart`: the page read the run from its first event (seq 1), so a MESSAGES_SNAPSHOT tells it nothing new.
+ */
+export type RunView = { id: string; status: AgentRunStatus; lastSeq: number; historySeq?: number; fromStart?: boolean };
+/** `subagents`: who each specialist invocation (SUBAGENT_STARTED's subagentRunId) is, to attribute its tool calls. */
+export type ThreadView = { threadId: string | null; runs: RunView[]; items: ChatItem[]; subagents: Record<string, AgentSpeaker> };
 
 /** What the chat reads of a run in GET /agent/threads/:id: its status and its questions, answered or not. */
 export type RunSummaryView = Pick<RunSummary, 'id' | 'status' | 'message' | 'interrupts' | 'error'> &
@@ -78,15 +94,18 @@ export type ThreadAction =
   /** POST .../runs/:runId/cancel answered (idempotent: `cancelled` false when the run had already ended). */
   | { type: 'run-cancelled'; runId: string; status: AgentRunStatus; cancelled: boolean; committedWrites: CommittedWrite[] }
   | { type: 'event'; runId: string; seq: number; event: AgentRunEvent }
-  /** `afterEvents`: read after the run's events, so its final status stands even where no event showed it. */
-  | { type: 'run-summary'; run: RunSummaryView; afterEvents?: boolean }
+  /**
+   * `afterEvents`: read after the run's events, so its final status stands even where no event showed it. `history`:
+   * read as the page opens the thread, so the events stored up to the summary's lastSeq are history (not announced).
+   */
+  | { type: 'run-summary'; run: RunSummaryView; afterEvents?: boolean; history?: boolean }
   | { type: 'answer-sending'; interruptId: string; answer: string }
   | { type: 'answer-accepted'; interruptId: string; resumed: boolean }
   | { type: 'answer-refused'; interruptId: string; message: string; state: 'pending' | 'answered' | 'expired' }
   | { type: 'outcome-check'; toolCallId: string; check: OutcomeCheck; auditId?: string }
   | { type: 'stream-failed'; runId: string; message: string };
 
-export const emptyThread = (threadId: string | null = null): ThreadView => ({ threadId, runs: [], items: [] });
+export const emptyThread = (threadId: string | null = null): ThreadView => ({ threadId, runs: [], items: [], subagents: {} });
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -104,6 +123,17 @@ export const parseToolResult = (content: string): ToolResultView => {
   } catch {
     // A local tool answers in plain text.
     return { data: content };
+  }
+};
+
+/** A tool call's streamed arguments, once complete: the object they spell, or undefined if they spell none. */
+export const parseToolArgs = (text: string): Record<string, unknown> | undefined => {
+  if (!text.trim()) return {};
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return isRecord(parsed) ? parsed : undefined;
+  } catch {
+    return undefined;
   }
 };
 
@@ -132,7 +162,83 @@ const upsertRun = (runs: RunView[], id: string, patch: Partial<RunView>): RunVie
 const mapItems = (items: ChatItem[], predicate: (item: ChatItem) => boolean, update: (item: ChatItem) => ChatItem): ChatItem[] =>
   items.map((item) => (predicate(item) ? update(item) : item));
 
-const applyEvent = (state: ThreadView, runId: string, event: AgentRunEvent): ThreadView => {
+const updateTool = (items: ChatItem[], toolCallId: string, update: (item: Extract<ChatItem, { kind: 'tool' }>) => ChatItem): ChatItem[] =>
+  mapItems(
+    items,
+    (item) => item.kind === 'tool' && item.id === toolCallId,
+    (item) => (item.kind === 'tool' ? update(item) : item),
+  );
+
+/** A tool's result on its card: its status by its code (a write whose answer was lost is checked in the audit log). */
+const withResult = (item: Extract<ChatItem, { kind: 'tool' }>, content: string, hopMs: number | undefined): ChatItem => {
+  const result = parseToolResult(content);
+  const status = toolStatusOf(result, isWriteTool(item.name, item.event));
+  return { ...item, status, result, ...(hopMs === undefined ? {} : { hopMs }), ...(status === 'unknown' ? { check: 'checking' as const } : {}) };
+};
+
+/** Who made an event: the specialist its subagentRunId names (SUBAGENT_STARTED), else Rover. */
+const speakerOf = (state: ThreadView, subagentRunId: string | undefined): AgentSpeaker =>
+  (subagentRunId === undefined ? undefined : state.subagents[subagentRunId]) ?? 'rover';
+
+/** A question or confirmation a run paused on, as the chat shows it. */
+const questionOf = (interrupt: RunInterrupt, runId: string): ChatItem => ({
+  kind: 'question',
+  id: interrupt.id,
+  runId,
+  question: interrupt.message,
+  askedBy: interrupt.metadata.askedBy,
+  state: 'pending',
+  ...(interrupt.reason === 'confirmation' ? { confirm: true as const } : {}),
+  ...(interrupt.reason === 'confirmation' && interrupt.toolCallId ? { toolCallId: interrupt.toolCallId } : {}),
+  ...(interrupt.expiresAt ? { expiresAt: interrupt.expiresAt } : {}),
+});
+
+/**
+ * The conversation as a MESSAGES_SNAPSHOT gives it, for a page that joined the run late. A page that read the run from
+ * its first event has it all already (and the worker's streamed text ids are not the snapshot's message ids), so it
+ * takes nothing from it. Otherwise what the page already shows (by message and tool call id) is left as it is, so
+ * nothing shows twice; user messages are skipped, as the page shows each run's message from the run itself.
+ */
+const applySnapshot = (state: ThreadView, runId: string, messages: RunSnapshotMessage[]): ThreadView => {
+  if (state.runs.find((run) => run.id === runId)?.fromStart) return state;
+  let items = state.items;
+  const known = (kind: ChatItem['kind'], id: string) => items.some((item) => item.kind === kind && item.id === id);
+  for (const message of messages) {
+    if (message.role === 'assistant') {
+      const speaker = message.name ?? 'rover';
+      if (message.content && !known('message', message.id)) {
+        items = [...items, { kind: 'message', id: message.id, runId, speaker, text: message.content, streaming: false, live: false }];
+      }
+      for (const call of message.toolCalls ?? []) {
+        if (known('tool', call.id)) continue;
+        const args = parseToolArgs(call.function.arguments);
+        items = [
+          ...items,
+          {
+            kind: 'tool',
+            id: call.id,
+            runId,
+            name: call.function.name,
+            speaker,
+            argsText: call.function.arguments,
+            argsComplete: true,
+            ...(args ? { args } : {}),
+            status: 'running',
+          },
+        ];
+      }
+    } else if (message.role === 'tool') {
+      items = mapItems(
+        items,
+        (item) => item.kind === 'tool' && item.id === message.toolCallId && item.result === undefined,
+        (item) => (item.kind === 'tool' ? withResult(item, message.content, undefined) : item),
+      );
+    }
+  }
+  return { ...state, items };
+};
+
+const applyEvent = (state: ThreadView, runId: string, seq: number, event: AgentRunEvent): ThreadView => {
   const { items } = state;
   switch (event.type) {
     case 'RUN_STARTED':
@@ -146,26 +252,35 @@ const applyEvent = (state: ThreadView, runId: string, event: AgentRunEvent): Thr
           (item) => ({ ...item, state: 'answered' }) as ChatItem,
         ),
       };
+    case 'SUBAGENT_STARTED':
+      return { ...state, subagents: { ...state.subagents, [event.subagentRunId]: event.name } };
+    case 'SUBAGENT_FINISHED':
+      // Its questions come with the run's RUN_FINISHED; nothing else to show.
+      return state;
     case 'TEXT_MESSAGE_START':
-      return { ...state, items: [...items, { kind: 'message', id: event.messageId, runId, speaker: event.speaker, text: '', streaming: true }] };
+      if (items.some((item) => item.kind === 'message' && item.id === event.messageId)) return state;
+      return { ...state, items: [...items, { kind: 'message', id: event.messageId, runId, speaker: event.name, text: '', streaming: true, live: false }] };
     case 'TEXT_MESSAGE_CONTENT':
       return {
         ...state,
         items: mapItems(
           items,
-          (item) => item.kind === 'message' && item.id === event.messageId,
+          (item) => item.kind === 'message' && item.id === event.messageId && item.streaming,
           (item) => (item.kind === 'message' ? { ...item, text: item.text + event.delta } : item),
         ),
       };
-    case 'TEXT_MESSAGE_END':
+    case 'TEXT_MESSAGE_END': {
+      // Announced only if it ended after the page opened the thread: a replayed history is not read out again.
+      const historySeq = state.runs.find((run) => run.id === runId)?.historySeq ?? 0;
       return {
         ...state,
         items: mapItems(
           items,
-          (item) => item.kind === 'message' && item.id === event.messageId,
-          (item) => ({ ...item, streaming: false }) as ChatItem,
+          (item) => item.kind === 'message' && item.id === event.messageId && item.streaming,
+          (item) => ({ ...item, streaming: false, live: seq > historySeq }) as ChatItem,
         ),
       };
+    }
     case 'TOOL_CALL_START':
       if (items.some((item) => item.kind === 'tool' && item.id === event.toolCallId)) return state;
       return {
@@ -177,36 +292,29 @@ const applyEvent = (state: ThreadView, runId: string, event: AgentRunEvent): Thr
             id: event.toolCallId,
             runId,
             name: event.toolCallName,
-            ...(event.event ? { event: event.event } : {}),
-            speaker: event.speaker,
-            args: event.args,
+            ...(event.metadata?.event ? { event: event.metadata.event } : {}),
+            speaker: speakerOf(state, event.subagentRunId),
+            argsText: '',
+            argsComplete: false,
             status: 'running',
           },
         ],
       };
+    case 'TOOL_CALL_ARGS':
+      return { ...state, items: updateTool(items, event.toolCallId, (item) => (item.argsComplete ? item : { ...item, argsText: item.argsText + event.delta })) };
     case 'TOOL_CALL_END':
-      return state;
-    case 'TOOL_CALL_RESULT': {
-      const result = parseToolResult(event.content);
       return {
         ...state,
-        items: mapItems(
-          items,
-          (item) => item.kind === 'tool' && item.id === event.toolCallId,
-          (item) => {
-            if (item.kind !== 'tool') return item;
-            const status = toolStatusOf(result, isWriteTool(item.name, item.event));
-            return {
-              ...item,
-              status,
-              result,
-              ...(event.hopMs === undefined ? {} : { hopMs: event.hopMs }),
-              ...(status === 'unknown' ? { check: 'checking' as const } : {}),
-            };
-          },
-        ),
+        items: updateTool(items, event.toolCallId, (item) => {
+          if (item.argsComplete) return item;
+          const args = parseToolArgs(item.argsText);
+          return { ...item, argsComplete: true, ...(args ? { args } : {}) };
+        }),
       };
-    }
+    case 'TOOL_CALL_RESULT':
+      return { ...state, items: updateTool(items, event.toolCallId, (item) => withResult(item, event.content, event.metadata?.hopMs)) };
+    case 'MESSAGES_SNAPSHOT':
+      return applySnapshot(state, runId, event.messages);
     case 'CUSTOM': {
       const label = typeof event.value['label'] === 'string' ? event.value['label'] : event.name;
       const auditId = typeof event.value['auditId'] === 'string' ? event.value['auditId'] : undefined;
@@ -216,22 +324,15 @@ const applyEvent = (state: ThreadView, runId: string, event: AgentRunEvent): Thr
       };
     }
     case 'RUN_FINISHED': {
-      if (event.outcome === 'cancelled') return stopRun(state, runId, event.committedWrites);
-      const questions: ChatItem[] = (event.interrupts ?? [])
-        .filter((interrupt) => !items.some((item) => item.kind === 'question' && item.id === interrupt.interruptId))
-        .map((interrupt) => ({
-          kind: 'question',
-          id: interrupt.interruptId,
-          runId,
-          question: interrupt.question,
-          askedBy: interrupt.askedBy,
-          state: 'pending',
-          ...(interrupt.confirmation ? { confirm: true as const } : {}),
-          ...(interrupt.confirmation && interrupt.toolCallId ? { toolCallId: interrupt.toolCallId } : {}),
-        }));
-      const status: AgentRunStatus = event.outcome === 'interrupt' ? 'interrupted' : 'finished';
+      const { outcome } = event;
+      if (outcome.type === 'cancelled') return stopRun(state, runId, event.metadata?.committedWrites);
+      const interrupts = outcome.type === 'interrupt' ? outcome.interrupts : [];
+      const questions = interrupts
+        .filter((interrupt) => !items.some((item) => item.kind === 'question' && item.id === interrupt.id))
+        .map((interrupt) => questionOf(interrupt, runId));
+      const status: AgentRunStatus = outcome.type === 'interrupt' ? 'interrupted' : 'finished';
       // A tool call paused on its confirmation has not run yet: it waits for the answer, like ask_user.
-      const waiting = new Set((event.interrupts ?? []).flatMap((interrupt) => (interrupt.confirmation && interrupt.toolCallId ? [interrupt.toolCallId] : [])));
+      const waiting = new Set(interrupts.flatMap((interrupt) => (interrupt.reason === 'confirmation' && interrupt.toolCallId ? [interrupt.toolCallId] : [])));
       return {
         ...state,
         runs: upsertRun(state.runs, runId, { status }),
@@ -319,7 +420,7 @@ const settleTools = (items: ChatItem[], runId: string, how: 'finished' | 'failed
  * (no longer answerable), and when each open question expires. `afterEvents`: the run's events up to now have been
  * read, so an end the events did not show (a failure or a stop the stream missed) is taken from the summary.
  */
-const applySummary = (state: ThreadView, run: RunSummaryView, afterEvents: boolean): ThreadView => {
+const applySummary = (state: ThreadView, run: RunSummaryView, afterEvents: boolean, history: boolean): ThreadView => {
   let items = state.items;
   if (!items.some((item) => item.kind === 'user' && item.runId === run.id)) {
     items = [...items, { kind: 'user', id: `${run.id}:user`, runId: run.id, text: run.message }];
@@ -358,7 +459,11 @@ const applySummary = (state: ThreadView, run: RunSummaryView, afterEvents: boole
         ];
   }
   const known = state.runs.find((candidate) => candidate.id === run.id);
-  const next: ThreadView = { ...state, items, runs: upsertRun(state.runs, run.id, { status: run.status, lastSeq: known?.lastSeq ?? 0 }) };
+  const next: ThreadView = {
+    ...state,
+    items,
+    runs: upsertRun(state.runs, run.id, { status: run.status, lastSeq: known?.lastSeq ?? 0, ...(history ? { historySeq: run.lastSeq ?? 0 } : {}) }),
+  };
   if (afterEvents && run.status === 'failed') return failRun(next, run.id, run.error ?? 'This message could not be answered.', run.errorCode ?? undefined);
   if (afterEvents && run.status === 'cancelled') return stopRun(next, run.id, undefined);
   return next;
@@ -378,11 +483,14 @@ export const threadReducer = (state: ThreadView, action: ThreadAction): ThreadVi
     case 'event': {
       const run = state.runs.find((candidate) => candidate.id === action.runId);
       if (run && action.seq <= run.lastSeq) return state;
-      const next = applyEvent(state, action.runId, action.event);
+      // The first event this page reads of the run says whether it follows the run from its start.
+      const first = run === undefined || run.fromStart === undefined ? { fromStart: action.seq === 1 } : {};
+      const seen: ThreadView = { ...state, runs: upsertRun(state.runs, action.runId, first) };
+      const next = applyEvent(seen, action.runId, action.seq, action.event);
       return { ...next, runs: upsertRun(next.runs, action.runId, { lastSeq: action.seq }) };
     }
     case 'run-summary':
-      return applySummary(state, action.run, action.afterEvents === true);
+      return applySummary(state, action.run, action.afterEvents === true, action.history === true);
     case 'run-cancelled':
       // Already cancelled (a second Stop, or a stop from another tab) is the same stop; a run that had ended keeps its end.
       if (action.status === 'cancelled') return stopRun(state, action.runId, action.committedWrites);
@@ -489,6 +597,16 @@ export const orderedItems = (state: ThreadView): ChatItem[] => {
     .sort((a, b) => a.run - b.run || a.index - b.index)
     .map(({ item }) => item);
 };
+
+/** How many completed messages the live region keeps: each is announced once, as it is added. */
+export const ANNOUNCED_MESSAGES = 3;
+
+/**
+ * What the live region says: the newest messages that ended while the page watched, whole. A streaming message is not
+ * in it (its tokens are never read out one by one), nor one replayed from history.
+ */
+export const announcements = (state: ThreadView): Extract<ChatItem, { kind: 'message' }>[] =>
+  state.items.filter((item): item is Extract<ChatItem, { kind: 'message' }> => item.kind === 'message' && item.live && !item.streaming).slice(-ANNOUNCED_MESSAGES);
 
 /** Questions still waiting for an answer. */
 export const pendingQuestions = (state: ThreadView) =>

@@ -1,4 +1,6 @@
+import { agentRunEventSchema, type AgentRunEvent } from '@naalya/agent-tools';
 import { describe, expect, it, vi } from 'vitest';
+import { emptyThread, threadReducer } from './run-view';
 import { HttpError, streamRunEvents, type RunStreamEvent } from './sse';
 
 const frame = (seq: number, type: string, data: unknown = { type }) => `id: ${seq}\nevent: ${type}\ndata: ${JSON.stringify(data)}\n\n`;
@@ -73,6 +75,42 @@ describe('streamRunEvents (fetch + eventsource-parser)', () => {
     expect(outcome).toEqual({ lastEventId: 4, finished: true });
     expect(events.map((event) => event.seq)).toEqual([1, 2, 3, 4]);
     expect((fetchImpl.mock.calls[1]?.[1]?.headers as Record<string, string>)['last-event-id']).toBe('2');
+  });
+
+  it('a drop in the middle of a streamed message (even mid-frame): after the reconnect the text reads whole, each delta once', async () => {
+    const ids = { runId: 'run-1', threadId: 'thread-1' };
+    const events: AgentRunEvent[] = [
+      { ...ids, type: 'RUN_STARTED' },
+      { ...ids, type: 'TEXT_MESSAGE_START', messageId: 'm1', role: 'assistant', name: 'rover' },
+      ...['I found ', '1 depart', 'ment: ', 'Languages.'].map((delta): AgentRunEvent => ({ ...ids, type: 'TEXT_MESSAGE_CONTENT', messageId: 'm1', delta })),
+      { ...ids, type: 'TEXT_MESSAGE_END', messageId: 'm1' },
+      { ...ids, type: 'RUN_FINISHED', outcome: { type: 'success' } },
+    ];
+    const frames = events.map((event, index) => frame(index + 1, event.type, event));
+    const responses = [
+      // Seq 1-4 arrive, then the start of seq 5, and the connection drops.
+      streamed([...frames.slice(0, 4), frames.slice(4, 5).join('').slice(0, 20)], { failAfter: true }),
+      // The server replays after Last-Event-ID 4 (and a stray seq 4 again, dropped by seq).
+      streamed(frames.slice(3)),
+    ];
+    const fetchImpl = vi.fn(async (_url: RequestInfo | URL, _init?: RequestInit) => responses.shift() ?? streamed([]));
+    let state = emptyThread('thread-1');
+    const texts: string[] = [];
+    await streamRunEvents({
+      url: '/events',
+      token: 'T',
+      fetchImpl,
+      sleep: noSleep,
+      onEvent: ({ seq, data }) => {
+        state = threadReducer(state, { type: 'event', runId: 'run-1', seq, event: agentRunEventSchema.parse(data) });
+        const message = state.items.find((item) => item.kind === 'message');
+        if (message?.kind === 'message') texts.push(message.text);
+      },
+    });
+    expect((fetchImpl.mock.calls[1]?.[1]?.headers as Record<string, string>)['last-event-id']).toBe('4');
+    expect(state.items).toMatchObject([{ kind: 'message', text: 'I found 1 department: Languages.', streaming: false }]);
+    // The text only ever grew by one delta: nothing missed, nothing twice.
+    expect(texts).toEqual(['', 'I found ', 'I found 1 depart', 'I found 1 department: ', 'I found 1 department: Languages.', 'I found 1 department: Languages.', 'I found 1 department: Languages.']);
   });
 
   it('resumes from a given Last-Event-ID (after answering a question)', async () => {

@@ -26,6 +26,9 @@ export const ensureChromium = (): string => {
  */
 export const HUB_RUN_LIFECYCLE = { AGENT_RUN_LEASE_SECONDS: '10', AGENT_RUN_MAX_ATTEMPTS: '2', AGENT_RUN_SWEEP_INTERVAL_MS: '500' } as const;
 
+/** The scripted model's chunks paced, so the page sees a reply arrive in pieces (word by word, arguments in fragments). */
+export const HUB_SCRIPTED_STREAM = { AGENT_SCRIPTED_STREAM_DELAY_MS: '30' } as const;
+
 export type HubStack = {
   baseUrl: string;
   /** The REST API as a demo user (for setting up or checking what the browser did). */
@@ -49,7 +52,7 @@ export const startHubStack = async (): Promise<HubStack> => {
   let worker: BuiltProcess;
   try {
     await stack.startServer();
-    worker = await stack.startWorker();
+    worker = await stack.startWorker({ ...HUB_SCRIPTED_STREAM });
   } catch (error) {
     await stack.teardown();
     throw error;
