@@ -1,7 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import type { AgentRunEvent } from '@naalya/agent-tools';
-import { AGENT_RUN_PATTERN } from '@naalya/agent-tools';
+import { AGENT_RUN_PATTERN, fromRunInterrupt, type AgentInterrupt, type AgentRunEvent } from '@naalya/agent-tools';
 import { MESSAGE_SIGNATURE_HEADER, brokerCredentialsOf, generateMessageSigningKeyPair, parseMessageSigningKey, rmqNames, runsDeadLetterQueue, signMessage } from '@naalya/rmq';
 import { RABBITMQ_URL, createTestStack, type BuiltProcess, type TestStack } from '@naalya/test-stack';
 import { connect, type GetMessage, type Options } from 'amqplib';
@@ -24,6 +23,32 @@ const api = async <T>(path: string, body?: unknown, as = token): Promise<T> => {
 };
 
 type StoredEvent = { seq: number; event: AgentRunEvent };
+
+/** The first question a step paused on, as the server keeps it. */
+const questionOf = (events: AgentRunEvent[]): AgentInterrupt | undefined => {
+  const finish = events.at(-1);
+  return finish?.type === 'RUN_FINISHED' && finish.outcome.type === 'interrupt' ? fromRunInterrupt(finish.outcome.interrupts[0]) : undefined;
+};
+/** Who made each tool call: the specialist whose subagent the call carries, or Rover. */
+const toolCalls = (events: AgentRunEvent[]) => {
+  const roles = new Map(events.flatMap((event) => (event.type === 'SUBAGENT_STARTED' ? [[event.subagentRunId, event.name] as const] : [])));
+  return events.flatMap((event) => (event.type === 'TOOL_CALL_START' ? [`${(event.subagentRunId && roles.get(event.subagentRunId)) ?? 'rover'}:${event.toolCallName}`] : []));
+};
+/** The last message's text, from its streamed deltas. */
+const lastText = (events: AgentRunEvent[]) => {
+  const texts = new Map<string, string>();
+  for (const event of events) if (event.type === 'TEXT_MESSAGE_CONTENT') texts.set(event.messageId, (texts.get(event.messageId) ?? '') + event.delta);
+  return [...texts.values()].at(-1) ?? '';
+};
+/** A tool call's arguments, from its streamed deltas. */
+const argsOf = (events: AgentRunEvent[], toolCallName: string): Record<string, unknown> => {
+  const start = events.find((event) => event.type === 'TOOL_CALL_START' && event.toolCallName === toolCallName);
+  const id = start?.type === 'TOOL_CALL_START' ? start.toolCallId : undefined;
+  return JSON.parse(events.map((event) => (event.type === 'TOOL_CALL_ARGS' && event.toolCallId === id ? event.delta : '')).join('') || '{}') as Record<string, unknown>;
+};
+/** The event types, a run of streamed deltas counted once. */
+const shapeOf = (events: AgentRunEvent[]) =>
+  events.map((event) => event.type).filter((type, index, all) => !(type === 'TEXT_MESSAGE_CONTENT' || type === 'TOOL_CALL_ARGS') || all[index - 1] !== type);
 
 /** A run step's properties as the server publishes it: its broker user_id and its signature over the exact body. */
 const signedAsServer = (body: Buffer, privateKey = stack.runSigning.privateKey): Options.Publish => ({
@@ -64,9 +89,10 @@ describe('a conversation through the server, the runs queue, the worker and back
 
     const events = (await readStep(threadId, runId)).map(({ event }) => event);
 
-    expect(events.map((event) => event.type)).toEqual([
+    expect(shapeOf(events)).toEqual([
       'RUN_STARTED',
       'TOOL_CALL_START',
+      'TOOL_CALL_ARGS',
       'TOOL_CALL_END',
       'TOOL_CALL_RESULT',
       'TEXT_MESSAGE_START',
@@ -74,10 +100,14 @@ describe('a conversation through the server, the runs queue, the worker and back
       'TEXT_MESSAGE_END',
       'RUN_FINISHED',
     ]);
-    expect(events[1]).toMatchObject({ toolCallName: 'list_departments', event: 'list.departments', speaker: 'rover' });
-    expect(events[3]).toMatchObject({ hopMs: expect.any(Number) });
-    expect(events[5]).toMatchObject({ delta: expect.stringMatching(/^\[scripted model\] I found \d+ departments: .*Languages/) });
-    expect(events[7]).toMatchObject({ outcome: 'success' });
+    expect(events[1]).toMatchObject({ toolCallName: 'list_departments', metadata: { event: 'list.departments' } });
+    expect(events[1]).not.toHaveProperty('subagentRunId');
+    expect(events.find((event) => event.type === 'TOOL_CALL_RESULT')).toMatchObject({ role: 'tool', metadata: { hopMs: expect.any(Number) } });
+    expect(events.find((event) => event.type === 'TEXT_MESSAGE_START')).toMatchObject({ role: 'assistant', name: 'rover' });
+    // The reply arrived token by token: several deltas that join to it.
+    expect(events.filter((event) => event.type === 'TEXT_MESSAGE_CONTENT').length).toBeGreaterThan(3);
+    expect(lastText(events)).toMatch(/^\[scripted model\] I found \d+ departments: .*Languages/);
+    expect(events.at(-1)).toMatchObject({ outcome: { type: 'success' } });
   });
 
   /** The Greenhill department of this name, if it still exists. */
@@ -97,8 +127,10 @@ describe('a conversation through the server, the runs queue, the worker and back
     const { runId } = await api<{ runId: string }>(`/agent/threads/${threadId}/runs`, { message: `delete the ${name} department` });
     const asked = await readStep(threadId, runId);
     const finish = asked.at(-1)?.event;
-    expect(finish).toMatchObject({ type: 'RUN_FINISHED', outcome: 'interrupt' });
-    const [question] = finish?.type === 'RUN_FINISHED' ? (finish.interrupts ?? []) : [];
+    expect(finish).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'interrupt', interrupts: [{ reason: 'confirmation', expiresAt: expect.any(String) }] } });
+    // The conversation is snapshot before the run pauses.
+    expect(asked.at(-2)?.event).toMatchObject({ type: 'MESSAGES_SNAPSHOT', messages: expect.arrayContaining([expect.objectContaining({ role: 'user', content: `delete the ${name} department` })]) });
+    const question = questionOf(asked.map(({ event }) => event));
     expect(question).toMatchObject({
       askedBy: 'rover',
       question: `Delete the department with id ${departmentId} and its member list? This cannot be undone.`,
@@ -116,7 +148,7 @@ describe('a conversation through the server, the runs queue, the worker and back
     expect(resumed.resumed).toBe(true);
     const events = (await readStep(threadId, runId, asked.at(-1)?.seq)).map(({ event }) => event);
 
-    expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: 'success' });
+    expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'success' } });
     const deleted = events.find((event) => event.type === 'CUSTOM');
     expect(deleted).toMatchObject({ name: 'department.deleted', value: { auditId: expect.any(String) } });
     const auditId = deleted?.type === 'CUSTOM' ? deleted.value['auditId'] : undefined;
@@ -133,7 +165,7 @@ describe('a conversation through the server, the runs queue, the worker and back
     await api(`/agent/threads/${threadId}/resume`, { interruptId: question?.interruptId, answer: 'no' });
     const events = (await readStep(threadId, runId, asked.at(-1)?.seq)).map(({ event }) => event);
 
-    expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: 'success' });
+    expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'success' } });
     expect(lastText(events)).toContain('Nothing was changed.');
     expect(customOf(events)).toBeUndefined();
     expect(await greenhillDepartment('Sciences')).toBe(departmentId);
@@ -155,8 +187,7 @@ const as = async (email: string) => {
     return { threadId: thread, runId, events: stored.map(({ event }) => event), lastSeq: stored.at(-1)?.seq ?? 0 };
   };
   const answer = async (step: Step, reply: string): Promise<Step> => {
-    const finish = step.events.at(-1);
-    const [question] = finish?.type === 'RUN_FINISHED' ? (finish.interrupts ?? []) : [];
+    const question = questionOf(step.events);
     if (!question) throw new Error(`no question pending in run ${step.runId}`);
     await api(`/agent/threads/${step.threadId}/resume`, { interruptId: question.interruptId, answer: reply }, userToken);
     const stored = await readStep(step.threadId, step.runId, step.lastSeq, userToken);
@@ -165,13 +196,6 @@ const as = async (email: string) => {
   return { send, answer };
 };
 
-const toolCalls = (events: AgentRunEvent[]) =>
-  events.flatMap((event) => (event.type === 'TOOL_CALL_START' ? [`${event.speaker}:${event.toolCallName}`] : []));
-const questionOf = (events: AgentRunEvent[]) => {
-  const finish = events.at(-1);
-  return finish?.type === 'RUN_FINISHED' ? finish.interrupts?.[0] : undefined;
-};
-const lastText = (events: AgentRunEvent[]) => events.flatMap((event) => (event.type === 'TEXT_MESSAGE_CONTENT' ? [event.delta] : [])).at(-1) ?? '';
 const auditRowsOf = async (auditId: unknown) =>
   (
     await stack.owner.query(
@@ -189,16 +213,15 @@ describe('one conversation per persona, through both processes', () => {
     const { events } = await angela.send('take the register for S1 Kisasi, everyone present except Ivan');
 
     expect(toolCalls(events)).toEqual(['rover:task', 'class_teacher:list_my_classes', 'class_teacher:list_class_students', 'class_teacher:record_attendance']);
-    expect(events.find((event) => event.type === 'TOOL_CALL_START' && event.toolCallName === 'record_attendance')).toMatchObject({ event: 'record.attendance' });
+    expect(events.find((event) => event.type === 'TOOL_CALL_START' && event.toolCallName === 'record_attendance')).toMatchObject({ metadata: { event: 'record.attendance' } });
     const recorded = customOf(events);
     expect(recorded).toMatchObject({ name: 'attendance.recorded', value: { auditId: expect.any(String) } });
     expect(await auditRowsOf(recorded?.type === 'CUSTOM' ? recorded.value['auditId'] : null)).toEqual([
       { email: 'class.teacher@greenhill.school', action: 'record', resource_type: 'attendance', source: 'agent' },
     ]);
-    const register = events.find((event) => event.type === 'TOOL_CALL_START' && event.toolCallName === 'record_attendance');
     const { rows } = await stack.owner.query(
       `SELECT s.full_name, a.status FROM attendance a JOIN students s ON s.id = a.student_id WHERE a.status = 'absent' AND a.on_date = $1`,
-      [register?.type === 'TOOL_CALL_START' ? register.args['date'] : null],
+      [argsOf(events, 'record_attendance')['date']],
     );
     expect(rows).toEqual([{ full_name: expect.stringMatching(/^Ivan /), status: 'absent' }]);
     expect(lastText(events)).toMatch(/^\[scripted model\] Done: Attendance recorded for 20 students\./);
@@ -210,9 +233,9 @@ describe('one conversation per persona, through both processes', () => {
     const { events } = await benjamin.send('show the gradebook for S1 Kisasi');
 
     expect(toolCalls(events)).toEqual(['rover:task', 'subject_teacher:list_my_teaching_assignments', 'subject_teacher:get_gradebook']);
-    expect(events.filter((event) => event.type === 'TOOL_CALL_RESULT' && event.hopMs !== undefined)).toHaveLength(2);
+    expect(events.filter((event) => event.type === 'TOOL_CALL_RESULT' && event.metadata?.hopMs !== undefined)).toHaveLength(2);
     expect(lastText(events)).toMatch(/^\[scripted model\] The gradebook of S1 Kisasi for Term 1 2026\. Mathematics: 20 of 20 students marked/);
-    expect(events.find((event) => event.type === 'TEXT_MESSAGE_START')).toMatchObject({ speaker: 'subject_teacher' });
+    expect(events.find((event) => event.type === 'TEXT_MESSAGE_START')).toMatchObject({ name: 'subject_teacher', subagentRunId: expect.any(String) });
     expect(Number((await stack.owner.query(`SELECT count(*)::int AS n FROM audit_log`)).rows[0]?.n)).toBe(before);
   });
 
@@ -287,7 +310,7 @@ describe('resilience', () => {
     const done = await benjamin.answer(asked, 'Mathematics in S1 Kisasi');
 
     expect(toolCalls(done.events)).toEqual(['subject_teacher:create_lesson_plan']);
-    expect(done.events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: 'success' });
+    expect(done.events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'success' } });
     const { rows: runEvents } = await stack.owner.query(`SELECT payload FROM agent_run_events WHERE run_id = $1 ORDER BY seq`, [asked.runId]);
     const calledInRun = runEvents.flatMap(({ payload }: { payload: AgentRunEvent }) => (payload.type === 'TOOL_CALL_START' ? [payload.toolCallName] : []));
     expect(calledInRun).toEqual(['task', 'list_my_teaching_assignments', 'ask_user', 'create_lesson_plan']);
@@ -389,7 +412,7 @@ describe('authenticated run steps', () => {
       }
 
       // The genuine step ran, once: its run's history is its own events, and nothing of the forgeries.
-      expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: 'success' });
+      expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'success' } });
       expect(toolCalls(events)).toEqual(['rover:list_departments']);
       expect(events.filter((event) => event.type === 'RUN_STARTED')).toHaveLength(1);
       expect(await eventCount(runId)).toBe(eventsBefore + events.length);
@@ -407,4 +430,78 @@ describe('authenticated run steps', () => {
       if (!worker || worker.child.exitCode !== null) worker = await stack.startWorker();
     }
   }, 90_000);
+});
+
+describe('token streaming through the server-sent events', () => {
+  /** Reads a run's stream as it arrives, handing each event to `onEvent`; resolves when the server ends it or `stop` is called. */
+  const follow = async (threadId: string, runId: string, afterSeq: number, onEvent: (stored: StoredEvent, stop: () => void) => void): Promise<void> => {
+    const controller = new AbortController();
+    const timeout = setTimeout(() => controller.abort(), 30_000);
+    try {
+      const response = await fetch(`${stack.server().baseUrl}/agent/threads/${threadId}/runs/${runId}/events`, {
+        headers: { authorization: `Bearer ${token}`, ...(afterSeq ? { 'last-event-id': String(afterSeq) } : {}) },
+        signal: controller.signal,
+      });
+      const reader = response.body?.getReader();
+      if (!reader) throw new Error('no stream');
+      const decoder = new TextDecoder();
+      let buffered = '';
+      let stopped = false;
+      const stop = () => {
+        stopped = true;
+        controller.abort();
+      };
+      while (!stopped) {
+        const { done, value } = await reader.read().catch((error: unknown) => {
+          if (stopped) return { done: true, value: undefined };
+          throw error;
+        });
+        if (done) break;
+        buffered += decoder.decode(value, { stream: true });
+        const blocks = buffered.split('\n\n');
+        buffered = blocks.pop() ?? '';
+        for (const block of blocks) {
+          const fields = Object.fromEntries(block.split('\n').map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim()]));
+          if (fields['id'] === undefined || fields['data'] === undefined) continue;
+          onEvent({ seq: Number(fields['id']), event: JSON.parse(fields['data']) as AgentRunEvent }, stop);
+          if (stopped) break;
+        }
+      }
+    } finally {
+      clearTimeout(timeout);
+    }
+  };
+
+  it('a client that drops mid-reply and reconnects with Last-Event-ID gets every token once: nothing missed, nothing twice', async () => {
+    // A worker whose scripted model paces its tokens, so the reply is still streaming when the client drops.
+    await worker?.stop('SIGTERM');
+    worker = await stack.startWorker({ AGENT_SCRIPTED_STREAM_DELAY_MS: '25' });
+    const { id: threadId } = await api<{ id: string }>('/agent/threads', {});
+    const { runId } = await api<{ runId: string }>(`/agent/threads/${threadId}/runs`, { message: 'list departments' });
+
+    const before: StoredEvent[] = [];
+    await follow(threadId, runId, 0, (stored, stop) => {
+      before.push(stored);
+      // Dropped after the second token of the reply.
+      if (before.filter(({ event }) => event.type === 'TEXT_MESSAGE_CONTENT').length === 2) stop();
+    });
+    expect(before.at(-1)?.event.type).toBe('TEXT_MESSAGE_CONTENT');
+    const after: StoredEvent[] = [];
+    await follow(threadId, runId, before.at(-1)?.seq ?? 0, (stored) => after.push(stored));
+
+    // The reconnect came mid-reply: more tokens followed it.
+    expect(after.filter(({ event }) => event.type === 'TEXT_MESSAGE_CONTENT').length).toBeGreaterThan(2);
+    const joined = [...before, ...after];
+    const seqs = joined.map(({ seq }) => seq);
+    expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, index) => seqs[0] + index));
+    expect(joined.at(-1)?.event).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'success' } });
+    // The same as the whole stream read again from the start.
+    expect(joined).toEqual(await readStep(threadId, runId));
+    const events = joined.map(({ event }) => event);
+    expect(events.filter((event) => event.type === 'TEXT_MESSAGE_START')).toHaveLength(1);
+    expect(lastText(events)).toMatch(/^\[scripted model\] I found \d+ departments: /);
+    // The tokens were stamped as the model made them, over the time the reply took.
+    const stamps = events.flatMap((event) => (event.type === 'TEXT_MESSAGE_CONTENT' ? [event.timestamp ?? 0] : []));
+    expect((stamps.at(-1) ?? 0) - (stamps[0] ?? 0)).toBeGreaterThanOrEqual(25 * (stamps.length - 2));
+  }, 60_000);
 });

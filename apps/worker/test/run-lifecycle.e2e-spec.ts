@@ -97,15 +97,15 @@ describe('double-texting and cancel, through the server and the worker', () => {
     expect(asked.status).toBe(201);
     const waiting = asked.body['runId'] as string;
     const first = await readStep(threadId, waiting);
-    expect(first.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: 'interrupt' });
+    expect(first.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'interrupt' } });
 
     expect(await send(threadId, 'list departments')).toMatchObject({ status: 409, body: { code: 'RUN_IN_PROGRESS' } });
     expect(await send(threadId, 'list departments', 'enqueue')).toMatchObject({ status: 409, body: { code: 'QUESTION_PENDING' } });
     const next = await send(threadId, 'list departments', 'interrupt');
     expect(next).toMatchObject({ status: 201, body: { status: 'running' } });
 
-    expect((await readStep(threadId, waiting)).at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: 'cancelled' });
-    expect((await readStep(threadId, next.body['runId'] as string)).at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: 'success' });
+    expect((await readStep(threadId, waiting)).at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'cancelled' } });
+    expect((await readStep(threadId, next.body['runId'] as string)).at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'success' } });
     const cancelled = await runOf(threadId, waiting);
     expect(cancelled).toMatchObject({ status: 'cancelled' });
     expect(cancelled?.interrupts.every((interrupt) => interrupt.voided)).toBe(true);
@@ -118,12 +118,12 @@ describe('double-texting and cancel, through the server and the worker', () => {
   it('cancel of a run waiting on a question ends its stream cancelled, voids the question and frees the thread; a second cancel changes nothing', async () => {
     const threadId = await newThread();
     const runId = (await send(threadId, 'delete the Sciences department')).body['runId'] as string;
-    expect((await readStep(threadId, runId)).at(-1)).toMatchObject({ outcome: 'interrupt' });
+    expect((await readStep(threadId, runId)).at(-1)).toMatchObject({ outcome: { type: 'interrupt' } });
 
     const stopped = await cancel(threadId, runId);
     expect(stopped).toMatchObject({ status: 200, body: { runId, status: 'cancelled', cancelled: true, committedWrites: [] } });
     expect(await cancel(threadId, runId)).toMatchObject({ status: 200, body: { runId, status: 'cancelled', cancelled: false } });
-    expect((await readStep(threadId, runId)).at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: 'cancelled' });
+    expect((await readStep(threadId, runId)).at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'cancelled' } });
     expect((await send(threadId, 'list campuses')).status).toBe(201);
 
     // Only the owner may stop a run: another user of the same school reads it as not found.
@@ -145,7 +145,7 @@ describe('double-texting and cancel, through the server and the worker', () => {
       expect((await runOf(threadId, second.body['runId'] as string))?.status).toBe('queued');
       await lock.release();
       const ids = [first, second.body['runId'] as string, third.body['runId'] as string];
-      for (const runId of ids) expect((await readStep(threadId, runId)).at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: 'success' });
+      for (const runId of ids) expect((await readStep(threadId, runId)).at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'success' } });
       // Never two runs at once in the thread: each started after the one before it finished.
       for (let index = 1; index < ids.length; index++) {
         expect(await eventTime(ids[index] as string, 'RUN_STARTED', 'ASC')).toBeGreaterThanOrEqual(await eventTime(ids[index - 1] as string, 'RUN_FINISHED', 'DESC'));
@@ -171,7 +171,7 @@ describe('double-texting and cancel, through the server and the worker', () => {
       expect(await departmentCount(name)).toBe(1);
       expect(stopped.committedWrites).toEqual([expect.objectContaining({ event: createDepartmentTool.event, auditId: expect.any(String) })]);
       const events = await readStep(threadId, runId);
-      expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: 'cancelled' });
+      expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'cancelled' } });
       // The worker's own end of the step (its answer, RUN_FINISHED success) was refused: the cancel is the last word.
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       const stored = await rows<{ type: string }>(`SELECT type FROM agent_run_events WHERE run_id = $1 ORDER BY seq`, [runId]);
