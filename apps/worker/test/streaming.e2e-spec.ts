@@ -126,6 +126,9 @@ describe('tokens through SSE', () => {
     const events = whole.map(({ event }) => event);
     const pieces = events.filter((event) => event.type === 'TEXT_MESSAGE_CONTENT');
     expect(pieces.length).toBeGreaterThan(5);
+    // The pieces were stamped as the model made them, over the time the reply took.
+    const stamps = pieces.map((event) => event.timestamp ?? 0);
+    expect((stamps.at(-1) ?? 0) - (stamps[0] ?? 0)).toBeGreaterThanOrEqual(CHUNK_DELAY_MS * (stamps.length - 2));
     expect(pieces.map((event) => event.delta).join('')).toMatch(/^\[scripted model\] I found \d+ departments: .*Languages/);
     expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'success' } });
 
