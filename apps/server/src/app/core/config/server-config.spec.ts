@@ -45,6 +45,14 @@ describe('loadServerConfig', () => {
     expect(loadServerConfig(VALID).RUN_SIGNING_KEY).toBe(RUN_KEYS.privateKey);
   });
 
+  it('the run events prefetch defaults to 256 and is bounded: 1 to 4096 whole messages', () => {
+    expect(loadServerConfig(VALID).RUN_EVENTS_PREFETCH).toBe(256);
+    expect(loadServerConfig({ ...VALID, RUN_EVENTS_PREFETCH: '4096' }).RUN_EVENTS_PREFETCH).toBe(4096);
+    for (const refused of ['0', '4097', '2.5', 'many']) {
+      expect(() => loadServerConfig({ ...VALID, RUN_EVENTS_PREFETCH: refused })).toThrow(/RUN_EVENTS_PREFETCH is invalid/);
+    }
+  });
+
   it('names a missing variable', () => {
     const { DATABASE_URL: _missing, ...rest } = VALID;
     expect(() => loadServerConfig(rest)).toThrow(ConfigError);

@@ -36,6 +36,12 @@ describe('runStateAfter', () => {
     });
   });
 
+  it("a confirmation is kept with what it approves (the call's event, call id and argument hash), read from AG-UI's interrupt", () => {
+    const confirmation = { interruptId: 'c', question: 'Delete it?', askedBy: 'dos' as const, toolCallId: 'tc', argsHash: 'abc', confirmation: { event: 'delete.department', callId: 'call' } };
+    const event: AgentRunEvent = { ...ids, type: 'RUN_FINISHED', outcome: { type: 'interrupt', interrupts: [toRunInterrupt(confirmation, 'sub-1')] } };
+    expect(runStateAfter(running, event).pendingInterrupts).toEqual([{ ...confirmation, answered: false, delivered: false }]);
+  });
+
   it('a replayed interrupt cannot reopen an answered question, and a pause with nothing to answer fails the run', () => {
     const earlier = { ...running, pendingInterrupts: [answered('a')] };
     expect(runStateAfter(earlier, pause('a'))).toEqual({ status: 'failed', pendingInterrupts: [answered('a')], error: PAUSED_WITHOUT_QUESTION_ERROR, errorCode: 'RUN_FAILED' });
