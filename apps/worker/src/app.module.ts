@@ -51,7 +51,7 @@ export class AppModule {
               checkpointer: checkpoints.saver,
               events,
               leases,
-              chatModel: (speaker) => createChatModel({ agentModel: config.agentModel, providerKeys: config.providerKeys }, speaker),
+              chatModel: (speaker) => createChatModel({ agentModel: config.agentModel, providerKeys: config.providerKeys, scriptedStreamDelayMs: config.scriptedStreamDelayMs }, speaker),
             }),
         },
       ],

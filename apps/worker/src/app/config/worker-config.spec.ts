@@ -33,6 +33,7 @@ describe('loadWorkerConfig', () => {
       },
       toolCallTimeoutMs: 15_000,
       agentModel: 'scripted',
+      scriptedStreamDelayMs: 0,
       providerKeys: { OPENAI_API_KEY: undefined, ANTHROPIC_API_KEY: undefined, GOOGLE_API_KEY: undefined, MISTRAL_API_KEY: undefined, GROQ_API_KEY: undefined },
       checkpoint: { databaseUrl: CHECKPOINT_DATABASE_URL, retentionDays: 30 },
       runs: { stepTimeoutMs: 300_000, concurrency: 4 },
@@ -72,9 +73,10 @@ describe('loadWorkerConfig', () => {
       AGENT_RUNS_QUEUE: 'runs-x',
       TOOL_CALL_TIMEOUT_MS: '2500',
       AGENT_MODEL: 'openai:gpt-4.1',
+      AGENT_SCRIPTED_STREAM_DELAY_MS: '25',
       LOG_LEVEL: 'debug',
     });
-    expect(config).toMatchObject({ toolCallTimeoutMs: 2500, agentModel: 'openai:gpt-4.1', logLevel: 'debug' });
+    expect(config).toMatchObject({ toolCallTimeoutMs: 2500, agentModel: 'openai:gpt-4.1', scriptedStreamDelayMs: 25, logLevel: 'debug' });
     expect(config.queues).toMatchObject({ toolsQueue: 'tools-x', runsQueue: 'runs-x' });
     expect(config).toMatchObject({ checkpoint: { retentionDays: 7 }, runs: { stepTimeoutMs: 60_000, concurrency: 2 } });
     expect(config.providerKeys['OPENAI_API_KEY']).toBe('sk-test');
@@ -117,6 +119,9 @@ describe('loadWorkerConfig', () => {
     ['CHECKPOINT_RETENTION_DAYS', 'forever', 'must be a whole number of days'],
     ['RUN_STEP_TIMEOUT_MS', '10', 'must be at least 1000 ms'],
     ['RUN_CONCURRENCY', '0', 'must be at least 1'],
+    ['AGENT_SCRIPTED_STREAM_DELAY_MS', '1001', 'must be at most 1000 ms'],
+    ['AGENT_SCRIPTED_STREAM_DELAY_MS', '-5', 'must be a whole number of ms'],
+    ['AGENT_SCRIPTED_STREAM_DELAY_MS', 'slow', 'must be a whole number of ms'],
   ])('refuses %s=%j', (variable, value, reason) => {
     expect(errorOf({ ...REQUIRED, [variable]: value }).message).toContain(`${variable} ${reason} (got "${value}")`);
   });

@@ -99,6 +99,9 @@ const workerEnvSchema = z.object({
     .trim()
     .regex(/^(scripted|[a-z0-9-]+:\S+)$/, { error: 'must be "scripted" or "provider:model", for example openai:gpt-4.1' })
     .default('scripted'),
+  // Paces the scripted model's streamed chunks so a client sees tokens arrive over time (the demo, browser tests, the
+  // bench); 0 streams them as fast as they are made. Only the scripted model reads it.
+  AGENT_SCRIPTED_STREAM_DELAY_MS: wholeNumber('0', 0, 1_000, 'ms'),
   OPENAI_API_KEY: optionalSecret,
   ANTHROPIC_API_KEY: optionalSecret,
   GOOGLE_API_KEY: optionalSecret,
@@ -116,6 +119,8 @@ export type WorkerConfig = {
   queues: RmqNames;
   toolCallTimeoutMs: number;
   agentModel: string;
+  /** The pause before each streamed chunk of the scripted model after its first. */
+  scriptedStreamDelayMs: number;
   /** Provider keys by variable name; only the one AGENT_MODEL names is needed. */
   providerKeys: Readonly<Record<string, string | undefined>>;
   checkpoint: { databaseUrl: string; retentionDays: number };
@@ -153,6 +158,7 @@ export const loadWorkerConfig = (env: Record<string, string | undefined>): Worke
     queues: rmqNames(values.AGENT_TOOLS_QUEUE, values.AGENT_RUNS_QUEUE),
     toolCallTimeoutMs: values.TOOL_CALL_TIMEOUT_MS,
     agentModel: values.AGENT_MODEL,
+    scriptedStreamDelayMs: values.AGENT_SCRIPTED_STREAM_DELAY_MS,
     providerKeys: Object.fromEntries(PROVIDER_KEY_VARIABLES.map((variable) => [variable, values[variable]])),
     checkpoint: { databaseUrl: values.CHECKPOINT_DATABASE_URL, retentionDays: values.CHECKPOINT_RETENTION_DAYS },
     runs: { stepTimeoutMs: values.RUN_STEP_TIMEOUT_MS, concurrency: values.RUN_CONCURRENCY },

@@ -7,7 +7,10 @@ import {
   type AgentRuntimeContext,
   type AgentSpeaker,
   type AgentToolRole,
+  type RunInterrupt,
 } from '@naalya/agent-tools';
+import { verifyEvents, type BaseEvent } from '@ag-ui/client';
+import { from, lastValueFrom, toArray } from 'rxjs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { AIMessage, type BaseMessage } from '@langchain/core/messages';
@@ -71,9 +74,11 @@ const harness = (
     toolCaller: caller,
     checkpointer,
     events: {
-      publish: async (event, meta) => {
-        events.push(event);
-        metas.push(meta);
+      publish: async (batch, meta) => {
+        for (const event of batch.events) {
+          events.push(event);
+          metas.push(meta);
+        }
       },
     },
     leases,
@@ -91,13 +96,26 @@ const harness = (
 const start = (context: AgentRuntimeContext, message: string): AgentRunRequest => ({ kind: 'start', context, message });
 const types = (events: AgentRunEvent[]) => events.map((event) => event.type);
 const finished = (events: AgentRunEvent[]) => events.findLast((event) => event.type === 'RUN_FINISHED');
+const interruptsOf = (events: AgentRunEvent[]): RunInterrupt[] => {
+  const finish = finished(events);
+  return finish?.type === 'RUN_FINISHED' && finish.outcome.type === 'interrupt' ? finish.outcome.interrupts : [];
+};
+/** A tool call's argument deltas, concatenated. */
+const argsOf = (events: AgentRunEvent[], toolCallId: string) =>
+  events.map((event) => (event.type === 'TOOL_CALL_ARGS' && event.toolCallId === toolCallId ? event.delta : '')).join('');
+
+/** Runs the events through the AG-UI client's own verifier (what an AG-UI client checks as it reads a stream). */
+const expectAcceptedByAgUi = async (events: AgentRunEvent[]) => {
+  const verified = await lastValueFrom(from(events as BaseEvent[]).pipe(verifyEvents(false), toArray()));
+  expect(verified).toHaveLength(events.length);
+};
 
 describe('AgentRunExecutor: one run step as run events', () => {
   beforeEach(() => {
     runCounter = 0;
   });
 
-  it('publishes RUN_STARTED, the tool call (start with event and args, end, result with hopMs), the text, RUN_FINISHED, in that order', async () => {
+  it('publishes RUN_STARTED, the tool call (start with its event, args, end, result with hopMs), the text, RUN_FINISHED, in that order', async () => {
     const rover = fakeModel().respond(toolCalls(call('list_staff', {}, 'tc-staff'))).respond(new AIMessage('Here are your staff.'));
     const { caller, step } = harness({ rover });
     caller.answer('list.staff', { data: [{ id: 's1', fullName: 'Ada Nakato' }], scopeContext: 'You can see staff across the whole school.' });
@@ -109,6 +127,7 @@ describe('AgentRunExecutor: one run step as run events', () => {
     expect(types(events)).toEqual([
       'RUN_STARTED',
       'TOOL_CALL_START',
+      'TOOL_CALL_ARGS',
       'TOOL_CALL_END',
       'TOOL_CALL_RESULT',
       'TEXT_MESSAGE_START',
@@ -118,15 +137,18 @@ describe('AgentRunExecutor: one run step as run events', () => {
     ]);
     for (const event of events) expect(agentRunEventSchema.safeParse(event).success).toBe(true);
     expect(events.every((event) => event.runId === context.run.runId && event.threadId === context.run.threadId)).toBe(true);
-    expect(events[1]).toMatchObject({ toolCallId: 'tc-staff', toolCallName: 'list_staff', speaker: 'rover', event: 'list.staff', args: {} });
-    expect(events[3]).toMatchObject({
+    expect(events[1]).toMatchObject({ toolCallId: 'tc-staff', toolCallName: 'list_staff', metadata: { event: 'list.staff' } });
+    expect(events[1]).not.toHaveProperty('subagentRunId');
+    expect(events[2]).toMatchObject({ toolCallId: 'tc-staff', delta: '{}' });
+    expect(events[4]).toMatchObject({
       toolCallId: 'tc-staff',
+      role: 'tool',
       content: JSON.stringify({ data: [{ id: 's1', fullName: 'Ada Nakato' }], scopeContext: 'You can see staff across the whole school.' }),
+      metadata: { hopMs: expect.any(Number) },
     });
-    expect((events[3] as { hopMs?: number }).hopMs).toEqual(expect.any(Number));
-    expect(events[4]).toMatchObject({ speaker: 'rover' });
-    expect(events[5]).toMatchObject({ delta: 'Here are your staff.' });
-    expect(events[7]).toEqual({ runId: context.run.runId, threadId: context.run.threadId, type: 'RUN_FINISHED', outcome: 'success' });
+    expect(events[5]).toMatchObject({ role: 'assistant', name: 'rover' });
+    expect(events[6]).toMatchObject({ delta: 'Here are your staff.' });
+    expect(events[8]).toEqual({ runId: context.run.runId, threadId: context.run.threadId, timestamp: expect.any(Number), type: 'RUN_FINISHED', outcome: { type: 'success' } });
   });
 
   it('a local tool shows TOOL_CALL_START without an event and its result without hopMs', async () => {
@@ -136,8 +158,9 @@ describe('AgentRunExecutor: one run step as run events', () => {
     const { events } = await step(start(contextFor(), 'what day is it'));
 
     const startEvent = events.find((event) => event.type === 'TOOL_CALL_START');
-    expect(startEvent).not.toHaveProperty('event');
-    expect(events.find((event) => event.type === 'TOOL_CALL_RESULT')).not.toHaveProperty('hopMs');
+    expect(startEvent).toMatchObject({ toolCallName: 'clock' });
+    expect(startEvent).not.toHaveProperty('metadata');
+    expect(events.find((event) => event.type === 'TOOL_CALL_RESULT')).not.toHaveProperty('metadata');
   });
 
   it.each(Object.keys(ROLE_PROBES) as AgentToolRole[])(
@@ -156,10 +179,20 @@ describe('AgentRunExecutor: one run step as run events', () => {
       expect(outcome).toBe('success');
       expect(caller.calls.map((recorded) => recorded.event)).toEqual([probe.event]);
       expect(caller.calls[0].payload.identity).toMatchObject({ sub: context.userDetails.id, schoolId: context.userDetails.schoolId });
-      expect(events.find((event) => event.type === 'TOOL_CALL_START' && event.toolCallName === 'task')).toMatchObject({ speaker: 'rover', args: { subagent_type: role } });
-      expect(events.find((event) => event.type === 'TOOL_CALL_START' && event.toolCallName === probe.tool)).toMatchObject({ speaker: role, event: probe.event });
-      expect(events.find((event) => event.type === 'TEXT_MESSAGE_START')).toMatchObject({ speaker: role });
+      const task = events.find((event) => event.type === 'TOOL_CALL_START' && event.toolCallName === 'task');
+      expect(task).not.toHaveProperty('subagentRunId');
+      expect(JSON.parse(argsOf(events, `tc-task-${role}`))).toMatchObject({ subagent_type: role });
+      const opened = events.filter((event) => event.type === 'SUBAGENT_STARTED');
+      expect(opened).toEqual([expect.objectContaining({ name: role, parentToolCallId: `tc-task-${role}`, subagentRunId: expect.any(String) })]);
+      const subagentRunId = opened[0]?.type === 'SUBAGENT_STARTED' ? opened[0].subagentRunId : '';
+      expect(events.find((event) => event.type === 'TOOL_CALL_START' && event.toolCallName === probe.tool)).toMatchObject({ subagentRunId, metadata: { event: probe.event } });
+      expect(events.find((event) => event.type === 'TEXT_MESSAGE_START')).toMatchObject({ name: role, subagentRunId });
       expect(events.filter((event) => event.type === 'TEXT_MESSAGE_START')).toHaveLength(1);
+      // The specialist has finished before Rover gets the task's result.
+      const finishedAt = events.findIndex((event) => event.type === 'SUBAGENT_FINISHED');
+      expect(events[finishedAt]).toMatchObject({ subagentRunId, outcome: { type: 'success' } });
+      expect(events.findIndex((event) => event.type === 'TOOL_CALL_RESULT' && event.toolCallId === `tc-task-${role}`)).toBe(finishedAt + 1);
+      await expectAcceptedByAgUi(events);
     },
   );
 
@@ -184,8 +217,8 @@ describe('AgentRunExecutor: one run step as run events', () => {
 
     const { events } = await step(start(contextFor(), 'create a department called Sciences'));
 
-    expect(types(events).slice(0, 5)).toEqual(['RUN_STARTED', 'TOOL_CALL_START', 'TOOL_CALL_END', 'CUSTOM', 'TOOL_CALL_RESULT']);
-    expect(events[3]).toMatchObject({
+    expect(types(events).slice(0, 6)).toEqual(['RUN_STARTED', 'TOOL_CALL_START', 'TOOL_CALL_ARGS', 'TOOL_CALL_END', 'CUSTOM', 'TOOL_CALL_RESULT']);
+    expect(events[4]).toMatchObject({
       type: 'CUSTOM',
       name: 'department.created',
       value: { label: 'Department "Sciences" created', resourceType: 'department', auditId: 'audit-7' },
@@ -257,13 +290,30 @@ describe('ask_user: interrupts and resume', () => {
 
     expect(outcome).toBe('interrupt');
     const finish = finished(events);
-    expect(finish).toMatchObject({ outcome: 'interrupt' });
-    const interrupts = finish && finish.type === 'RUN_FINISHED' ? (finish.interrupts ?? []) : [];
-    expect(interrupts).toEqual([
-      { interruptId: expect.any(String), question: 'Which class?', askedBy: 'class_teacher', toolCallId: 'tc-ask-1', argsHash: askUserArgsHash({ question: 'Which class?' }) },
-      { interruptId: expect.any(String), question: 'For which day?', askedBy: 'class_teacher', toolCallId: 'tc-ask-2', argsHash: askUserArgsHash({ question: 'For which day?' }) },
-    ]);
+    expect(finish).toMatchObject({ outcome: { type: 'interrupt' } });
+    const subagent = events.find((event) => event.type === 'SUBAGENT_STARTED');
+    const subagentRunId = subagent?.type === 'SUBAGENT_STARTED' ? subagent.subagentRunId : 'none';
+    const question = (message: string, toolCallId: string) => ({
+      id: expect.any(String),
+      reason: 'question',
+      message,
+      toolCallId,
+      responseSchema: { type: 'string', maxLength: 4_000 },
+      subagentRunId,
+      metadata: { askedBy: 'class_teacher', argsHash: askUserArgsHash({ question: message }) },
+    });
+    expect(interruptsOf(events)).toEqual([question('Which class?', 'tc-ask-1'), question('For which day?', 'tc-ask-2')]);
+    // The specialist is suspended on both questions; the conversation is snapshot before the run pauses.
+    expect(types(events).slice(-3)).toEqual(['SUBAGENT_FINISHED', 'MESSAGES_SNAPSHOT', 'RUN_FINISHED']);
+    expect(events.at(-3)).toMatchObject({ subagentRunId, outcome: { type: 'suspended', interruptIds: interruptsOf(events).map((interrupt) => interrupt.id) } });
+    expect(events.at(-2)).toMatchObject({
+      messages: [
+        { role: 'user', content: 'record attendance' },
+        { role: 'assistant', name: 'rover', toolCalls: [{ id: 'tc-task', function: { name: 'task' } }] },
+      ],
+    });
     expect(types(events)).not.toContain('RUN_ERROR');
+    await expectAcceptedByAgUi(events);
   });
 
   it('resumes with several answers by interrupt id, and the completed tool call is not made again', async () => {
@@ -272,10 +322,10 @@ describe('ask_user: interrupts and resume', () => {
       .respond(new AIMessage(''));
     const { caller, step } = harness({ rover, class_teacher: specialistAsksTwice() });
     const first = await step(start(contextFor({}, 'thread-resume'), 'record attendance'));
-    const pending = (finished(first.events) as Extract<AgentRunEvent, { type: 'RUN_FINISHED' }>).interrupts ?? [];
+    const pending = interruptsOf(first.events);
     expect(caller.callsTo('list.my-classes')).toHaveLength(1);
 
-    const answers = Object.fromEntries(pending.map((interrupt) => [interrupt.interruptId, interrupt.question === 'Which class?' ? 'P5 Blue' : 'today']));
+    const answers = Object.fromEntries(pending.map((interrupt) => [interrupt.id, interrupt.message === 'Which class?' ? 'P5 Blue' : 'today']));
     const second = await step({ kind: 'resume', context: contextFor({}, 'thread-resume'), answers });
 
     expect(second.outcome).toBe('success');
@@ -284,7 +334,8 @@ describe('ask_user: interrupts and resume', () => {
     expect(results.map((event) => event.type === 'TOOL_CALL_RESULT' && event.toolCallId)).toEqual(['tc-ask-1', 'tc-ask-2', 'tc-task']);
     const text = second.events.find((event) => event.type === 'TEXT_MESSAGE_CONTENT');
     expect(text).toMatchObject({ delta: expect.stringContaining('{"answer":"P5 Blue"} | {"answer":"today"}') });
-    expect(second.events.find((event) => event.type === 'TEXT_MESSAGE_START')).toMatchObject({ speaker: 'class_teacher' });
+    expect(second.events.find((event) => event.type === 'TEXT_MESSAGE_START')).toMatchObject({ name: 'class_teacher', subagentRunId: expect.any(String) });
+    await expectAcceptedByAgUi([...first.events, ...second.events]);
   });
 
   it("Rover's own question is attributed to Rover", async () => {
@@ -293,7 +344,9 @@ describe('ask_user: interrupts and resume', () => {
 
     const { events } = await step(start(contextFor(), 'hello'));
 
-    expect(finished(events)).toMatchObject({ outcome: 'interrupt', interrupts: [{ question: 'Which campus?', askedBy: 'rover', toolCallId: 'tc-ask' }] });
+    expect(interruptsOf(events)).toEqual([expect.objectContaining({ message: 'Which campus?', toolCallId: 'tc-ask', metadata: expect.objectContaining({ askedBy: 'rover' }) })]);
+    expect(interruptsOf(events)[0]).not.toHaveProperty('subagentRunId');
+    expect(types(events)).not.toContain('SUBAGENT_STARTED');
   });
 
   it('a new message after a question the server voided (a cancel, interrupt, an expiry) runs, past the unanswered question', async () => {
@@ -306,7 +359,7 @@ describe('ask_user: interrupts and resume', () => {
     const { outcome, events } = await step(start(contextFor({}, 'thread-busy'), 'something else'));
 
     expect(outcome).toBe('success');
-    expect(finished(events)).toMatchObject({ outcome: 'success' });
+    expect(finished(events)).toMatchObject({ outcome: { type: 'success' } });
     expect(rover.callCount).toBe(2);
   });
 
@@ -318,7 +371,7 @@ describe('ask_user: interrupts and resume', () => {
     const { outcome, events } = await step({ kind: 'resume', context: contextFor({}, 'thread-stale'), answers: { 'not-a-question': 'x' } });
 
     expect(outcome).toBe('interrupt');
-    expect(types(events)).toEqual(['RUN_STARTED', 'RUN_FINISHED']);
+    expect(types(events)).toEqual(['RUN_STARTED', 'MESSAGES_SNAPSHOT', 'RUN_FINISHED']);
     expect(rover.callCount).toBe(1);
   });
 
@@ -357,7 +410,7 @@ describe('redelivery: a run step is safe to repeat', () => {
 
     const again = await step(request);
 
-    expect(finished(again.events)).toEqual(finished(first.events));
+    expect(finished(again.events)).toEqual({ ...finished(first.events), timestamp: expect.any(Number) });
   });
 });
 
@@ -467,13 +520,13 @@ describe('the run lease: the server decides whether a step runs, and when it sto
       toolCaller: new FakeToolCaller(),
       checkpointer: new MemorySaver(),
       events: {
-        publish: async (event) => {
+        publish: async (batch) => {
           // The first run's first publish fails after a while (its connection dropped): that run throws.
           if (publishes++ === 0) {
             await sleep(100);
             throw new Error('disconnected');
           }
-          events.push(event);
+          events.push(...batch.events);
         },
       },
       leases: new FakeRunLeases(),
@@ -550,7 +603,7 @@ describe('the run lease: the server decides whether a step runs, and when it sto
     const { outcome, events } = await step(start(contextFor(), 'show the staff'));
 
     expect(outcome).toBe('success');
-    expect(finished(events)).toMatchObject({ outcome: 'success' });
+    expect(finished(events)).toMatchObject({ outcome: { type: 'success' } });
     const renews = leases.requestsOf('renew');
     expect(renews.length).toBeGreaterThanOrEqual(2);
     // Every 100 ms (a third of 300), each renew given up within that third so none overlap.
@@ -632,7 +685,7 @@ describe('the run lease: the server decides whether a step runs, and when it sto
     const { outcome, events } = await second.step(start(contextFor({}, 'thread-after-cancel'), 'hello again'));
 
     expect(outcome).toBe('success');
-    expect(finished(events)).toMatchObject({ outcome: 'success' });
+    expect(finished(events)).toMatchObject({ outcome: { type: 'success' } });
     const sent = seen[0] ?? [];
     const stopped = sent.findIndex((message) => message.type === 'tool');
     expect(sent[stopped - 1]).toMatchObject({ tool_calls: [expect.objectContaining({ id: 'tc-create' })] });

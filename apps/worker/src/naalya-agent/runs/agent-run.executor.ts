@@ -2,7 +2,7 @@ import {
   ERROR_SENTENCES,
   agentRunEventSchema,
   eligibleAgentRoles,
-  type AgentRunEvent,
+  toRunInterrupt,
   type AgentRunRequest,
   type AgentSpeaker,
   type RunErrorCode,
@@ -16,15 +16,12 @@ import type { AgentToolCaller } from '../core/tools/agent-tool-caller.js';
 import { toolCallIdempotencyKey } from '../core/tools/build-agent-tools.js';
 import { TimedToolCaller } from '../core/tools/timed-tool-caller.js';
 import { FencedCheckpointSaver } from './fenced-checkpoint-saver.js';
+import { RunEventBuffer, RunEventPublishError, type RunEventSink } from './run-event.buffer.js';
 import type { RunLeases } from './run-lease.client.js';
-import { RunEventTranslator, toAgentInterrupts } from './run-event.translator.js';
+import { RunEventTranslator, snapshotMessages, toAgentInterrupts, type RunEventDraft } from './run-event.translator.js';
 import { StepLease } from './step-lease.js';
 
-/** What travels with every event of a step: the step's dispatch token, so the server stores only its current epoch's events. */
-export type RunEventMeta = { dispatchToken: string };
-
-/** Where run events go: the RabbitMQ publisher in production, an array in tests. Publishes in call order. */
-export type RunEventSink = { publish(event: AgentRunEvent, meta: RunEventMeta): Promise<void> };
+export { RunEventPublishError, type RunEventMeta, type RunEventSink } from './run-event.buffer.js';
 
 type ChatModel = ReturnType<SubagentDeps['modelFor']>;
 
@@ -47,11 +44,6 @@ export type AgentRunExecutorDeps = {
  */
 export type RunStepOutcome = 'success' | 'interrupt' | 'error' | 'dropped' | 'stopped';
 
-/** Publishing failed: the step cannot report anything, so the message must not be acknowledged as handled. */
-export class RunEventPublishError extends Error {
-  override readonly name = 'RunEventPublishError';
-}
-
 // The new message of a start step carries an id derived from the run, so a redelivered start finds it in
 // the checkpoint and continues that run instead of adding the message a second time.
 export const humanMessageId = (runId: string) => `human-${runId}`;
@@ -64,7 +56,9 @@ type Plan =
 // The sentence is safe to show: never the error's own text.
 const runError = (code: RunErrorCode) => ({ type: 'RUN_ERROR' as const, message: ERROR_SENTENCES[code], code });
 
-const pendingInterrupts = (snapshot: StateSnapshot) => snapshot.tasks.flatMap((task) => task.interrupts ?? []);
+// Each with the task it is pending in: a specialist's question is pending in the task that runs the specialist.
+const pendingInterrupts = (snapshot: StateSnapshot) =>
+  snapshot.tasks.flatMap((task) => (task.interrupts ?? []).map((interrupt) => ({ ...interrupt, taskId: task.id })));
 
 const messagesOf = (snapshot: StateSnapshot): BaseMessage[] => {
   const values = snapshot.values as { messages?: BaseMessage[] } | undefined;
@@ -173,22 +167,38 @@ export class AgentRunExecutor {
   }
 
   private async runStep(request: AgentRunRequest, dispatchToken: string, lease: StepLease, transportSignal: AbortSignal | undefined): Promise<RunStepOutcome> {
+    const ids = { runId: request.context.run.runId, threadId: request.context.run.threadId };
+    // Batched: the step goes on while its events are confirmed, and flushes before it ends (so before its ack).
+    const buffer = new RunEventBuffer({ sink: this.deps.events, meta: { dispatchToken }, runId: ids.runId, mayPublish: () => lease.held() });
+    const publish = async (draft: RunEventDraft): Promise<void> => {
+      // A step without its lease publishes nothing: the server would refuse it, and a cancelled run must not end twice.
+      if (!lease.held()) return;
+      await buffer.push(agentRunEventSchema.parse({ ...draft, ...ids, timestamp: Date.now() }));
+    };
+    const outcome = await this.publishStep(request, lease, transportSignal, publish, () => buffer.flush());
+    try {
+      await buffer.flush();
+    } catch (error) {
+      // Without its lease the step is over for this worker whatever the broker said: the server refuses its events.
+      if (!(error instanceof RunEventPublishError) || lease.held()) throw error;
+    }
+    return outcome;
+  }
+
+  private async publishStep(
+    request: AgentRunRequest,
+    lease: StepLease,
+    transportSignal: AbortSignal | undefined,
+    publish: (draft: RunEventDraft) => Promise<void>,
+    flush: () => Promise<void>,
+  ): Promise<RunStepOutcome> {
     const { context } = request;
     const ids = { runId: context.run.runId, threadId: context.run.threadId };
     // Either way the step stops: its lease is gone, or the transport gave up on it.
     const signal = transportSignal ? AbortSignal.any([lease.signal, transportSignal]) : lease.signal;
-    const publish = async (event: AgentRunEvent): Promise<void> => {
-      // A step without its lease publishes nothing: the server would refuse it, and a cancelled run must not end twice.
-      if (!lease.held()) return;
-      const parsed = agentRunEventSchema.parse(event);
-      try {
-        await this.deps.events.publish(parsed, { dispatchToken });
-      } catch (error) {
-        throw new RunEventPublishError(`Run ${ids.runId}: publishing ${event.type} failed: ${error instanceof Error ? error.message : String(error)}`);
-      }
-    };
-
-    await publish({ ...ids, type: 'RUN_STARTED' });
+    await publish({ type: 'RUN_STARTED' });
+    // Confirmed before the model is called: a step whose events cannot reach the broker fails before it does anything.
+    await flush();
     try {
       const toolCaller = new TimedToolCaller(this.deps.toolCaller, signal);
       const speakers: AgentSpeaker[] = ['rover', ...eligibleAgentRoles(context.capabilities)];
@@ -207,14 +217,16 @@ export class AgentRunExecutor {
 
       const plan = planStep(request, await graph.graph.getState(config));
       if (plan.kind === 'refuse') {
-        await publish({ ...ids, ...runError(plan.code) });
+        await publish(runError(plan.code));
         return 'error';
       }
+      const translator = new RunEventTranslator((toolCallId) => toolCaller.hopMs(toolCallIdempotencyKey(ids.threadId, toolCallId)));
       if (plan.kind === 'run') {
-        const translator = new RunEventTranslator(ids, (toolCallId) => toolCaller.hopMs(toolCallIdempotencyKey(ids.threadId, toolCallId)));
         const stream = await graph.stream(plan.input, {
           ...config,
-          streamMode: ['updates', 'custom'],
+          // messages: the model's tokens as they come; updates: finished messages and tool results; tasks: which task
+          // runs a specialist (for its attribution); custom: streamOnSuccess notices.
+          streamMode: ['messages', 'updates', 'tasks', 'custom'],
           subgraphs: true,
           recursionLimit: this.deps.recursionLimit ?? 40,
         });
@@ -225,12 +237,27 @@ export class AgentRunExecutor {
       }
       if (!lease.held()) return 'stopped';
 
-      const interrupts = toAgentInterrupts(pendingInterrupts(await graph.graph.getState(config)));
+      const state = await graph.graph.getState(config);
+      const pending = pendingInterrupts(state).flatMap((interrupt) => (interrupt.id ? [{ ...interrupt, id: interrupt.id }] : []));
+      for (const event of translator.end(pending)) await publish(event);
+      const interrupts = toAgentInterrupts(pending);
       if (interrupts.length > 0) {
-        await publish({ ...ids, type: 'RUN_FINISHED', outcome: 'interrupt', interrupts });
+        const taskOf = new Map(pending.map((interrupt) => [interrupt.id, interrupt.taskId]));
+        // So a client that joins while the run waits renders the conversation whole.
+        await publish({ type: 'MESSAGES_SNAPSHOT', messages: snapshotMessages(messagesOf(state)) });
+        await publish({
+          type: 'RUN_FINISHED',
+          outcome: {
+            type: 'interrupt',
+            interrupts: interrupts.map((interrupt) => {
+              const taskId = taskOf.get(interrupt.interruptId);
+              return toRunInterrupt(interrupt, taskId ? translator.subagentRunIdOfTask(taskId) : undefined);
+            }),
+          },
+        });
         return 'interrupt';
       }
-      await publish({ ...ids, type: 'RUN_FINISHED', outcome: 'success' });
+      await publish({ type: 'RUN_FINISHED', outcome: { type: 'success' } });
       return 'success';
     } catch (error) {
       if (error instanceof RunEventPublishError) throw error;
@@ -239,7 +266,7 @@ export class AgentRunExecutor {
         return 'stopped';
       }
       this.logger.error(`Run ${ids.runId} (thread ${ids.threadId}) failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-      await publish({ ...ids, ...runError(safeErrorFor(error, transportSignal)) });
+      await publish(runError(safeErrorFor(error, transportSignal)));
       return 'error';
     }
   }

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { DISPATCH_TOKEN_HEADER, type AgentRunEvent } from '@naalya/agent-tools';
+import { DISPATCH_TOKEN_HEADER, type RunEventBatch } from '@naalya/agent-tools';
 import { ConfirmPublisher } from '@naalya/rmq';
 import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { brokerUserOf } from '../core/broker-credentials.js';
-import type { RunEventMeta, RunEventSink } from './agent-run.executor.js';
+import type { RunEventMeta, RunEventSink } from './run-event.buffer.js';
 
 export type RunEventPublisherOptions = {
   rabbitmqUrl: string;
@@ -14,9 +14,9 @@ export type RunEventPublisherOptions = {
 export const RUN_EVENT_PUBLISHER_OPTIONS = Symbol('RunEventPublisherOptions');
 
 /**
- * Publishes run events to the run events exchange, routed by run id: persistent, on a confirm channel, one
- * at a time, each awaited until the broker confirms it. So events reach the exchange in the order they
- * were published, and a run step is acknowledged only after all its events are safely with the broker.
+ * Publishes run event batches to the run events exchange, routed by run id: persistent, on a confirm channel, each
+ * awaited until the broker confirms it. A step's buffer (run-event.buffer.ts) has one batch out at a time, so its
+ * events reach the exchange in order, and the step is acknowledged only after all of them are safely with the broker.
  */
 @Injectable()
 export class RunEventPublisher implements RunEventSink, OnModuleInit, OnModuleDestroy {
@@ -49,14 +49,14 @@ export class RunEventPublisher implements RunEventSink, OnModuleInit, OnModuleDe
     await this.publisher.close();
   }
 
-  async publish(event: AgentRunEvent, meta: RunEventMeta): Promise<void> {
-    await this.publisher.publish(this.options.exchange, event.runId, Buffer.from(JSON.stringify(event)), {
+  async publish(batch: RunEventBatch, meta: RunEventMeta): Promise<void> {
+    await this.publisher.publish(this.options.exchange, batch.events[0].runId, Buffer.from(JSON.stringify(batch)), {
       // Not mandatory, as the worker's events have never been: the server's ingest queue is bound to the exchange with `#`.
       mandatory: false,
       contentType: 'application/json',
-      // The server stores each event once by this id, so a redelivery of the same message is not a second row.
+      // A new id per batch: the server keys each event's row by it and the event's index, so a redelivery of the same
+      // message stores nothing twice.
       messageId: randomUUID(),
-      type: event.type,
       timestamp: Math.floor(Date.now() / 1000),
       // Validated by RabbitMQ against the connection's user, so the server can tell the worker's events from forgeries.
       userId: this.brokerUser,

@@ -21,6 +21,8 @@ export type ChatModelSettings = {
   agentModel: string;
   /** Provider keys by variable name, as the worker config read them; absent keys are undefined. */
   providerKeys: Readonly<Record<string, string | undefined>>;
+  /** The scripted model's pause between streamed chunks (AGENT_SCRIPTED_STREAM_DELAY_MS); 0 when absent. */
+  scriptedStreamDelayMs?: number;
 };
 
 export class ChatModelUnavailableError extends Error {
@@ -65,7 +67,7 @@ export const assertChatModelAvailable = async (settings: ChatModelSettings, impo
  * offline and deterministic; a provider model goes through initChatModel with the key from the config.
  */
 export const createChatModel = async (settings: ChatModelSettings, _speaker: AgentSpeaker): Promise<BaseChatModel> => {
-  if (settings.agentModel === SCRIPTED_MODEL) return new ScriptedChatModel(scriptedPolicy);
+  if (settings.agentModel === SCRIPTED_MODEL) return new ScriptedChatModel(scriptedPolicy, { streamDelayMs: settings.scriptedStreamDelayMs ?? 0 });
   const { provider, model } = splitSpec(settings.agentModel);
   const keyVariable = CHAT_MODEL_PROVIDERS[provider]?.keyVariable;
   const apiKey = keyVariable ? settings.providerKeys[keyVariable] : undefined;
