@@ -47,32 +47,42 @@ export const startEventPublisher = async (url, exchange) => {
  * batch is being published, and everything that waited goes in the next message (up to RUN_EVENT_BATCH_MAX).
  */
 const runOutbox = ({ publisher, exchange, brokerUser, run, onError }) => {
-  let pending = [];
-  let flushing = null;
-  const flush = async () => {
-    while (pending.length > 0) {
-      const events = pending.slice(0, RUN_EVENT_BATCH_MAX);
-      pending = pending.slice(events.length);
-      await publisher.publish(exchange, run.runId, Buffer.from(JSON.stringify({ events })), {
+  const pending = [];
+  let inFlight = null;
+  let failed = false;
+  const pump = () => {
+    if (inFlight || failed || pending.length === 0) return;
+    const events = pending.splice(0, RUN_EVENT_BATCH_MAX);
+    inFlight = publisher
+      .publish(exchange, run.runId, Buffer.from(JSON.stringify({ events })), {
         mandatory: false,
         contentType: 'application/json',
         messageId: randomUUID(),
         timestamp: Math.floor(Date.now() / 1000),
         userId: brokerUser,
         headers: run.dispatchToken ? { [DISPATCH_TOKEN_HEADER]: run.dispatchToken } : {},
-      });
-    }
+      })
+      .then(
+        () => {
+          inFlight = null;
+          pump();
+        },
+        (error) => {
+          inFlight = null;
+          failed = true;
+          pending.length = 0;
+          onError(error);
+        },
+      );
   };
   return {
     emit(event) {
       pending.push(event);
-      flushing ??= flush()
-        .catch(onError)
-        .finally(() => (flushing = null));
+      pump();
     },
     /** Resolves once everything emitted has been confirmed by the broker (or has failed). */
     async settled() {
-      while (flushing) await flushing;
+      while (inFlight) await inFlight;
     },
   };
 };

@@ -1,9 +1,9 @@
 // The streaming baseline: the least a server can do to store run events and stream them out, with the same input as
-// the real ingest (RunEventBatch messages from the same publisher, on a queue of its own with a single active consumer
-// and the same prefetch) and the same output (server-sent events with the seq as id, Last-Event-ID honoured). Per batch:
-// one transaction with one multi-row INSERT and one NOTIFY, acked after COMMIT; one LISTEN connection wakes the streams
-// of the run, which read the new rows and write them. Nothing else: no run row, no RLS, no auth, no idempotency, no
-// validation; a run's seq is counted in memory (this process is the table's only writer).
+// the real ingest (RunEventBatch messages from the same publisher, on a queue declared as the server's, single active
+// consumer, same prefetch) and the same output (server-sent events with the seq as id, Last-Event-ID honoured). Per
+// batch: one statement, a multi-row INSERT and its NOTIFY (one implicit transaction), acked once it has committed; one
+// LISTEN connection wakes the run's streams, which read the new rows and write them. Nothing else: no run row, no RLS,
+// no auth, no idempotency, no validation; a run's seq is counted in memory (this process is the table's only writer).
 import { createServer } from 'node:http';
 import amqplib from 'amqplib';
 import pg from 'pg';
@@ -32,25 +32,19 @@ const chains = new Map();
 
 const store = async ({ runId, events }) => {
   const first = (lastSeq.get(runId) ?? 0) + 1;
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query(
-      `INSERT INTO ${BASELINE_TABLE} (run_id, seq, type, payload)
-       SELECT $1, $2 + e.ordinality - 1, e.value ->> 'type', e.value FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY e`,
-      [runId, first, JSON.stringify(events)],
-    );
-    await client.query('SELECT pg_notify($1, $2)', [CHANNEL, `${runId}:${first + events.length - 1}`]);
-    await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
+  const last = first + events.length - 1;
+  // One statement, so one round trip and one implicit transaction: the rows and their notification commit together.
+  await pool.query(
+    `WITH stored AS (
+       INSERT INTO ${BASELINE_TABLE} (run_id, seq, type, payload)
+       SELECT $1, $2 + e.ordinality - 1, e.value ->> 'type', e.value FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY e
+       RETURNING 1)
+     SELECT pg_notify($4, $5) FROM (SELECT count(*) FROM stored) n`,
+    [runId, first, JSON.stringify(events), CHANNEL, `${runId}:${last}`],
+  );
   const ended = events.some((event) => event.type === 'RUN_FINISHED' || event.type === 'RUN_ERROR');
   if (ended) lastSeq.delete(runId);
-  else lastSeq.set(runId, first + events.length - 1);
+  else lastSeq.set(runId, last);
 };
 
 const connection = await amqplib.connect(RABBITMQ_URL, { noDelay: true, clientProperties: { connection_name: 'naalya-bench-sse-baseline' } });
