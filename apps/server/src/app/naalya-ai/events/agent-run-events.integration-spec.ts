@@ -168,9 +168,9 @@ describe('ingest: run events from the exchange', () => {
     const ids = await newRun();
     const other = await newRun();
     await broker.publishRaw(ids.runId, Buffer.from('not json'), randomUUID());
-    await broker.publishRaw(ids.runId, Buffer.from(JSON.stringify({ ...runEvents(ids).started(), role: 'admin' })), randomUUID());
+    await broker.publishRaw(ids.runId, Buffer.from(JSON.stringify({ events: [{ ...runEvents(ids).started(), role: 'admin' }] })), randomUUID());
     await broker.publishEvent(runEvents(ids).started(), { routingKey: other.runId });
-    await broker.publishRaw(ids.runId, Buffer.from(JSON.stringify(runEvents(ids).started())));
+    await broker.publishRaw(ids.runId, Buffer.from(JSON.stringify({ events: [runEvents(ids).started()] })));
     await broker.publishEvent(runEvents({ runId: ids.runId, threadId: other.threadId }).started());
     const ghost = { runId: randomUUID(), threadId: ids.threadId };
     await broker.publishEvent(runEvents(ghost).started());
@@ -205,11 +205,17 @@ describe('ingest: run events from the exchange', () => {
     expect((await waitForStored(ids.runId, 1, 8_000)).map((row) => row.seq)).toEqual([1]);
   }, 20_000);
 
-  it('RUN_FINISHED with an interrupt marks the run interrupted with its questions; RUN_ERROR marks it failed', async () => {
+  it('RUN_FINISHED with an interrupt marks the run interrupted with its questions, each stamped with the run\'s expiry; RUN_ERROR marks it failed', async () => {
     const ids = await newRun();
     await broker.publishEvent(runEvents(ids).started());
-    await broker.publishEvent(runEvents(ids).interrupted([{ interruptId: 'which', question: 'Which campus?' }]));
-    await waitForStored(ids.runId, 2);
+    const paused = runEvents(ids).interrupted([{ interruptId: 'which', question: 'Which campus?' }]);
+    // Whatever the worker says about the expiry, the server's instant is the one stored.
+    if (paused.type === 'RUN_FINISHED' && paused.outcome.type === 'interrupt') paused.outcome.interrupts[0].expiresAt = '2000-01-01T00:00:00.000Z';
+    await broker.publishEvent(paused);
+    const rows = await waitForStored(ids.runId, 2);
+    const [{ expires_at: expiresAt }] = (await testApp.owner.query(`SELECT expires_at FROM agent_runs WHERE id = $1`, [ids.runId])) as { expires_at: Date }[];
+    expect(expiresAt.getTime() - Date.now()).toBeGreaterThan(23 * 3600 * 1000);
+    expect(rows[1].payload).toMatchObject({ outcome: { type: 'interrupt', interrupts: [{ id: 'which', expiresAt: expiresAt.toISOString() }] } });
     const detail = await agentRequest(testApp.app, testApp, schoolA.personas.teacher, 'GET', `/agent/threads/${ids.threadId}`);
     expect(detail.body).toMatchObject({
       runs: [{ id: ids.runId, status: 'interrupted', interrupts: [{ interruptId: 'which', question: 'Which campus?', askedBy: 'rover', answered: false }] }],

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
-import { DISPATCH_TOKEN_HEADER, agentRunEventSchema, type AgentRunEvent } from '@naalya/agent-tools';
+import { DISPATCH_TOKEN_HEADER, runEventBatchSchema } from '@naalya/agent-tools';
 import {
   DEFAULT_MAX_MESSAGE_BYTES,
   OrderedConsumer,
@@ -13,7 +13,7 @@ import type { ConsumeMessage } from 'amqplib';
 import { z } from 'zod';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 import { verifyDispatchToken } from '../dispatch/dispatch-token.js';
-import { AgentRunEventStore, type PersistOutcome } from './agent-run-event-store.service.js';
+import { AgentRunEventStore, type PersistOutcome, type RunEventMessage } from './agent-run-event-store.service.js';
 
 
 /** Told when a worker's event ended a run (so the thread's next queued run can start). */
@@ -90,11 +90,11 @@ export class AgentRunIngest implements BeforeApplicationShutdown {
   private route(message: ConsumeMessage): MessageSettlement | OrderedWork {
     const parsed = this.parse(message);
     if ('reason' in parsed) return { ack: false, reason: parsed.reason };
-    const { runId, messageId, event, epoch } = parsed;
-    return { key: runId, run: (closing) => this.persist(runId, messageId, event, epoch, closing) };
+    const { runId, ...batch } = parsed;
+    return { key: runId, run: (closing) => this.persist(runId, batch, closing) };
   }
 
-  private parse(message: ConsumeMessage): { runId: string; messageId: string; event: AgentRunEvent; epoch: number } | { reason: string } {
+  private parse(message: ConsumeMessage): ({ runId: string } & RunEventMessage) | { reason: string } {
     const { content, fields, properties } = message;
     // Only the worker's broker user: RabbitMQ validates user_id against the publishing connection, so anyone else who
     // can write the exchange (an operator's account, a misconfigured service) cannot put words in a user's stream.
@@ -110,51 +110,52 @@ export class AgentRunIngest implements BeforeApplicationShutdown {
     } catch {
       return { reason: 'a body that is not JSON' };
     }
-    const event = agentRunEventSchema.safeParse(body);
-    if (!event.success) return { reason: 'a body that is not a run event' };
+    const batch = runEventBatchSchema.safeParse(body);
+    if (!batch.success) return { reason: 'a body that is not a run event batch' };
+    const { events } = batch.data;
     const runId = fields.routingKey;
-    if (event.data.runId !== runId || !runIdSchema.safeParse(runId).success) {
-      return { reason: `routing key "${runId.slice(0, 100)}" that is not the event's run id` };
+    if (!runIdSchema.safeParse(runId).success || events.some((event) => event.runId !== runId)) {
+      return { reason: `routing key "${runId.slice(0, 100)}" that is not the run id of every event in the batch` };
     }
     const messageId = typeof properties.messageId === 'string' ? properties.messageId : '';
     if (messageId.length === 0 || messageId.length > 200) return { reason: 'no message id (needed to store it exactly once)' };
-    // The step's dispatch token names the run, its thread and the epoch the event belongs to; the store fences on the epoch.
+    // The step's dispatch token names the run, its thread and the epoch the events belong to; the store fences on the epoch.
     const header = properties.headers?.[DISPATCH_TOKEN_HEADER];
     const token = verifyDispatchToken(this.config.DISPATCH_SIGNING_KEY, typeof header === 'string' ? header : undefined);
     if (!token.ok) return { reason: `a dispatch token that is ${token.reason}` };
-    if (token.claims.runId !== runId || token.claims.threadId !== event.data.threadId) return { reason: "a dispatch token of another run" };
-    return { runId, messageId, event: event.data, epoch: token.claims.epoch };
+    if (token.claims.runId !== runId) return { reason: 'a dispatch token of another run' };
+    if (events.some((event) => event.threadId !== token.claims.threadId)) return { reason: "an event of a thread that is not its dispatch token's" };
+    return { runId, messageId, events, epoch: token.claims.epoch };
   }
 
-  /** Stores one event, retrying database failures; resolves to how to settle it, or null to leave it unacked. */
-  private async persist(runId: string, messageId: string, event: AgentRunEvent, epoch: number, closing: AbortSignal): Promise<MessageSettlement | null> {
+  /** Stores one batch, retrying database failures; resolves to how to settle it, or null to leave it unacked. */
+  private async persist(runId: string, batch: RunEventMessage, closing: AbortSignal): Promise<MessageSettlement | null> {
     let failures = 0;
     for (;;) {
       if (closing.aborted && failures > 0) return null;
       let outcome: PersistOutcome;
       try {
-        outcome = await this.store.persist(runId, messageId, event, epoch);
+        outcome = await this.store.persist(runId, [batch]);
       } catch (error) {
         failures += 1;
         if (failures > STORE_RETRIES) return { ack: false, reason: `storing it kept failing: ${describe(error)}` };
-        this.logger.warn(`Run ${runId}: storing ${event.type} failed (attempt ${failures}): ${describe(error)}`);
+        this.logger.warn(`Run ${runId}: storing a batch of ${batch.events.length} event(s) failed (attempt ${failures}): ${describe(error)}`);
         await sleep(Math.min(STORE_FIRST_DELAY_MS * 2 ** (failures - 1), STORE_MAX_DELAY_MS));
         continue;
       }
-      switch (outcome.kind) {
+      if (outcome.kind === 'unknown-run') return { ack: false, reason: 'no such run' };
+      if (outcome.ended) for (const listener of this.endedListeners) listener(runId, outcome.threadId);
+      const [message] = outcome.messages;
+      switch (message.kind) {
         case 'persisted':
-          if (outcome.ended) for (const listener of this.endedListeners) listener(runId, outcome.threadId);
-          return { ack: true };
         case 'duplicate':
           return { ack: true };
         case 'fenced':
           // A step the server took back (dispatched again, or cancelled) may still be talking: expected, never stored.
-          this.logger.warn(`Run ${runId}: ${event.type} of epoch ${epoch} refused (the run is ${outcome.status} at epoch ${outcome.epoch}).`);
+          this.logger.warn(`Run ${runId}: a batch of epoch ${batch.epoch} refused (the run is ${message.status} at epoch ${message.epoch}).`);
           return { ack: true };
         case 'foreign-thread':
-          return { ack: false, reason: `thread ${event.threadId} is not the run's thread` };
-        case 'unknown-run':
-          return { ack: false, reason: 'no such run' };
+          return { ack: false, reason: "an event of a thread that is not the run's" };
       }
     }
   }

@@ -27,7 +27,7 @@ import { registerDataSource } from '../../core/tenancy/tenant-context.js';
 import { connectToolTransport } from '../../core/transport/tool-transport.js';
 import { AgentRunPublisher } from '../dispatch/agent-run-publisher.service.js';
 import { signDispatchToken, type DispatchClaims } from '../dispatch/dispatch-token.js';
-import { AgentRunEventStore, type PersistOutcome } from '../events/agent-run-event-store.service.js';
+import { AgentRunEventStore, type MessageOutcome } from '../events/agent-run-event-store.service.js';
 import { STALE_INTERRUPT_ERROR } from '../runs/agent-run-store.service.js';
 import { DISPATCH_REFUSED_ERROR } from '../tools/tool-executor.js';
 import {
@@ -224,10 +224,12 @@ const open = async (persona: DemoPersona, ids: Ids): Promise<OpenStream> => {
 const watchIngest = () => {
   const store = testApp.module.get(AgentRunEventStore);
   const persist = store.persist.bind(store);
-  const outcomes: { runId: string; type: string; outcome: PersistOutcome }[] = [];
-  vi.spyOn(store, 'persist').mockImplementation(async (runId, messageId, event, epoch) => {
-    const outcome = await persist(runId, messageId, event, epoch);
-    outcomes.push({ runId, type: event.type, outcome });
+  const outcomes: { runId: string; type: string; outcome: MessageOutcome | { kind: 'unknown-run' } }[] = [];
+  vi.spyOn(store, 'persist').mockImplementation(async (runId, messages) => {
+    const outcome = await persist(runId, messages);
+    messages.forEach((message, index) =>
+      outcomes.push({ runId, type: message.events[0].type, outcome: outcome.kind === 'stored' ? outcome.messages[index] : outcome }),
+    );
     return outcome;
   });
   return outcomes;
@@ -579,7 +581,14 @@ describe('cancel', () => {
     expect(second).toEqual({ status: 200, body: { runId: run.runId, status: 'cancelled', cancelled: false, committedWrites: [] } });
     expect((await runRow(run.runId)).epoch).toBe(epoch);
     expect((await storedEvents(run.runId)).map((event) => event.payload)).toEqual([
-      { runId: run.runId, threadId: run.threadId, type: 'RUN_FINISHED', outcome: 'cancelled', committedWrites: [] },
+      {
+        runId: run.runId,
+        threadId: run.threadId,
+        type: 'RUN_FINISHED',
+        outcome: { type: 'cancelled' },
+        metadata: { committedWrites: [] },
+        timestamp: expect.any(Number),
+      },
     ]);
 
     // A run that ended on its own is left as it ended.
@@ -599,12 +608,12 @@ describe('cancel', () => {
 
     const stream = await open(owner, run);
     await stream.ended;
-    expect(stream.events.map((event) => [event.event, event.data['outcome']])).toEqual([
+    expect(stream.events.map((event) => [event.event, (event.data['outcome'] as { type: string } | undefined)?.type])).toEqual([
       ['RUN_STARTED', undefined],
       ['RUN_FINISHED', 'interrupt'],
       ['RUN_FINISHED', 'cancelled'],
     ]);
-    expect(stream.events[2].data).toMatchObject({ committedWrites: [] });
+    expect(stream.events[2].data).toMatchObject({ metadata: { committedWrites: [] } });
     expect(await resume(owner, run.threadId, 'colour')).toMatchObject({ status: 409, body: { message: STALE_INTERRUPT_ERROR, code: 'STALE_INTERRUPT' } });
     expect((await thread(owner, run.threadId)).runs[0]).toMatchObject({
       status: 'cancelled',
@@ -625,7 +634,7 @@ describe('cancel', () => {
 
     const events = await stream.waitFor(2);
     expect(events.map((event) => event.event)).toEqual(['RUN_STARTED', 'RUN_FINISHED']);
-    expect(events[1].data).toMatchObject({ outcome: 'cancelled' });
+    expect(events[1].data).toMatchObject({ outcome: { type: 'cancelled' } });
     await stream.ended;
   });
 
@@ -671,7 +680,7 @@ describe('cancel', () => {
 
     const committedWrites = [{ callId, event: createDepartmentTool.event, auditId: (written as { auditId: string }).auditId }];
     expect(cancelled.body).toEqual({ runId: run.runId, status: 'cancelled', cancelled: true, committedWrites });
-    expect((await storedEvents(run.runId)).at(-1)?.payload).toMatchObject({ type: 'RUN_FINISHED', outcome: 'cancelled', committedWrites });
+    expect((await storedEvents(run.runId)).at(-1)?.payload).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'cancelled' }, metadata: { committedWrites } });
     expect(await departmentsNamed(name)).toBe(1);
     // Asked again, the answer still names them.
     expect((await cancelRun(owner, run)).body).toMatchObject({ cancelled: false, committedWrites });
@@ -843,7 +852,7 @@ describe('double-texting (multitaskStrategy)', () => {
     expect(step).toMatchObject({ runId: (second.body as { runId: string }).runId, request: { kind: 'start', message: 'Instead' } });
     expect((await runRow(first.runId)).status).toBe('cancelled');
     const [event] = await stream.waitFor(1);
-    expect(event).toMatchObject({ event: 'RUN_FINISHED', data: { outcome: 'cancelled' } });
+    expect(event).toMatchObject({ event: 'RUN_FINISHED', data: { outcome: { type: 'cancelled' } } });
     await stream.ended;
     expect(await lease('renew', first.token)).toEqual({ granted: false, reason: 'cancelled' });
     expect(await callTool(persona, listStaffTool, {}, first.token)).toEqual(REFUSED);
@@ -951,7 +960,7 @@ describe('direct runs (POST /agent/context)', () => {
     // Its thread is free again.
     expect((await startRun(persona, context.run.threadId)).body).toMatchObject({ status: 'running' });
     expect((await closeDirect(persona, 'not-a-run')).status).toBe(404);
-    expect((await storedEvents(context.run.runId)).map((event) => event.payload)).toEqual([expect.objectContaining({ type: 'RUN_FINISHED', outcome: 'success' })]);
+    expect((await storedEvents(context.run.runId)).map((event) => event.payload)).toEqual([expect.objectContaining({ type: 'RUN_FINISHED', outcome: { type: 'success' } })]);
   });
 
   it(`a user has at most ${DIRECT_RUNS_PER_USER} open: the next answers 429 DIRECT_RUN_LIMIT, and closing one frees a slot`, async () => {

@@ -62,7 +62,13 @@ export class RunLifecycle {
     if (!run || (run.status !== 'running' && run.status !== 'interrupted' && run.status !== 'queued')) return null;
     await this.runs.revoke(runId);
     const committedWrites = await this.runs.committedWrites(runId);
-    await this.events.appendServerEvent(runId, { runId, threadId: run.threadId, type: 'RUN_FINISHED', outcome: 'cancelled', committedWrites });
+    await this.events.appendServerEvent(runId, {
+      runId,
+      threadId: run.threadId,
+      type: 'RUN_FINISHED',
+      outcome: { type: 'cancelled' },
+      metadata: { committedWrites },
+    });
     return { committedWrites };
   }
 
@@ -79,7 +85,7 @@ export class RunLifecycle {
 
   /** Closes a direct run this unit of work holds. */
   async close(runId: string, threadId: string): Promise<void> {
-    await this.events.appendServerEvent(runId, { runId, threadId, type: 'RUN_FINISHED', outcome: 'success' });
+    await this.events.appendServerEvent(runId, { runId, threadId, type: 'RUN_FINISHED', outcome: { type: 'success' } });
   }
 
   /** Starts the thread's oldest queued run if the thread is free; in the owner's unit of work. */

@@ -1,4 +1,4 @@
-import type { AgentRunEvent } from '@naalya/agent-tools';
+import { toRunInterrupt, type AgentRunEvent } from '@naalya/agent-tools';
 import { describe, expect, it } from 'vitest';
 import type { StoredInterrupt } from './agent-run.entity.js';
 import { PAUSED_WITHOUT_QUESTION_ERROR, runStateAfter, type RunState } from './agent-run-state.js';
@@ -6,7 +6,13 @@ import { PAUSED_WITHOUT_QUESTION_ERROR, runStateAfter, type RunState } from './a
 const ids = { runId: 'run-1', threadId: 'thread-1' };
 const running: RunState = { status: 'running', pendingInterrupts: [], error: null, errorCode: null };
 const question = (interruptId: string) => ({ interruptId, question: `${interruptId}?`, askedBy: 'rover' as const });
-const pause = (...interruptIds: string[]): AgentRunEvent => ({ ...ids, type: 'RUN_FINISHED', outcome: 'interrupt', interrupts: interruptIds.map(question) });
+const pause = (...interruptIds: string[]): AgentRunEvent => ({
+  ...ids,
+  type: 'RUN_FINISHED',
+  outcome: { type: 'interrupt', interrupts: interruptIds.map((id) => toRunInterrupt(question(id))) },
+});
+/** An interrupt event with no question in it: the contract refuses it, but the state must not lock the thread on it. */
+const emptyPause = { ...ids, type: 'RUN_FINISHED', outcome: { type: 'interrupt', interrupts: [] } } as unknown as AgentRunEvent;
 const answered = (interruptId: string): StoredInterrupt => ({ ...question(interruptId), answered: true, answer: 'yes', delivered: true });
 
 describe('runStateAfter', () => {
@@ -16,7 +22,7 @@ describe('runStateAfter', () => {
   });
 
   it('RUN_FINISHED success finishes the run, RUN_ERROR fails it with its message', () => {
-    expect(runStateAfter(running, { ...ids, type: 'RUN_FINISHED', outcome: 'success' })).toEqual({ ...running, status: 'finished' });
+    expect(runStateAfter(running, { ...ids, type: 'RUN_FINISHED', outcome: { type: 'success' } })).toEqual({ ...running, status: 'finished' });
     expect(runStateAfter(running, { ...ids, type: 'RUN_ERROR', message: 'Too long.', code: 'STEP_TIMED_OUT' })).toEqual({ ...running, status: 'failed', error: 'Too long.', errorCode: 'STEP_TIMED_OUT' });
   });
 
@@ -33,12 +39,12 @@ describe('runStateAfter', () => {
   it('a replayed interrupt cannot reopen an answered question, and a pause with nothing to answer fails the run', () => {
     const earlier = { ...running, pendingInterrupts: [answered('a')] };
     expect(runStateAfter(earlier, pause('a'))).toEqual({ status: 'failed', pendingInterrupts: [answered('a')], error: PAUSED_WITHOUT_QUESTION_ERROR, errorCode: 'RUN_FAILED' });
-    expect(runStateAfter(running, pause())).toMatchObject({ status: 'failed', error: PAUSED_WITHOUT_QUESTION_ERROR });
+    expect(runStateAfter(running, emptyPause)).toMatchObject({ status: 'failed', error: PAUSED_WITHOUT_QUESTION_ERROR });
   });
 
   it('a cancel or a failure ends the run and voids its unanswered questions; answered ones stay as they were', () => {
     const waiting: RunState = { status: 'interrupted', pendingInterrupts: [answered('a'), { ...question('b'), answered: false, delivered: false }], error: null, errorCode: null };
-    const cancelled = runStateAfter(waiting, { ...ids, type: 'RUN_FINISHED', outcome: 'cancelled', committedWrites: [] });
+    const cancelled = runStateAfter(waiting, { ...ids, type: 'RUN_FINISHED', outcome: { type: 'cancelled' }, metadata: { committedWrites: [] } });
     expect(cancelled.status).toBe('cancelled');
     expect(cancelled.pendingInterrupts).toEqual([answered('a'), { ...question('b'), answered: false, delivered: false, voided: true }]);
     const expired = runStateAfter(waiting, { ...ids, type: 'RUN_ERROR', message: 'Too late.', code: 'QUESTION_EXPIRED' });

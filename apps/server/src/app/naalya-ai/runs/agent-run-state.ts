@@ -1,4 +1,4 @@
-import type { AgentInterrupt, AgentRunEvent, AgentRunStatus } from '@naalya/agent-tools';
+import { fromRunInterrupt, type AgentInterrupt, type AgentRunEvent, type AgentRunStatus } from '@naalya/agent-tools';
 import type { StoredInterrupt } from './agent-run.entity.js';
 
 export const PAUSED_WITHOUT_QUESTION_ERROR = 'The assistant paused without a question to answer.';
@@ -22,10 +22,14 @@ export const runStateAfter = (run: RunState, event: AgentRunEvent): RunState => 
     return { status: 'failed', pendingInterrupts: voided(run.pendingInterrupts), error: event.message, errorCode: event.code };
   }
   if (event.type !== 'RUN_FINISHED') return run;
-  if (event.outcome === 'cancelled') return { status: 'cancelled', pendingInterrupts: voided(run.pendingInterrupts), error: null, errorCode: null };
-  if (event.outcome === 'success') return { ...run, status: 'finished', error: null, errorCode: null };
+  const { outcome } = event;
+  if (outcome.type === 'cancelled') return { status: 'cancelled', pendingInterrupts: voided(run.pendingInterrupts), error: null, errorCode: null };
+  if (outcome.type === 'success') return { ...run, status: 'finished', error: null, errorCode: null };
   const known = new Set(run.pendingInterrupts.map((interrupt) => interrupt.interruptId));
-  const added = (event.interrupts ?? []).filter((interrupt) => !known.has(interrupt.interruptId)).map(stored);
+  const added = outcome.interrupts
+    .map(fromRunInterrupt)
+    .filter((interrupt) => !known.has(interrupt.interruptId))
+    .map(stored);
   const pendingInterrupts = [...run.pendingInterrupts, ...added];
   // Nothing left to answer would leave the thread locked for good: the step counts as failed instead.
   if (!pendingInterrupts.some((interrupt) => !interrupt.answered)) {

@@ -1,12 +1,12 @@
 import { ConflictException, HttpException, HttpStatus, Inject, Injectable, NotFoundException } from '@nestjs/common';
-import { ERROR_SENTENCES, type AgentRunEvent, type AgentRunKind, type AgentRunStatus, type CommittedWrite, type LeaseRefusal } from '@naalya/agent-tools';
+import { ERROR_SENTENCES, type AgentRunKind, type AgentRunStatus, type CommittedWrite, type LeaseRefusal } from '@naalya/agent-tools';
 import { DataSource } from 'typeorm';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { withCode } from '../../core/http/error-code.js';
 import { currentManager, repo } from '../../core/tenancy/tenant-context.js';
 import { AgentRunEntity, type RunStep, type StoredInterrupt } from './agent-run.entity.js';
-import { runStateAfter } from './agent-run-state.js';
+import type { RunState } from './agent-run-state.js';
 import { recordConfirmationAnswer, voidApprovalsOf } from './tool-call-approvals.js';
 
 export const RUN_NOT_FOUND_ERROR = ERROR_SENTENCES.RUN_NOT_FOUND;
@@ -380,18 +380,29 @@ export class AgentRunStore {
     };
   }
 
-  /** What the event stored as `seq` does to its run (runStateAfter), in the unit of work that stored it. */
-  async applyEvent(runId: string, run: RunForEvent, seq: number, event: AgentRunEvent): Promise<AgentRunStatus> {
-    const next = runStateAfter({ status: run.status, pendingInterrupts: run.pendingInterrupts, error: run.error, errorCode: null }, event);
-    // Questions wait a bounded time (AGENT_QUESTION_TTL_SECONDS) from when they were asked; only a running step holds a lease.
-    const expiry = next.status === 'interrupted' && run.status !== 'interrupted' ? `now() + make_interval(secs => ${this.config.AGENT_QUESTION_TTL_SECONDS})` : 'expires_at';
+  /**
+   * When questions asked now stop waiting (AGENT_QUESTION_TTL_SECONDS), by the database's clock and to the millisecond,
+   * so the instant stamped into the stored interrupts and the run's expires_at (which the sweeper compares) are one.
+   */
+  async questionsExpireAt(): Promise<Date> {
+    const [row] = (await currentManager().query(`SELECT date_trunc('milliseconds', now() + make_interval(secs => $1)) AS at`, [
+      this.config.AGENT_QUESTION_TTL_SECONDS,
+    ])) as { at: Date }[];
+    return row.at;
+  }
+
+  /**
+   * The run's state after the events stored up to `lastSeq` (runStateAfter over each), in the unit of work that stored
+   * them: one update however many events. `questionsExpireAt` is given when the run has just paused.
+   */
+  async applyState(runId: string, lastSeq: number, next: RunState, questionsExpireAt: Date | null): Promise<void> {
+    // Only a running step holds a lease.
     const lease = next.status === 'running' ? '' : ', lease_worker = NULL, lease_expires_at = NULL';
     await currentManager().query(
-      `UPDATE agent_runs SET last_seq = $2, status = $3, pending_interrupts = $4, error = $5, error_code = $6, expires_at = ${expiry}${lease},
-              updated_at = now() WHERE id = $1`,
-      [runId, seq, next.status, JSON.stringify(next.pendingInterrupts), next.error, next.errorCode],
+      `UPDATE agent_runs SET last_seq = $2, status = $3, pending_interrupts = $4, error = $5, error_code = $6,
+              expires_at = COALESCE($7, expires_at)${lease}, updated_at = now() WHERE id = $1`,
+      [runId, lastSeq, next.status, JSON.stringify(next.pendingInterrupts), next.error, next.errorCode, questionsExpireAt],
     );
-    return next.status;
   }
 
   /** The caller's run in the caller's thread, or 404. */

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Logger } from '@nestjs/common';
-import { CONFIRMATION_ANSWERS, canonicalJson, deleteDepartmentTool, type AgentRunEvent, type AgentToolResult } from '@naalya/agent-tools';
+import { CONFIRMATION_ANSWERS, canonicalJson, deleteDepartmentTool, toRunInterrupt, type AgentRunEvent, type AgentToolResult } from '@naalya/agent-tools';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { DemoPersona } from '../../seed/demo-seed.js';
 import { dispatchEnvelope, personaRun, type DispatchOptions } from '../../../testing/dispatch-envelope.js';
@@ -133,17 +133,19 @@ describe('resume records the answer to a confirmation as an approval bound to wh
       runId,
       threadId,
       type: 'RUN_FINISHED',
-      outcome: 'interrupt',
-      interrupts: [
-        {
-          interruptId,
-          question: deleteDepartmentTool.confirm?.({ departmentId }) ?? '',
-          askedBy: 'rover',
-          toolCallId: `tc-${interruptId}`,
-          argsHash: sha256OfCanonical({ departmentId }),
-          confirmation: { event: deleteDepartmentTool.event, callId },
-        },
-      ],
+      outcome: {
+        type: 'interrupt',
+        interrupts: [
+          toRunInterrupt({
+            interruptId,
+            question: deleteDepartmentTool.confirm?.({ departmentId }) ?? '',
+            askedBy: 'rover',
+            toolCallId: `tc-${interruptId}`,
+            argsHash: sha256OfCanonical({ departmentId }),
+            confirmation: { event: deleteDepartmentTool.event, callId },
+          }),
+        ],
+      },
     };
     await storeAsWorker(testApp, { runId, threadId }, event);
     return { admin, threadId, runId, interruptId, callId };
