@@ -145,7 +145,9 @@ const openStream = async ({ url, headers, signal, onEvent }) => {
  * for every stream to end.
  */
 export const streamSlice = async ({ target, publisher, brokerUser, concurrency, tokens, tokenMs }) => {
+  const setupStart = performance.now();
   const runs = await target.prepare(concurrency);
+  const setupMs = performance.now() - setupStart;
   const abort = new AbortController();
   const latencies = [];
   let events = 0;
@@ -223,6 +225,7 @@ export const streamSlice = async ({ target, publisher, brokerUser, concurrency, 
     // From the first event produced to the last one read by its client: what the server stored and fanned out.
     seconds: (Math.max(lastArrival, produced) - start) / 1000,
     drainMs: Math.max(0, lastArrival - produced),
+    setupMs,
     cpu,
   };
 };
@@ -242,6 +245,7 @@ const phaseResult = (slices) => {
     p99: percentile(latencies, 0.99),
     eventsPerSec: events / seconds,
     drainMs: Math.max(...slices.map((s) => s.drainMs)),
+    setupMs: Math.max(...slices.map((s) => s.setupMs)),
     serverCpuPerEvent: slices.reduce((sum, s) => sum + s.cpu.server, 0) / (events || 1),
     brokerCpuPerEvent: slices.reduce((sum, s) => sum + s.cpu.broker, 0) / (events || 1),
   };
@@ -251,12 +255,12 @@ const phaseResult = (slices) => {
  * Every phase in `rounds` rounds; within a phase the variants' slices alternate (ours, baseline, baseline, ours, …) so
  * that both see the same drift of this shared machine. Ratios are ours/baseline within a round.
  */
-export const measureStreaming = async ({ targets, publishers, brokerUser, phases, rounds, slices, log }) => {
+export const measureStreaming = async ({ targets, publishers, brokerUser, phases, rounds, slices, warmUp, log }) => {
   assertContractEvents();
   const results = [];
   const names = Object.keys(targets);
   // Unrecorded: pools, JIT and the ingest's first runs warm up before the first measured slice.
-  for (const name of names) {
+  for (const name of warmUp ? names : []) {
     const warm = await streamSlice({ target: targets[name], publisher: publishers[name], brokerUser, concurrency: 16, tokens: 10, tokenMs: 5 });
     if (warm.errors) throw new Error(`streaming warm-up (${name}): ${warm.firstError?.message ?? warm.firstError}`);
   }
@@ -277,7 +281,7 @@ export const measureStreaming = async ({ targets, publishers, brokerUser, phases
         const result = { round, phase: phase.label, variant: name, concurrency: phase.concurrency, tokenMs: phase.tokenMs, load: +load.toFixed(2), ...phaseResult(bySlice.get(name)) };
         results.push(result);
         log(
-          `stream round ${round}/${rounds} ${phase.label} ${name.padEnd(8)}: token→SSE p50 ${result.p50.toFixed(2)} ms p99 ${result.p99.toFixed(2)} ms · ${result.eventsPerSec.toFixed(0)} events/s stored and streamed (drain ${result.drainMs.toFixed(0)} ms) · server CPU ${result.serverCpuPerEvent.toFixed(0)} µs/event · load ${load.toFixed(2)}${result.errors ? ` · ${result.errors} ERRORS: ${result.firstError}` : ''}`,
+          `stream round ${round}/${rounds} ${phase.label} ${name.padEnd(8)}: token→SSE p50 ${result.p50.toFixed(2)} ms p99 ${result.p99.toFixed(2)} ms · ${result.eventsPerSec.toFixed(0)} events/s stored and streamed (drain ${result.drainMs.toFixed(0)} ms; runs set up in ${result.setupMs.toFixed(0)} ms, untimed) · server CPU ${result.serverCpuPerEvent.toFixed(0)} µs/event · load ${load.toFixed(2)}${result.errors ? ` · ${result.errors} ERRORS: ${result.firstError}` : ''}`,
         );
       }
     }
