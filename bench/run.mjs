@@ -25,7 +25,7 @@ import { createRawClient } from './lib/raw-client.mjs';
 import { VARIANTS, aggregate, markdown, ratios, svgChart, targets } from './lib/report.mjs';
 import { profileMarkdown, summariseProfile } from './lib/profile-summary.mjs';
 import { logOffset, readStatements, setStatementLogging } from './lib/statement-log.mjs';
-import { dispatchedRuns, measureStreaming, startEventPublisher, streamMarkdown } from './lib/stream.mjs';
+import { directRuns, measureStreaming, startEventPublisher, streamMarkdown } from './lib/stream.mjs';
 
 const argv = process.argv.slice(2);
 const flag = (name) => argv.includes(`--${name}`);
@@ -396,7 +396,7 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
 };
 
 /**
- * Tokens to SSE clients: the server's run-events ingest and SSE route (runs dispatched through its API) against the
+ * Tokens to SSE clients: the server's run-events ingest and SSE route (runs opened through its API) against the
  * baseline (servers/sse-baseline.mjs: INSERT and NOTIFY, LISTEN, SSE), the same publisher and events for both, at 1
  * and 64 concurrent runs paced like a model, and 64 runs as fast as they go (capacity). See lib/stream.mjs.
  */
@@ -430,13 +430,11 @@ const streaming = async ({ stack, server, queues, children, closers }) => {
   };
   for (const publisher of Object.values(publishers)) closers.push(() => publisher.close());
   const bearers = [await login(server.baseUrl, 'admin@greenhill.school'), await login(server.baseUrl, 'admin@lakeside.school')];
-  const runs = await dispatchedRuns({ rabbitmqUrl: RABBITMQ_URL, runsQueue: stack.runsQueue, baseUrl: server.baseUrl, bearers });
-  closers.push(runs.close);
   const baselineUrl = `http://127.0.0.1:${baselineServer.ready.port}`;
   const targets = {
     ours: {
       exchange: ourNames.runEventsExchange,
-      prepare: runs.prepare,
+      prepare: directRuns({ baseUrl: server.baseUrl, bearers }),
       streamUrl: (run) => `${server.baseUrl}/agent/threads/${run.threadId}/runs/${run.runId}/events`,
       streamHeaders: (run) => ({ authorization: `Bearer ${run.bearer}` }),
       serverPid: () => server.pid,

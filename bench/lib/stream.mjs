@@ -14,7 +14,6 @@ import { performance } from 'node:perf_hooks';
 import { DISPATCH_TOKEN_HEADER, RUN_EVENT_BATCH_MAX, runEventBatchSchema } from '@naalya/agent-tools';
 import { ConfirmPublisher } from '@naalya/rmq';
 import { Logger } from '@nestjs/common';
-import amqplib from 'amqplib';
 import { brokerPid, cpuMicros } from './proc.mjs';
 import { median } from './report.mjs';
 
@@ -341,76 +340,36 @@ export const streamMarkdown = ({ rows, ratios, phases, meta }) => {
 };
 
 /**
- * Runs the server really holds, dispatched as a user's are: a thread and a run through the API (POST /agent/threads,
- * POST /agent/threads/:id/runs), whose step the server publishes to the runs queue; this takes the step off the queue
- * in the worker's place and keeps its dispatch token, which the run's events then carry. No worker runs meanwhile.
- * `bearers` are the users' tokens, taken in turn (64 runs at once are 64 conversations, not one user's).
+ * Runs the server really holds, opened through its API as the tests, the battery and the tool-call phases open theirs:
+ * `POST /agent/context` opens a direct run (a thread of its own, status running) and mints its runtime context with
+ * the dispatch token the worker's events carry, in one request. (A run through `POST /agent/threads/:id/runs` reaches
+ * the ingest the same way but costs a step on the runs queue each: 64 of them took 5 to 9 s to set up on this loaded
+ * machine against 0.6 to 1.4 s here, which the smoke run's minute cannot spare.) `bearers` are the users' tokens,
+ * taken in turn: 64 runs at once are several people's, and each user may hold AGENT_DIRECT_RUNS_PER_USER open.
  */
-export const dispatchedRuns = async ({ rabbitmqUrl, runsQueue, baseUrl, bearers, timeoutMs = 15_000 }) => {
-  const connection = await amqplib.connect(rabbitmqUrl, { clientProperties: { connection_name: 'naalya-bench-run-steps' } });
-  const channel = await connection.createChannel();
-  await channel.prefetch(64);
-  const tokens = new Map();
-  const waiting = new Map();
-  await channel.consume(runsQueue, (message) => {
-    if (!message) return;
-    channel.ack(message);
-    const { context } = JSON.parse(message.content.toString('utf8')).data;
-    const runId = context.run.runId;
-    const wake = waiting.get(runId);
-    if (wake) wake(context.dispatchToken);
-    else tokens.set(runId, context.dispatchToken);
-  });
-  const stepOf = (runId) =>
-    new Promise((resolve, reject) => {
-      if (tokens.has(runId)) {
-        resolve(tokens.get(runId));
-        tokens.delete(runId);
-        return;
-      }
-      const timer = setTimeout(() => {
-        waiting.delete(runId);
-        reject(new Error(`run ${runId}: no step on the runs queue within ${timeoutMs} ms`));
-      }, timeoutMs);
-      waiting.set(runId, (token) => {
-        clearTimeout(timer);
-        waiting.delete(runId);
-        resolve(token);
-      });
-    });
-  const post = async (bearer, path, body) => {
-    const response = await fetch(`${baseUrl}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${bearer}` },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    if (!response.ok) throw new Error(`POST ${path}: ${response.status} ${(await response.text()).slice(0, 200)}`);
-    return response.json();
-  };
+export const directRuns = ({ baseUrl, bearers, timeoutMs = 15_000 }) => {
   let turn = 0;
   const one = async () => {
     const bearer = bearers[turn++ % bearers.length];
-    const { id: threadId } = await post(bearer, '/agent/threads', {});
-    const { runId } = await post(bearer, `/agent/threads/${threadId}/runs`, { message: 'bench: stream a reply' });
-    return { runId, threadId, bearer, dispatchToken: await stepOf(runId) };
+    const response = await fetch(`${baseUrl}/agent/context`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${bearer}` },
+      body: '{}',
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    if (!response.ok) throw new Error(`POST /agent/context: ${response.status} ${(await response.text()).slice(0, 200)}`);
+    const context = await response.json();
+    return { ...context.run, bearer, dispatchToken: context.dispatchToken };
   };
-  return {
-    /** `n` new runs, eight set up at a time. */
-    prepare: async (n) => {
-      const runs = [];
-      await Promise.all(Array.from({ length: Math.min(8, n) }, async () => {
-        while (runs.length < n) {
-          const slot = runs.length;
-          runs.push(undefined);
-          runs[slot] = await one();
-        }
-      }));
-      return runs;
-    },
-    close: async () => {
-      await channel.close().catch(() => undefined);
-      await connection.close().catch(() => undefined);
-    },
+  /** `n` new runs, eight set up at a time. */
+  return async (n) => {
+    const runs = [];
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: Math.min(8, n) }, async () => {
+        while (next < n) runs[next++] = await one();
+      }),
+    );
+    return runs;
   };
 };
