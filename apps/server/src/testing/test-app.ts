@@ -50,6 +50,7 @@ export const testConfig = (database: TestDatabase, overrides: Partial<ServerConf
   // Suites that test the sweeper call sweep() themselves; the timer stays out of their way.
   AGENT_RUN_SWEEP_INTERVAL_MS: 600_000,
   AGENT_RUN_QUEUE_LIMIT: 5,
+  RUN_EVENTS_PREFETCH: 256,
   AGENT_QUESTION_TTL_SECONDS: 86_400,
   AGENT_DIRECT_RUNS_PER_USER: 1_000,
   SHUTDOWN_DRAIN_TIMEOUT_MS: 5_000,

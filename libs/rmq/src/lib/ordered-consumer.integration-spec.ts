@@ -17,7 +17,7 @@ type Body = { key: string; n: number; refuse?: boolean };
 let admin: ChannelModel;
 let channel: ConfirmChannel;
 const queues: string[] = [];
-const consumers: OrderedConsumer[] = [];
+const consumers: { close: () => Promise<void> }[] = [];
 
 /** A queue of its own per test, dead-lettering into the shared dead-letter queue. */
 const newQueue = async (): Promise<string> => {
@@ -62,6 +62,33 @@ const newConsumer = (
       return { key: body.key, run: () => work(body, message) };
     },
     ...options,
+  });
+  consumers.push(consumer);
+  return consumer;
+};
+
+/** A consumer whose deliveries are items, handed to `together` in groups of at most `max`. */
+const newGroupingConsumer = (
+  queue: string,
+  together: (key: string, items: readonly Body[]) => Promise<readonly (MessageSettlement | null)[]>,
+  options: { max: number; parallel?: number; drainTimeoutMs?: number },
+): OrderedConsumer<Body> => {
+  const consumer = new OrderedConsumer<Body>({
+    url,
+    connectionName: `rmq-test-ordered-consumer-${consumers.length}-${suffix}`,
+    what: `consuming "${queue}"`,
+    logger: quiet,
+    recovery: { initialMaxRetries: 0 },
+    queue,
+    prefetch: 50,
+    parallel: options.parallel,
+    drainTimeoutMs: options.drainTimeoutMs ?? 2_000,
+    noun: 'test message',
+    route: (message) => {
+      const body = JSON.parse(message.content.toString()) as Body;
+      return { key: body.key, item: body };
+    },
+    together: { max: options.max, run: (key, items) => together(key, items) },
   });
   consumers.push(consumer);
   return consumer;
@@ -219,6 +246,137 @@ describe('OrderedConsumer', () => {
     await waitUntil(async () => (await channel.checkQueue(queue)).messageCount === 1, 5_000, 50);
     expect((await channel.checkQueue(queue)).messageCount).toBe(1);
     expect(await deadLettered()).toBe(0);
+  });
+
+  it("hands a key's queued deliveries over together, in order and at most `max` at a time, while other keys proceed", async () => {
+    const queue = await newQueue();
+    const groups: string[][] = [];
+    const firstOfA = new Gate();
+    await newGroupingConsumer(
+      queue,
+      async (key, items) => {
+        groups.push(items.map(({ n }) => `${key}${n}`));
+        if (key === 'a' && items[0]?.n === 1) await firstOfA.opened;
+        return items.map(() => ({ ack: true }));
+      },
+      { max: 3 },
+    ).start();
+
+    await publish(queue, { key: 'a', n: 1 });
+    await waitUntil(() => groups.length === 1);
+    // While a1 is being handled, a2..a6 queue up behind it; b is not held up by a.
+    for (let n = 2; n <= 6; n += 1) await publish(queue, { key: 'a', n });
+    await publish(queue, { key: 'b', n: 1 });
+    await waitUntil(() => groups.some((group) => group[0] === 'b1'));
+    expect(groups).toEqual([['a1'], ['b1']]);
+
+    firstOfA.release();
+    await waitUntil(() => groups.flat().includes('a6'));
+    expect(groups.filter((group) => group[0]?.startsWith('a'))).toEqual([['a1'], ['a2', 'a3', 'a4'], ['a5', 'a6']]);
+    await waitUntil(async () => (await queueCounts(queue)).unacked === 0, 10_000, 100);
+    expect(await queueCounts(queue)).toEqual({ ready: 0, unacked: 0 });
+  }, 30_000);
+
+  it('settles each delivery of a group by its own outcome: acked, dead-lettered, or left for redelivery', async () => {
+    const queue = await newQueue();
+    const gate = new Gate();
+    const groups: number[][] = [];
+    const consumer = newGroupingConsumer(
+      queue,
+      async (_key, items) => {
+        groups.push(items.map(({ n }) => n));
+        if (items[0]?.n === 0) {
+          await gate.opened;
+          return [{ ack: true }];
+        }
+        return items.map(({ n }) => (n === 2 ? { ack: false, reason: 'refused by its work' } : n === 3 ? null : { ack: true }));
+      },
+      { max: 10 },
+    );
+    await consumer.start();
+    await publish(queue, { key: 'k', n: 0 });
+    await waitUntil(() => groups.length === 1);
+    for (const n of [1, 2, 3, 4]) await publish(queue, { key: 'k', n });
+    await waitUntil(async () => (await queueCounts(queue)).unacked === 5, 10_000, 100);
+    gate.release();
+
+    await waitUntil(async () => groups.length === 2 && (await deadLettered()) === 1 && (await queueCounts(queue)).unacked === 1, 10_000, 100);
+    expect(groups).toEqual([[0], [1, 2, 3, 4]]);
+    expect(await deadLettered()).toBe(1);
+    // 3 is neither acked nor refused: still in hand, and back in the queue once the consumer goes.
+    expect(await queueCounts(queue)).toEqual({ ready: 0, unacked: 1 });
+    await consumer.close();
+    const redelivered = await channel.get(queue, { noAck: true });
+    expect(redelivered && JSON.parse(redelivered.content.toString())).toEqual({ key: 'k', n: 3 });
+    expect(await channel.get(queue, { noAck: true })).toBe(false);
+  }, 30_000);
+
+  it('a group whose handler fails, or answers for the wrong number of deliveries, is left whole for redelivery', async () => {
+    const queue = await newQueue();
+    const gate = new Gate();
+    const consumer = newGroupingConsumer(
+      queue,
+      async (_key, items) => {
+        if (items[0]?.n === 0) {
+          await gate.opened;
+          return [{ ack: true }];
+        }
+        if (items[0]?.n === 1) throw new Error('the database went away');
+        return [{ ack: true }];
+      },
+      { max: 2 },
+    );
+    await consumer.start();
+    await publish(queue, { key: 'k', n: 0 });
+    for (const n of [1, 2, 3, 4]) await publish(queue, { key: 'k', n });
+    await waitUntil(async () => (await queueCounts(queue)).unacked === 5, 10_000, 100);
+    gate.release();
+    // [1, 2] throws, [3, 4] gets one settlement for two: none of the four is settled.
+    await waitUntil(async () => (await queueCounts(queue)).unacked === 4, 10_000, 100);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await queueCounts(queue)).toEqual({ ready: 0, unacked: 4 });
+    expect(await deadLettered()).toBe(0);
+    await consumer.close();
+    await waitUntil(async () => (await channel.checkQueue(queue)).messageCount === 4, 5_000, 50);
+    expect((await channel.checkQueue(queue)).messageCount).toBe(4);
+  }, 30_000);
+
+  it('works on at most `parallel` keys at once; a key waiting for its turn gathers its deliveries into one group', async () => {
+    const queue = await newQueue();
+    const gate = new Gate();
+    const groups: string[][] = [];
+    let running = 0;
+    let mostRunning = 0;
+    await newGroupingConsumer(
+      queue,
+      async (key, items) => {
+        running += 1;
+        mostRunning = Math.max(mostRunning, running);
+        groups.push(items.map(({ n }) => `${key}${n}`));
+        if (key === 'a') await gate.opened;
+        running -= 1;
+        return items.map(() => ({ ack: true }));
+      },
+      { max: 10, parallel: 1 },
+    ).start();
+
+    await publish(queue, { key: 'a', n: 1 });
+    await waitUntil(() => groups.length === 1);
+    for (const n of [1, 2, 3]) await publish(queue, { key: 'b', n });
+    await waitUntil(async () => (await queueCounts(queue)).unacked === 4, 10_000, 100);
+    expect(groups).toEqual([['a1']]);
+
+    gate.release();
+    await waitUntil(() => groups.length === 2);
+    expect(groups).toEqual([['a1'], ['b1', 'b2', 'b3']]);
+    expect(mostRunning).toBe(1);
+  }, 30_000);
+
+  it('refuses a together handler or a parallel bound that is not a positive integer', () => {
+    const base = { url, connectionName: 'unused', what: 'unused', logger: quiet, queue: 'unused', prefetch: 1, drainTimeoutMs: 0, noun: 'x' };
+    const route = () => ({ ack: true }) as const;
+    expect(() => new OrderedConsumer<Body>({ ...base, route, together: { max: 0, run: async () => [] } })).toThrow(/together\.max must be a positive integer/);
+    expect(() => new OrderedConsumer({ ...base, route, parallel: 0 })).toThrow(/parallel must be a positive integer/);
   });
 
   it('fails to start, naming the broker reason, when its queue does not exist', async () => {

@@ -36,6 +36,8 @@ const serverConfigSchema = z.object({
   AGENT_RUN_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
   AGENT_RUN_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
   AGENT_RUN_QUEUE_LIMIT: z.coerce.number().int().min(1).max(100).default(5),
+  // Run event messages in hand at once (each at most 1 MiB): enough for every streaming run to have its next ones queued.
+  RUN_EVENTS_PREFETCH: z.coerce.number().int().min(1).max(4096).default(256),
   AGENT_QUESTION_TTL_SECONDS: z.coerce.number().int().min(10).default(24 * 3600),
   AGENT_DIRECT_RUNS_PER_USER: z.coerce.number().int().min(1).max(10_000).default(50),
   // Signs every run step (Ed25519, `kid:base64(PKCS8 DER)`): the worker runs only steps it verifies with the public half.

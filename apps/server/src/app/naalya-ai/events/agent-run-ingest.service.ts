@@ -7,7 +7,7 @@ import {
   rmqNames,
   runEventsIngestQueue,
   type MessageSettlement,
-  type OrderedWork,
+  type OrderedItem,
 } from '@naalya/rmq';
 import type { ConsumeMessage } from 'amqplib';
 import { z } from 'zod';
@@ -24,31 +24,44 @@ const STORE_RETRIES = 8;
 const STORE_FIRST_DELAY_MS = 100;
 const STORE_MAX_DELAY_MS = 5_000;
 
+/** The most messages of one run stored in one transaction (each at most RUN_EVENT_BATCH_MAX events). */
+export const RUN_EVENTS_COALESCE_MAX = 32;
+
 const runIdSchema = z.guid();
 
 const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Consumes the run events the worker publishes on the run events topic exchange (routing key = run id), from the
- * one durable queue every server instance consumes (bound with `#`, declared by declareTopology). The queue has a
- * single active consumer: the contract carries no sequence of its own, so publish order is the only order a run's
- * events have, and RabbitMQ keeps it only towards one consumer; the other instances stand by and take over, with
- * the unacknowledged messages in their places, if it goes. Within the active consumer, runs proceed in parallel and
- * each run's events one after another (OrderedConsumer, keyed by run id). A message is acked only after its row
- * commits; a redelivery (crash before the ack) finds its message id already stored and is acked without a second row.
- * Malformed messages, messages from any publisher but the worker's broker user, messages without a valid dispatch
- * token of their run, and messages for a run that does not exist or whose thread differs, are dead-lettered. An
- * event of a step the server has taken back (its epoch is not the run's, or the run is no longer running) is
- * acknowledged and dropped: a frozen worker that wakes up after its lease was given to another must not write.
- * A run's steps are published only once its row has committed, so no event of a real run arrives before its run:
- * one for an unknown run is dead-lettered at once.
+ * Consumes the run events the worker publishes on the run events topic exchange (routing key = run id), one
+ * RunEventBatch per message, from the one durable queue every server instance consumes (bound with `#`, declared by
+ * declareTopology). The queue has a single active consumer: the contract carries no sequence of its own, so publish
+ * order is the only order a run's events have, and RabbitMQ keeps it only towards one consumer; the other instances
+ * stand by and take over, with the unacknowledged messages in their places, if it goes.
+ *
+ * How one consumer keeps up with 64 runs streaming tokens at once: it never pays per token. The worker sends a step's
+ * tokens in batches (a message per flush, not per token); the prefetch (RUN_EVENTS_PREFETCH, default 256) lets every
+ * streaming run have messages in hand; runs are stored in parallel (half the database pool, leaving the rest to
+ * requests and tool calls), each run's messages in order (OrderedConsumer, keyed by run id); and whatever messages of a
+ * run are waiting when its turn comes (they queue while its previous transaction commits, or while it waits for a
+ * turn) are stored together, up to RUN_EVENTS_COALESCE_MAX, in one transaction: the run locked once, one INSERT, one
+ * UPDATE, one NOTIFY. So the busier the runs, the more each transaction carries: the transaction rate is bounded by
+ * the runs and the turns, not by the tokens.
+ *
+ * Each message is settled by its own outcome once its transaction commits: acked when stored, or when a redelivery
+ * (crash before the ack) finds it already stored. Malformed messages, messages from any publisher but the worker's
+ * broker user, messages without a valid dispatch token of their run, a batch with an event of another run or thread,
+ * and messages for a run that does not exist or whose thread differs, are dead-lettered. A message of a step the
+ * server has taken back (its epoch is not the run's, or the run is no longer running) is acknowledged and dropped: a
+ * frozen worker that wakes up after its lease was given to another must not write. A run's steps are published only
+ * once its row has committed, so no event of a real run arrives before its run: one for an unknown run is
+ * dead-lettered at once.
  */
 @Injectable()
 export class AgentRunIngest implements BeforeApplicationShutdown {
   private readonly logger = new Logger(AgentRunIngest.name);
   private readonly queue: string;
-  private consumer: OrderedConsumer | null = null;
+  private consumer: OrderedConsumer<RunEventMessage> | null = null;
   private readonly endedListeners: RunEndedListener[] = [];
 
   constructor(
@@ -59,17 +72,19 @@ export class AgentRunIngest implements BeforeApplicationShutdown {
   }
   /** Starts consuming; fails if the broker or the queue (declared by the topology step) cannot be reached. */
   async start(connectionName = 'naalya-server-run-events'): Promise<void> {
-    this.consumer ??= new OrderedConsumer({
+    this.consumer ??= new OrderedConsumer<RunEventMessage>({
       url: this.config.RABBITMQ_URL,
       connectionName,
       what: `consuming run events from "${this.queue}"`,
       logger: this.logger,
       recovery: { initialMaxRetries: 5 },
       queue: this.queue,
-      prefetch: this.config.DATABASE_POOL_SIZE,
+      prefetch: this.config.RUN_EVENTS_PREFETCH,
+      parallel: Math.max(1, Math.floor(this.config.DATABASE_POOL_SIZE / 2)),
       drainTimeoutMs: this.config.SHUTDOWN_DRAIN_TIMEOUT_MS,
       noun: 'run event',
       route: (message) => this.route(message),
+      together: { max: RUN_EVENTS_COALESCE_MAX, run: (runId, messages, closing) => this.persist(runId, messages, closing) },
     });
     await this.consumer.start();
   }
@@ -87,11 +102,11 @@ export class AgentRunIngest implements BeforeApplicationShutdown {
     return this.close();
   }
 
-  private route(message: ConsumeMessage): MessageSettlement | OrderedWork {
+  private route(message: ConsumeMessage): MessageSettlement | OrderedItem<RunEventMessage> {
     const parsed = this.parse(message);
     if ('reason' in parsed) return { ack: false, reason: parsed.reason };
     const { runId, ...batch } = parsed;
-    return { key: runId, run: (closing) => this.persist(runId, batch, closing) };
+    return { key: runId, item: batch };
   }
 
   private parse(message: ConsumeMessage): ({ runId: string } & RunEventMessage) | { reason: string } {
@@ -128,35 +143,39 @@ export class AgentRunIngest implements BeforeApplicationShutdown {
     return { runId, messageId, events, epoch: token.claims.epoch };
   }
 
-  /** Stores one batch, retrying database failures; resolves to how to settle it, or null to leave it unacked. */
-  private async persist(runId: string, batch: RunEventMessage, closing: AbortSignal): Promise<MessageSettlement | null> {
+  /**
+   * Stores a run's waiting messages in one transaction, retrying database failures; resolves to how to settle each,
+   * or to nulls to leave them all unacked.
+   */
+  private async persist(runId: string, messages: readonly RunEventMessage[], closing: AbortSignal): Promise<(MessageSettlement | null)[]> {
     let failures = 0;
     for (;;) {
-      if (closing.aborted && failures > 0) return null;
+      if (closing.aborted && failures > 0) return messages.map(() => null);
       let outcome: PersistOutcome;
       try {
-        outcome = await this.store.persist(runId, [batch]);
+        outcome = await this.store.persist(runId, messages);
       } catch (error) {
         failures += 1;
-        if (failures > STORE_RETRIES) return { ack: false, reason: `storing it kept failing: ${describe(error)}` };
-        this.logger.warn(`Run ${runId}: storing a batch of ${batch.events.length} event(s) failed (attempt ${failures}): ${describe(error)}`);
+        if (failures > STORE_RETRIES) return messages.map(() => ({ ack: false, reason: `storing it kept failing: ${describe(error)}` }));
+        this.logger.warn(`Run ${runId}: storing ${messages.length} message(s) of events failed (attempt ${failures}): ${describe(error)}`);
         await sleep(Math.min(STORE_FIRST_DELAY_MS * 2 ** (failures - 1), STORE_MAX_DELAY_MS));
         continue;
       }
-      if (outcome.kind === 'unknown-run') return { ack: false, reason: 'no such run' };
+      if (outcome.kind === 'unknown-run') return messages.map(() => ({ ack: false, reason: 'no such run' }));
       if (outcome.ended) for (const listener of this.endedListeners) listener(runId, outcome.threadId);
-      const [message] = outcome.messages;
-      switch (message.kind) {
-        case 'persisted':
-        case 'duplicate':
-          return { ack: true };
-        case 'fenced':
-          // A step the server took back (dispatched again, or cancelled) may still be talking: expected, never stored.
-          this.logger.warn(`Run ${runId}: a batch of epoch ${batch.epoch} refused (the run is ${message.status} at epoch ${message.epoch}).`);
-          return { ack: true };
-        case 'foreign-thread':
-          return { ack: false, reason: "an event of a thread that is not the run's" };
-      }
+      return outcome.messages.map((message, index): MessageSettlement => {
+        switch (message.kind) {
+          case 'persisted':
+          case 'duplicate':
+            return { ack: true };
+          case 'fenced':
+            // A step the server took back (dispatched again, or cancelled) may still be talking: expected, never stored.
+            this.logger.warn(`Run ${runId}: a batch of epoch ${messages[index].epoch} refused (the run is ${message.status} at epoch ${message.epoch}).`);
+            return { ack: true };
+          case 'foreign-thread':
+            return { ack: false, reason: "an event of a thread that is not the run's" };
+        }
+      });
     }
   }
 }

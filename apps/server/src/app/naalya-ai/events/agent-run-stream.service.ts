@@ -96,10 +96,11 @@ export class AgentRunStreamService {
         }
         isDirty = false;
         const { status, events } = await asCaller(caller, () => this.read(ids.runId, lastSeq));
-        for (const event of events) {
-          if (closed.signal.aborted) break;
-          await this.write(response, formatServerSentEvent(event), closed.signal);
-          lastSeq = event.seq;
+        if (events.length > 0) {
+          // One write per read, not per event: a streamed reply is hundreds of small events. Each event still carries
+          // its own id, and a client's Last-Event-ID is the last event it received whole, so a resume stays exact.
+          await this.write(response, events.map(formatServerSentEvent).join(''), closed.signal);
+          lastSeq = events[events.length - 1].seq;
         }
         // The status was read before the events: a run that was no longer running then has all its events of this
         // step in the batch (the ingest stores RUN_FINISHED or RUN_ERROR and the new status in one transaction).
