@@ -39,6 +39,9 @@ const SLICES = Number(option('slices', SMOKE ? 1 : 10));
 const CONCURRENCIES = option('concurrency', '1,16,64,256').split(',').map(Number);
 const POOL_SIZE = Number(option('pool', 8)); // .env.example's DATABASE_POOL_SIZE; the transport's prefetch equals it
 const PREFETCH = POOL_SIZE;
+// The run-events ingest's prefetch (the server's RUN_EVENTS_PREFETCH, set here so that the streaming baseline's consumer
+// holds as many messages as the ingest does).
+const RUN_EVENTS_PREFETCH = 256;
 const TIMEOUT_MS = 15_000;
 const BENCH = fileURLToPath(new URL('./', import.meta.url));
 const RESULTS = `${BENCH}results/`;
@@ -70,7 +73,12 @@ const main = async () => {
     poolSize: POOL_SIZE,
     // One user at thousands of calls a second is a load test, not a person: the per-minute quotas (an in-memory flood
     // brake, no statement) still run on every call, with limits the bench never reaches.
-    env: { TOOL_CALLS_PER_MINUTE_PER_SCHOOL: '1000000000', TOOL_CALLS_PER_MINUTE_PER_USER: '1000000000', LOG_LEVEL: 'error' },
+    env: {
+      TOOL_CALLS_PER_MINUTE_PER_SCHOOL: '1000000000',
+      TOOL_CALLS_PER_MINUTE_PER_USER: '1000000000',
+      RUN_EVENTS_PREFETCH: String(RUN_EVENTS_PREFETCH),
+      LOG_LEVEL: 'error',
+    },
   });
   const suffix = stack.suffix;
   const queues = {
@@ -418,7 +426,7 @@ const streaming = async ({ stack, server, queues, children, closers }) => {
   const baselineServer = await forkServer('sse-baseline.mjs', {
     RABBITMQ_URL,
     BENCH_QUEUE: runEventsIngestQueue(queues.s),
-    BENCH_PREFETCH: String(PREFETCH),
+    BENCH_PREFETCH: String(RUN_EVENTS_PREFETCH),
     DATABASE_URL: stack.env.DATABASE_URL,
     DATABASE_POOL_SIZE: String(POOL_SIZE),
   });
