@@ -5,9 +5,9 @@
 // RUN_STARTED, TEXT_MESSAGE_START, `tokens` TEXT_MESSAGE_CONTENT every `tokenMs` (the model), TEXT_MESSAGE_END and
 // RUN_FINISHED, published as the worker publishes them: RunEventBatch messages on a confirm channel, one publish in
 // flight per run, the events produced meanwhile waiting and going together in the next batch. A token's latency is
-// from its production (its `timestamp`, taken with the high-resolution clock here since producer and client share a
-// process) to its arrival at its run's SSE client. Every stream must deliver every event once, in order, or the slice
-// counts errors.
+// from its production (when its `timestamp` is stamped; measured on the high-resolution clock, which producer and
+// clients share, being one process) to its arrival at its run's SSE client. Every stream must deliver every event once,
+// in order, or the slice counts errors.
 import { randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -86,7 +86,7 @@ const runOutbox = ({ publisher, exchange, brokerUser, run, onError }) => {
   };
 };
 
-/** The events of one run, as a model would produce them; `clock()` stamps each when it is produced. */
+/** The events of one run, as a model would produce them (unstamped: each gets its `timestamp` when it is produced). */
 export const runEvents = (run, tokens) => {
   const messageId = `msg-${run.runId}`;
   const base = { runId: run.runId, threadId: run.threadId };
@@ -135,6 +135,9 @@ const openStream = async ({ url, headers, signal, onEvent }) => {
       }
     }
   })();
+  // Handled here too, so a stream that fails before the slice awaits it is not an unhandled rejection; the slice still
+  // sees the failure through `done`.
+  done.catch(() => undefined);
   return { done };
 };
 
@@ -143,11 +146,20 @@ const openStream = async ({ url, headers, signal, onEvent }) => {
  * paced `tokenMs` apart (each run starting at a random offset within one interval, as independent models do) and waits
  * for every stream to end.
  */
-export const streamSlice = async ({ target, publisher, brokerUser, concurrency, tokens, tokenMs }) => {
+export const streamSlice = async (options) => {
+  // Whatever happens, no stream of the slice stays open (the server would hold it until its run ends).
+  const abort = new AbortController();
+  try {
+    return await measureSlice(options, abort);
+  } finally {
+    abort.abort();
+  }
+};
+
+const measureSlice = async ({ target, publisher, brokerUser, concurrency, tokens, tokenMs }, abort) => {
   const setupStart = performance.now();
   const runs = await target.prepare(concurrency);
   const setupMs = performance.now() - setupStart;
-  const abort = new AbortController();
   const latencies = [];
   let events = 0;
   let errors = 0;
