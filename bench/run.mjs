@@ -7,6 +7,7 @@
 //   node bench/run.mjs --soak        60 s at c64 (reads and audited writes), server RSS growth
 //   node bench/run.mjs --profile --label=before   CPU profile of the server at c64, self time by package
 //   node bench/run.mjs --scale-out   only the scale-out check
+//   node bench/run.mjs --stream      only the streaming measurement (tokens to SSE clients, ours against a baseline)
 import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,7 +16,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Logger } from '@nestjs/common';
 import { createDepartmentTool, identityFromUserDetails, listDepartmentsTool } from '@naalya/agent-tools';
-import { declareTopology, deleteTopology, rmqNames } from '@naalya/rmq';
+import { brokerCredentialsOf, declareTopology, deleteTopology, rmqNames, runEventsIngestQueue } from '@naalya/rmq';
 import amqplib from 'amqplib';
 import { APP_ROLE, RABBITMQ_URL, converse, createTestStack, login, stopChild } from '@naalya/test-stack';
 import { AgentToolService, callScopeFromContext, toRpcProxy, toolCallIdempotencyKey } from '@naalya/worker/testing';
@@ -24,12 +25,13 @@ import { createRawClient } from './lib/raw-client.mjs';
 import { VARIANTS, aggregate, markdown, ratios, svgChart, targets } from './lib/report.mjs';
 import { profileMarkdown, summariseProfile } from './lib/profile-summary.mjs';
 import { logOffset, readStatements, setStatementLogging } from './lib/statement-log.mjs';
+import { directRuns, measureStreaming, startEventPublisher, streamMarkdown } from './lib/stream.mjs';
 
 const argv = process.argv.slice(2);
 const flag = (name) => argv.includes(`--${name}`);
 const option = (name, fallback) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback;
 const SMOKE = flag('smoke');
-const MODE = flag('soak') ? 'soak' : flag('profile') ? 'profile' : flag('scale-out') ? 'scale-out' : SMOKE ? 'smoke' : 'full';
+const MODE = flag('soak') ? 'soak' : flag('profile') ? 'profile' : flag('scale-out') ? 'scale-out' : flag('stream') ? 'stream' : SMOKE ? 'smoke' : 'full';
 const ROUNDS = Number(option('rounds', SMOKE ? 1 : 3));
 const PHASE_MS = Number(option('phase-ms', SMOKE ? 250 : 2500));
 const WARM_MS = SMOKE ? 150 : 1500;
@@ -37,6 +39,9 @@ const SLICES = Number(option('slices', SMOKE ? 1 : 10));
 const CONCURRENCIES = option('concurrency', '1,16,64,256').split(',').map(Number);
 const POOL_SIZE = Number(option('pool', 8)); // .env.example's DATABASE_POOL_SIZE; the transport's prefetch equals it
 const PREFETCH = POOL_SIZE;
+// The run-events ingest's prefetch (the server's RUN_EVENTS_PREFETCH, set here so that the streaming baseline's consumer
+// holds as many messages as the ingest does).
+const RUN_EVENTS_PREFETCH = 256;
 const TIMEOUT_MS = 15_000;
 const BENCH = fileURLToPath(new URL('./', import.meta.url));
 const RESULTS = `${BENCH}results/`;
@@ -50,11 +55,11 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 /** A variant's server: a bench script forked with its own environment, ready when it says so. */
 const forkServer = async (script, env, execArgv = []) => {
   const child = fork(`${BENCH}servers/${script}`, [], { env: { ...process.env, ...env }, execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  await new Promise((resolve, reject) => {
+  const ready = await new Promise((resolve, reject) => {
     child.once('message', resolve);
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code} at start-up`)));
   });
-  return { child, pid: child.pid, stop: (signal) => stopChild(child, signal) };
+  return { child, pid: child.pid, ready, stop: (signal) => stopChild(child, signal) };
 };
 
 const percentile = (sorted, q) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] : NaN);
@@ -68,10 +73,21 @@ const main = async () => {
     poolSize: POOL_SIZE,
     // One user at thousands of calls a second is a load test, not a person: the per-minute quotas (an in-memory flood
     // brake, no statement) still run on every call, with limits the bench never reaches.
-    env: { TOOL_CALLS_PER_MINUTE_PER_SCHOOL: '1000000000', TOOL_CALLS_PER_MINUTE_PER_USER: '1000000000', LOG_LEVEL: 'error' },
+    env: {
+      TOOL_CALLS_PER_MINUTE_PER_SCHOOL: '1000000000',
+      TOOL_CALLS_PER_MINUTE_PER_USER: '1000000000',
+      RUN_EVENTS_PREFETCH: String(RUN_EVENTS_PREFETCH),
+      LOG_LEVEL: 'error',
+    },
   });
   const suffix = stack.suffix;
-  const queues = { a: rmqNames(`bench-a-${suffix}`, `bench-a-runs-${suffix}`), b: rmqNames(`bench-b-${suffix}`, `bench-b-runs-${suffix}`), e: rmqNames(`bench-e-${suffix}`, `bench-e-runs-${suffix}`) };
+  const queues = {
+    a: rmqNames(`bench-a-${suffix}`, `bench-a-runs-${suffix}`),
+    b: rmqNames(`bench-b-${suffix}`, `bench-b-runs-${suffix}`),
+    e: rmqNames(`bench-e-${suffix}`, `bench-e-runs-${suffix}`),
+    // The streaming baseline's run events exchange and ingest queue: declared exactly as the server's are.
+    s: rmqNames(`bench-s-${suffix}`, `bench-s-runs-${suffix}`),
+  };
   for (const names of Object.values(queues)) await declareTopology(RABBITMQ_URL, names);
   const children = [];
   const closers = [];
@@ -221,6 +237,13 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
   if (MODE === 'profile') return profileMode(profileIdeal ? { server: ideal, callers: { c: callers.er, d: callers.ew } } : { server, callers });
   if (MODE === 'soak') return soakMode({ server, callers });
   if (MODE === 'scale-out') return scaleOut({ stack, server });
+  if (MODE === 'stream') {
+    const stream = await streaming({ stack, server, queues, children, closers });
+    writeFileSync(`${RESULTS}stream.json`, `${JSON.stringify(stream, null, 2)}\n`);
+    writeFileSync(`${RESULTS}stream.md`, `# Streaming benchmark\n\n${stream.table}\n`);
+    console.log(`\n${stream.table}\n`);
+    return stream.problems;
+  }
 
   // ---- the other variants' servers and callers ------------------------------------------------------------------
   const rawEcho = await forkServer('raw-echo.mjs', { ...baseEnv, BENCH_QUEUE: queues.a.toolsQueue });
@@ -351,6 +374,7 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
   const targetRows = targets(ratioRows);
   const meta = { startedAt, mode: MODE, rounds: ROUNDS, phaseMs: PHASE_MS, slices: SLICES, prefetch: PREFETCH, poolSize: POOL_SIZE, cpus: cpus().length, loadBefore };
   const table = markdown({ rows, ratioRows, targetRows, statements, meta });
+  const stream = flag('no-stream') ? undefined : await streaming({ stack, server, queues, children, closers });
   let scaleOutResult;
   if (MODE === 'full' && !flag('no-scale-out')) scaleOutResult = await scaleOut({ stack, server });
 
@@ -358,16 +382,18 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
   // latest.* is the full run only: a run with other rounds, phases, variants or pool writes custom.* instead.
   const custom = ['rounds', 'phase-ms', 'slices', 'concurrency', 'variants', 'pool'].some((name) => option(name) !== undefined);
   const base = `${RESULTS}${SMOKE ? 'smoke' : custom ? 'custom' : 'latest'}`;
-  const json = { meta, variants: VARIANTS, statements, statementLists, phases, rows, ratios: ratioRows, targets: targetRows, scaleOut: scaleOutResult };
+  const json = { meta, variants: VARIANTS, statements, statementLists, phases, rows, ratios: ratioRows, targets: targetRows, stream, scaleOut: scaleOutResult };
   writeFileSync(`${base}.json`, `${JSON.stringify(json, null, 2)}\n`);
-  writeFileSync(`${base}.md`, `# Tool-call hop benchmark\n\n${table}\n${scaleOutResult ? `\n${scaleOutMarkdown(scaleOutResult)}\n` : ''}\nStatements of one call:\n\n${Object.entries(statementLists).map(([v, list]) => `- (${v}): ${list.length}\n${list.map((sql) => `  - \`${sql.slice(0, 160)}${sql.length > 160 ? '…' : ''}\``).join('\n')}`).join('\n')}\n`);
+  writeFileSync(`${base}.md`, `# Tool-call hop benchmark\n\n${table}\n${stream ? `\n${stream.table}\n` : ''}${scaleOutResult ? `\n${scaleOutMarkdown(scaleOutResult)}\n` : ''}\nStatements of one call:\n\n${Object.entries(statementLists).map(([v, list]) => `- (${v}): ${list.length}\n${list.map((sql) => `  - \`${sql.slice(0, 160)}${sql.length > 160 ? '…' : ''}\``).join('\n')}`).join('\n')}\n`);
   writeFileSync(`${base}.svg`, `${svgChart({ rows, concurrencies: CONCURRENCIES, variants: VARIANT_ORDER, title: `Tool-call hop, ${MODE}, ${startedAt.slice(0, 16)}Z (median of ${ROUNDS} interleaved rounds)` })}\n`);
   console.log(`\n${table}\n`);
+  if (stream) console.log(`${stream.table}\n`);
   if (scaleOutResult) console.log(`${scaleOutMarkdown(scaleOutResult)}\n`);
   log(`wrote ${base}.json, .md and .svg`);
   const totalErrors = phases.reduce((sum, p) => sum + p.errors, 0);
   const problems = [];
   if (totalErrors > 0) problems.push(`${totalErrors} call(s) failed`);
+  if (stream) problems.push(...stream.problems);
   if (capture && !(statements.match.read && statements.match.write)) {
     const message = 'the ideal pipeline no longer issues the statements the server issues (update bench/servers/ideal.mjs)';
     if (SMOKE) log(`warning: ${message}`);
@@ -375,6 +401,65 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
   }
   if (scaleOutResult && !scaleOutResult.ok) problems.push('the scale-out check lost or duplicated work');
   return problems;
+};
+
+/**
+ * Tokens to SSE clients: the server's run-events ingest and SSE route (runs opened through its API) against the
+ * baseline (servers/sse-baseline.mjs: INSERT and NOTIFY, LISTEN, SSE), the same publisher and events for both, at 1
+ * and 64 concurrent runs paced like a model, and 64 runs as fast as they go (capacity). See lib/stream.mjs.
+ */
+const streaming = async ({ stack, server, queues, children, closers }) => {
+  const loadBefore = loadavg().map((l) => l.toFixed(2)).join(' ');
+  const rounds = Number(option('stream-rounds', SMOKE ? 1 : 3));
+  const slices = Number(option('stream-slices', SMOKE ? 1 : 2));
+  // A paced phase: 1 s of a model at 50 tokens/s (0.3 s in the smoke run, which judges no number and has a minute).
+  const paced = SMOKE ? 15 : 50;
+  const phases = [
+    { label: 'c1', concurrency: 1, tokens: paced, tokenMs: 20 },
+    { label: 'c64', concurrency: 64, tokens: paced, tokenMs: 20 },
+    // Capacity: one token per ms per run is more than the path takes, so batches grow and events/s is what it does.
+    ...(SMOKE ? [] : [{ label: 'c64 flood', concurrency: 64, tokens: 100, tokenMs: 1 }]),
+  ];
+  const table = 'bench_stream_events';
+  await stack.owner.query(`CREATE TABLE IF NOT EXISTS ${table} (run_id uuid NOT NULL, seq int NOT NULL, type text NOT NULL, payload jsonb NOT NULL, PRIMARY KEY (run_id, seq))`);
+  await stack.owner.query(`GRANT SELECT, INSERT ON ${table} TO ${APP_ROLE.name}`);
+  const baselineServer = await forkServer('sse-baseline.mjs', {
+    RABBITMQ_URL,
+    BENCH_QUEUE: runEventsIngestQueue(queues.s),
+    BENCH_PREFETCH: String(RUN_EVENTS_PREFETCH),
+    DATABASE_URL: stack.env.DATABASE_URL,
+    DATABASE_POOL_SIZE: String(POOL_SIZE),
+  });
+  children.push(baselineServer);
+  const ourNames = rmqNames(stack.toolsQueue, stack.runsQueue);
+  const publishers = {
+    ours: await startEventPublisher(RABBITMQ_URL, ourNames.runEventsExchange),
+    baseline: await startEventPublisher(RABBITMQ_URL, queues.s.runEventsExchange),
+  };
+  for (const publisher of Object.values(publishers)) closers.push(() => publisher.close());
+  const bearers = [await login(server.baseUrl, 'admin@greenhill.school'), await login(server.baseUrl, 'admin@lakeside.school')];
+  const baselineUrl = `http://127.0.0.1:${baselineServer.ready.port}`;
+  const targets = {
+    ours: {
+      exchange: ourNames.runEventsExchange,
+      prepare: directRuns({ baseUrl: server.baseUrl, bearers }),
+      streamUrl: (run) => `${server.baseUrl}/agent/threads/${run.threadId}/runs/${run.runId}/events`,
+      streamHeaders: (run) => ({ authorization: `Bearer ${run.bearer}` }),
+      serverPid: () => server.pid,
+    },
+    baseline: {
+      exchange: queues.s.runEventsExchange,
+      prepare: async (n) => Array.from({ length: n }, () => ({ runId: randomUUID(), threadId: randomUUID() })),
+      streamUrl: (run) => `${baselineUrl}/runs/${run.runId}/events`,
+      streamHeaders: () => ({}),
+      serverPid: () => baselineServer.pid,
+    },
+  };
+  log(`streaming: ${rounds} round(s) × ${phases.map((p) => p.label).join(', ')}, ${slices} slice(s) per variant, ours and the baseline alternating`);
+  const measured = await measureStreaming({ targets, publishers, brokerUser: brokerCredentialsOf(RABBITMQ_URL).user, phases, rounds, slices, warmUp: !SMOKE, log });
+  const meta = { rounds, slices, phases, loadBefore, loadAfter: loadavg().map((l) => l.toFixed(2)).join(' '), cpus: cpus().length };
+  const errors = measured.results.reduce((sum, r) => sum + r.errors, 0);
+  return { meta, ...measured, table: streamMarkdown({ ...measured, phases, meta }), problems: errors ? [`${errors} streaming error(s): ${measured.results.find((r) => r.firstError)?.firstError}`] : [] };
 };
 
 /** Reads and audited writes at c64 (32 + 32) while the server is profiled, then self time by package. */

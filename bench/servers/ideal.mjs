@@ -11,7 +11,7 @@ const { DATABASE_URL, DATABASE_POOL_SIZE, BENCH_DISPATCH_KEY, BENCH_IDEAL_DISPAT
 
 const SQL = {
   begin: 'START TRANSACTION',
-  dispatchState: 'SELECT status, owner_id, thread_id FROM agent_run_dispatch_state($1)',
+  dispatchState: 'SELECT status, owner_id, thread_id, epoch, lease_live FROM agent_run_dispatch_state($1)',
   tenant: `SELECT set_config('app.school_id', $1, true), set_config('app.platform', $2, true), set_config('app.user_id', $3, true)`,
   lock: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
   ledgerLookup: 'SELECT request_hash, result FROM tool_call_ledger WHERE call_id = $1',
@@ -36,7 +36,7 @@ const SQL = {
   insertDepartment: `INSERT INTO departments (school_id, campus_id, name) VALUES ($1, $2, $3) RETURNING id, created_at AS "createdAt"`,
   insertAudit: `INSERT INTO audit_log (school_id, actor_id, actor_type, action, resource_type, resource_id, source, call_id)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-  insertLedger: `INSERT INTO tool_call_ledger (call_id, school_id, event, request_hash, actor_id, result) VALUES ($1, $2, $3, $4, $5, $6)`,
+  insertLedger: `INSERT INTO tool_call_ledger (call_id, school_id, event, request_hash, actor_id, result, run_id) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 };
 // The SQL dialect the project reads (pg-sql-template spaces are normalised by run.mjs before comparing).
 export const IDEAL_SQL = SQL;
@@ -85,12 +85,12 @@ const inTransaction = async ({ identity, meta }, work) => {
     await client.query(SQL.tenant, [identity.schoolId, '', identity.sub]);
     if (BENCH_IDEAL_DISPATCH_STATE === '1') {
       const { rows: [run] } = await client.query(SQL.dispatchState, [claims?.runId]);
-      if (!(run?.status === 'running' && run.owner_id === identity.sub && run.thread_id === claims?.threadId)) {
+      if (!(run?.status === 'running' && run.epoch === claims?.epoch && run.lease_live && run.owner_id === identity.sub && run.thread_id === claims?.threadId)) {
         await client.query('ROLLBACK');
         return { error: 'run not in flight' };
       }
     }
-    const result = await work(client);
+    const result = await work(client, claims);
     await client.query('error' in result ? 'ROLLBACK' : 'COMMIT');
     return result;
   } catch (error) {
@@ -121,7 +121,7 @@ const listDepartments = (envelope) => {
 const createDepartment = (envelope) => {
   const { identity, args, meta, scope } = envelope;
   const hash = createHash('sha256').update(JSON.stringify({ event: 'create.department', identity, scope, args })).digest('hex');
-  return inTransaction(envelope, async (client) => {
+  return inTransaction(envelope, async (client, claims) => {
     await client.query(SQL.lock, [meta.callId]);
     const { rows: stored } = await client.query(SQL.ledgerLookup, [meta.callId]);
     if (stored[0]) return stored[0].result;
@@ -133,7 +133,7 @@ const createDepartment = (envelope) => {
     const data = { id: department.id, schoolId: identity.schoolId, campusId: null, name, createdAt: department.createdAt };
     const { rows: [audit] } = await client.query(SQL.insertAudit, [identity.schoolId, identity.sub, identity.type, 'create', 'department', department.id, 'agent', meta.callId]);
     const result = { data, scopeContext: 'Your access covers the whole school.', auditId: audit.id };
-    await client.query(SQL.insertLedger, [meta.callId, identity.schoolId, 'create.department', hash, identity.sub, JSON.stringify(result)]);
+    await client.query(SQL.insertLedger, [meta.callId, identity.schoolId, 'create.department', hash, identity.sub, JSON.stringify(result), claims?.runId ?? null]);
     return result;
   });
 };
