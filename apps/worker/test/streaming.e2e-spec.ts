@@ -1,9 +1,9 @@
 import { AbstractAgent, type BaseEvent, type Message } from '@ag-ui/client';
 import { EventSchemas } from '@ag-ui/core/schemas';
-import type { AgentRunEvent } from '@naalya/agent-tools';
+import type { RunStreamEvent } from '@naalya/agent-tools';
 import { createTestStack, type TestStack } from '@naalya/test-stack';
 import { Observable } from 'rxjs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockInstance } from 'vitest';
 
 // Both services as processes, the scripted model pacing its chunks as a real model's tokens come, so a reply is still
 // streaming while the client reads it.
@@ -11,7 +11,7 @@ const CHUNK_DELAY_MS = 25;
 
 let stack: TestStack;
 
-type Received = { seq: number; event: AgentRunEvent; receivedAt: number };
+type Received = { seq: number; event: RunStreamEvent; receivedAt: number };
 
 const api = async <T>(token: string, path: string, body?: unknown): Promise<T> => {
   const response = await fetch(`${stack.server().baseUrl}${path}`, {
@@ -45,7 +45,7 @@ async function* serverSentEvents(token: string, threadId: string, runId: string,
         buffered = buffered.slice(end + 2);
         const fields = Object.fromEntries(block.split('\n').map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim()]));
         if (fields['id'] === undefined || fields['data'] === undefined) continue;
-        yield { seq: Number(fields['id']), event: JSON.parse(fields['data']) as AgentRunEvent, receivedAt: Date.now() };
+        yield { seq: Number(fields['id']), event: JSON.parse(fields['data']) as RunStreamEvent, receivedAt: Date.now() };
       }
     }
   } finally {
@@ -74,13 +74,16 @@ class NaalyaRunAgent extends AbstractAgent {
     super({ threadId });
   }
 
-  run(): Observable<BaseEvent> {
-    return new Observable<BaseEvent>((subscriber) => {
+  run(): ReturnType<AbstractAgent['run']> {
+    const events = new Observable<BaseEvent>((subscriber) => {
       void (async () => {
         for await (const { event } of this.events()) subscriber.next(event as BaseEvent);
         subscriber.complete();
       })().catch((error: unknown) => subscriber.error(error));
     });
+    // @ag-ui/client brings its own copy of rxjs (7.8.1 beside the workspace's 7.8.2): the same class at run time, two
+    // declarations for the compiler.
+    return events as unknown as ReturnType<AbstractAgent['run']>;
   }
 }
 
@@ -153,6 +156,18 @@ describe('tokens through SSE', () => {
 });
 
 describe('a client written against AG-UI renders our runs', () => {
+  // @ag-ui/client warns (console.warn, "[ag-ui][enforce] Removed unrecognised material ...") when it drops a field it does
+  // not know: every event must reach it whole.
+  let warn: MockInstance<typeof console.warn>;
+  beforeEach(() => {
+    warn = vi.spyOn(console, 'warn');
+  });
+  afterEach(() => {
+    const agUiWarnings = warn.mock.calls.map((call) => String(call[0])).filter((line) => line.startsWith('[ag-ui]'));
+    warn.mockRestore();
+    expect(agUiWarnings).toEqual([]);
+  });
+
   it('@ag-ui/core accepts every event of a run, and @ag-ui/client (verifyEvents, defaultApplyEvents) builds its messages from them', async () => {
     const token = await stack.login('admin@greenhill.school');
     const { threadId, runId } = await start(token, 'list departments');

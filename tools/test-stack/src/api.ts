@@ -1,4 +1,4 @@
-import type { AgentRunEvent, AgentRuntimeContext } from '@naalya/agent-tools';
+import type { AgentRuntimeContext, RunStreamEvent } from '@naalya/agent-tools';
 
 /** Every seeded demo user's password. */
 export const DEMO_PASSWORD = 'naalya-demo';
@@ -29,7 +29,7 @@ export const mintContext = async (baseUrl: string, token: string, body: Record<s
  * One step of a conversation through both processes, as a user of the API has it: a thread, a run with one message,
  * and its server-sent events read until the server ends the stream (the worker finished the step) or `timeoutMs`.
  */
-export const converse = async (baseUrl: string, token: string, message: string, timeoutMs: number): Promise<AgentRunEvent[]> => {
+export const converse = async (baseUrl: string, token: string, message: string, timeoutMs: number): Promise<RunStreamEvent[]> => {
   const signal = AbortSignal.timeout(timeoutMs);
   const post = async <T>(path: string, body: unknown): Promise<T> => {
     const response = await fetch(`${baseUrl}${path}`, {
@@ -48,5 +48,5 @@ export const converse = async (baseUrl: string, token: string, message: string, 
   return text
     .split('\n\n')
     .flatMap((block) => block.split('\n').filter((line) => line.startsWith('data:')))
-    .map((line) => JSON.parse(line.slice('data:'.length)) as AgentRunEvent);
+    .map((line) => JSON.parse(line.slice('data:'.length)) as RunStreamEvent);
 };

@@ -2,7 +2,7 @@ import { useCallback, useEffect, useReducer, useRef, useState, type FormEvent, t
 import {
   LOCAL_TOOL_NAMES,
   SPEAKER_HATS,
-  agentRunEventSchema,
+  runStreamEventSchema,
   type AgentRunStatus,
   type ConversationErrorCode,
   type MultitaskStrategy,
@@ -128,7 +128,7 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
               lastEventId: seq,
               signal,
               onEvent: ({ seq: eventSeq, data }) => {
-                const parsed = agentRunEventSchema.safeParse(data);
+                const parsed = runStreamEventSchema.safeParse(data);
                 if (parsed.success) dispatch({ type: 'event', runId, seq: eventSeq, event: parsed.data });
               },
             });

@@ -2,7 +2,7 @@ import {
   LOCAL_TOOL_NAMES,
   OUTCOME_UNKNOWN_CODES,
   isToolErrorCode,
-  type AgentRunEvent,
+  type RunStreamEvent,
   type AgentRunStatus,
   type AgentSpeaker,
   type CommittedWrite,
@@ -93,7 +93,7 @@ export type ThreadAction =
   | { type: 'run-started'; runId: string; message: string; status?: 'running' | 'queued' }
   /** POST .../runs/:runId/cancel answered (idempotent: `cancelled` false when the run had already ended). */
   | { type: 'run-cancelled'; runId: string; status: AgentRunStatus; cancelled: boolean; committedWrites: CommittedWrite[] }
-  | { type: 'event'; runId: string; seq: number; event: AgentRunEvent }
+  | { type: 'event'; runId: string; seq: number; event: RunStreamEvent }
   /**
    * `afterEvents`: read after the run's events, so its final status stands even where no event showed it. `history`:
    * read as the page opens the thread, so the events stored up to the summary's lastSeq are history (not announced).
@@ -238,7 +238,7 @@ const applySnapshot = (state: ThreadView, runId: string, messages: RunSnapshotMe
   return { ...state, items };
 };
 
-const applyEvent = (state: ThreadView, runId: string, seq: number, event: AgentRunEvent): ThreadView => {
+const applyEvent = (state: ThreadView, runId: string, seq: number, event: RunStreamEvent): ThreadView => {
   const { items } = state;
   switch (event.type) {
     case 'RUN_STARTED':

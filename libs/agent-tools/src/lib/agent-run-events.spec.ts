@@ -1,6 +1,6 @@
 import { EventSchemas } from '@ag-ui/core/schemas';
 import { describe, expect, it } from 'vitest';
-import { agentRunEventSchema, fromRunInterrupt, toRunInterrupt, type AgentRunEvent } from './agent-run-events.js';
+import { agentRunEventSchema, fromRunInterrupt, runStreamEventSchema, toRunInterrupt, toRunStreamEvent, type AgentRunEvent } from './agent-run-events.js';
 import type { AgentInterrupt } from './agent-run.js';
 
 const ids = { runId: 'run-1', threadId: 'thread-1', timestamp: 1_764_000_000_000 };
@@ -78,6 +78,15 @@ describe('run events are AG-UI 1.0 events', () => {
       expect(EventSchemas.parse(event)).toEqual(event);
     },
   );
+
+  it.each(everyEvent.map((event) => [event.type, event]))('a client receives %s in AG-UI shape: run and thread ids only on RUN_STARTED and RUN_FINISHED', (_name, event) => {
+    const streamed = toRunStreamEvent(event);
+    expect(runStreamEventSchema.parse(streamed)).toEqual(streamed);
+    expect(EventSchemas.parse(streamed)).toEqual(streamed);
+    const runScoped = event.type === 'RUN_STARTED' || event.type === 'RUN_FINISHED';
+    expect('runId' in streamed && 'threadId' in streamed).toBe(runScoped);
+    if (!runScoped) expect(runStreamEventSchema.safeParse({ ...streamed, runId: 'run-1' }).success).toBe(false);
+  });
 
   it('rejects an event with a private field AG-UI does not know (the old speaker attribution)', () => {
     expect(agentRunEventSchema.safeParse({ ...ids, type: 'TEXT_MESSAGE_START', messageId: 'm', role: 'assistant', name: 'rover', speaker: 'rover' }).success).toBe(false);

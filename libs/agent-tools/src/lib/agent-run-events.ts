@@ -187,3 +187,29 @@ export const RUN_EVENT_BATCH_MAX = 500;
  */
 export const runEventBatchSchema = z.strictObject({ events: z.array(agentRunEventSchema).min(1).max(RUN_EVENT_BATCH_MAX) });
 export type RunEventBatch = z.infer<typeof runEventBatchSchema>;
+
+/** The events on which AG-UI itself defines `runId` and `threadId`. */
+const RUN_SCOPED_TYPES: ReadonlySet<AgentRunEventType> = new Set(['RUN_STARTED', 'RUN_FINISHED']);
+
+type StreamedEvent<E> = E extends { type: 'RUN_STARTED' | 'RUN_FINISHED' } ? E : Omit<E, 'runId' | 'threadId'>;
+
+/**
+ * A run event as a client receives it over SSE: exactly AG-UI's shape, with `runId` and `threadId` only where AG-UI
+ * defines them (RUN_STARTED, RUN_FINISHED). Between the worker and the server every event carries both, so the ingest
+ * can check each against its run; a client knows the run from the stream it opened.
+ */
+export type RunStreamEvent = StreamedEvent<AgentRunEvent>;
+
+/** What a client checks a streamed event against: the same strict events, without the ids AG-UI does not define there. */
+export const runStreamEventSchema = z.discriminatedUnion(
+  'type',
+  agentRunEventSchema.options.map((option: z.ZodObject<{ type: z.ZodLiteral<AgentRunEventType> } & z.ZodRawShape>) =>
+    RUN_SCOPED_TYPES.has(option.shape.type.value) ? option : option.omit({ runId: true, threadId: true }),
+  ) as unknown as typeof agentRunEventSchema.options,
+) as unknown as z.ZodType<RunStreamEvent>;
+
+export const toRunStreamEvent = (event: AgentRunEvent): RunStreamEvent => {
+  if (RUN_SCOPED_TYPES.has(event.type)) return event as RunStreamEvent;
+  const { runId: _runId, threadId: _threadId, ...rest } = event;
+  return rest as RunStreamEvent;
+};

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { BadRequestException, Injectable, Logger } from '@nestjs/common';
-import { ERROR_SENTENCES, type AgentRunStatus } from '@naalya/agent-tools';
+import { ERROR_SENTENCES, toRunStreamEvent, type AgentRunEvent, type AgentRunStatus } from '@naalya/agent-tools';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { IdentityService } from '../../core/auth/identity.service.js';
 import { withCode } from '../../core/http/error-code.js';
@@ -15,11 +15,14 @@ const BATCH = 200;
 /** A comment line keeps proxies from closing an idle stream, and doubles as a safety re-read of the table. */
 const HEARTBEAT_MS = 15_000;
 
-export type StoredRunEvent = { seq: number; type: string; payload: Record<string, unknown> };
+export type StoredRunEvent = { seq: number; type: string; payload: AgentRunEvent };
 
-/** One server-sent event: `id` is the event's seq, so a reconnecting client's Last-Event-ID resumes right after it. */
+/**
+ * One server-sent event: `id` is the event's seq, so a reconnecting client's Last-Event-ID resumes right after it; the
+ * data is the event in AG-UI's own shape (toRunStreamEvent), so an AG-UI client reads it without dropping anything.
+ */
 export const formatServerSentEvent = (event: StoredRunEvent): string =>
-  `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event.payload)}\n\n`;
+  `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(toRunStreamEvent(event.payload))}\n\n`;
 
 export const parseLastEventId = (value: string | string[] | undefined): number => {
   if (value === undefined || value === '') return 0;
