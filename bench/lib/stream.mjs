@@ -11,7 +11,8 @@
 import { randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { DISPATCH_TOKEN_HEADER, RUN_EVENT_BATCH_MAX, runEventBatchSchema } from '@naalya/agent-tools';
+import { DISPATCH_TOKEN_HEADER, runEventBatchSchema } from '@naalya/agent-tools';
+import { RUN_EVENTS_LINGER_MS_DEFAULT, RunEventBuffer } from '@naalya/worker/testing';
 import { ConfirmPublisher } from '@naalya/rmq';
 import { Logger } from '@nestjs/common';
 import { brokerPid, cpuMicros } from './proc.mjs';
@@ -42,49 +43,27 @@ export const startEventPublisher = async (url, exchange) => {
 };
 
 /**
- * One run's events on their way out, batched as the worker batches them: an event waits while its run's previous
- * batch is being published, and everything that waited goes in the next message (up to RUN_EVENT_BATCH_MAX).
+ * One run's events on their way out, batched by the worker's own RunEventBuffer with its default linger: one publish in
+ * flight per run, what waits goes together in the next message.
  */
-const runOutbox = ({ publisher, exchange, brokerUser, run, onError }) => {
-  const pending = [];
-  let inFlight = null;
-  let failed = false;
-  const pump = () => {
-    if (inFlight || failed || pending.length === 0) return;
-    const events = pending.splice(0, RUN_EVENT_BATCH_MAX);
-    inFlight = publisher
-      .publish(exchange, run.runId, Buffer.from(JSON.stringify({ events })), {
-        mandatory: false,
-        contentType: 'application/json',
-        messageId: randomUUID(),
-        timestamp: Math.floor(Date.now() / 1000),
-        userId: brokerUser,
-        headers: run.dispatchToken ? { [DISPATCH_TOKEN_HEADER]: run.dispatchToken } : {},
-      })
-      .then(
-        () => {
-          inFlight = null;
-          pump();
-        },
-        (error) => {
-          inFlight = null;
-          failed = true;
-          pending.length = 0;
-          onError(error);
-        },
-      );
-  };
-  return {
-    emit(event) {
-      pending.push(event);
-      pump();
+const runOutbox = ({ publisher, exchange, brokerUser, run }) =>
+  new RunEventBuffer({
+    runId: run.runId,
+    meta: { dispatchToken: run.dispatchToken },
+    mayPublish: () => true,
+    lingerMs: RUN_EVENTS_LINGER_MS_DEFAULT,
+    sink: {
+      publish: (batch, meta) =>
+        publisher.publish(exchange, run.runId, Buffer.from(JSON.stringify(batch)), {
+          mandatory: false,
+          contentType: 'application/json',
+          messageId: randomUUID(),
+          timestamp: Math.floor(Date.now() / 1000),
+          userId: brokerUser,
+          headers: meta.dispatchToken ? { [DISPATCH_TOKEN_HEADER]: meta.dispatchToken } : {},
+        }),
     },
-    /** Resolves once everything emitted has been confirmed by the broker (or has failed). */
-    async settled() {
-      while (inFlight) await inFlight;
-    },
-  };
-};
+  });
 
 /** The events of one run, as a model would produce them (unstamped: each gets its `timestamp` when it is produced). */
 export const runEvents = (run, tokens) => {
@@ -197,26 +176,27 @@ const measureSlice = async ({ target, publisher, brokerUser, concurrency, tokens
   const start = performance.now();
   await Promise.all(
     states.map(async (state) => {
-      const outbox = runOutbox({ publisher, exchange: target.exchange, brokerUser, run: state.run, onError: fail });
+      const outbox = runOutbox({ publisher, exchange: target.exchange, brokerUser, run: state.run });
       const all = runEvents(state.run, tokens);
+      // As the worker's step does: a push waits only when too much is queued behind the broker (backpressure).
       const emit = (event) => {
         const produced = { event: { ...event, timestamp: Date.now() }, at: performance.now() };
         state.produced.push(produced);
-        outbox.emit(produced.event);
+        return outbox.push(produced.event).catch(fail);
       };
       // Pacing from the planned times, so timer lateness does not add up over a run.
       const offset = Math.random() * tokenMs;
       await sleep(offset);
-      emit(all[0]);
-      emit(all[1]);
+      await emit(all[0]);
+      await emit(all[1]);
       for (let i = 0; i < tokens; i++) {
         const due = start + offset + (i + 1) * tokenMs - performance.now();
         if (due > 0) await sleep(due);
-        emit(all[2 + i]);
+        await emit(all[2 + i]);
       }
-      emit(all.at(-2));
-      emit(all.at(-1));
-      await outbox.settled();
+      await emit(all.at(-2));
+      await emit(all.at(-1));
+      await outbox.flush().catch(fail);
     }),
   );
   const produced = performance.now();

@@ -51,6 +51,7 @@ export class AppModule {
               checkpointer: checkpoints.saver,
               events,
               leases,
+              eventLingerMs: config.runs.eventLingerMs,
               chatModel: (speaker) => createChatModel({ agentModel: config.agentModel, providerKeys: config.providerKeys, scriptedStreamDelayMs: config.scriptedStreamDelayMs }, speaker),
             }),
         },

@@ -36,7 +36,7 @@ describe('loadWorkerConfig', () => {
       scriptedStreamDelayMs: 0,
       providerKeys: { OPENAI_API_KEY: undefined, ANTHROPIC_API_KEY: undefined, GOOGLE_API_KEY: undefined, MISTRAL_API_KEY: undefined, GROQ_API_KEY: undefined },
       checkpoint: { databaseUrl: CHECKPOINT_DATABASE_URL, retentionDays: 30 },
-      runs: { stepTimeoutMs: 300_000, concurrency: 4 },
+      runs: { stepTimeoutMs: 300_000, concurrency: 4, eventLingerMs: 25 },
       runSteps: { serverBrokerUser: 'naalya_server', publicKeys: expect.any(Map) },
       logLevel: 'log',
     });

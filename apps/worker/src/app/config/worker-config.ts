@@ -1,4 +1,5 @@
 import { MessageSigningKeyError, SIGNING_KEY_HINT, parseMessageVerifyingKeys, rmqNames, type MessageVerifyingKeys, type RmqNames } from '@naalya/rmq';
+import { RUN_EVENTS_LINGER_MS_DEFAULT } from '../../naalya-agent/runs/run-event.buffer.js';
 import { z } from 'zod';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'] as const;
@@ -102,6 +103,9 @@ const workerEnvSchema = z.object({
   // Paces the scripted model's streamed chunks so a client sees tokens arrive over time (the demo, browser tests, the
   // bench); 0 streams them as fast as they are made. Only the scripted model reads it.
   AGENT_SCRIPTED_STREAM_DELAY_MS: wholeNumber('0', 0, 1_000, 'ms'),
+  // How long a run's first event after an idle spell waits for the next ones to share its message: tokens then cost the
+  // run-events ingest one message per few tokens, not one each. Added latency at most this; 0 sends each at once.
+  RUN_EVENTS_LINGER_MS: wholeNumber(String(RUN_EVENTS_LINGER_MS_DEFAULT), 0, 250, 'ms'),
   OPENAI_API_KEY: optionalSecret,
   ANTHROPIC_API_KEY: optionalSecret,
   GOOGLE_API_KEY: optionalSecret,
@@ -124,7 +128,7 @@ export type WorkerConfig = {
   /** Provider keys by variable name; only the one AGENT_MODEL names is needed. */
   providerKeys: Readonly<Record<string, string | undefined>>;
   checkpoint: { databaseUrl: string; retentionDays: number };
-  runs: { stepTimeoutMs: number; concurrency: number };
+  runs: { stepTimeoutMs: number; concurrency: number; eventLingerMs: number };
   /** Who may hand this worker a run step: the server's broker user, signing with a key whose public half is here. */
   runSteps: { serverBrokerUser: string; publicKeys: MessageVerifyingKeys };
   logLevel: WorkerLogLevel;
@@ -161,7 +165,7 @@ export const loadWorkerConfig = (env: Record<string, string | undefined>): Worke
     scriptedStreamDelayMs: values.AGENT_SCRIPTED_STREAM_DELAY_MS,
     providerKeys: Object.fromEntries(PROVIDER_KEY_VARIABLES.map((variable) => [variable, values[variable]])),
     checkpoint: { databaseUrl: values.CHECKPOINT_DATABASE_URL, retentionDays: values.CHECKPOINT_RETENTION_DAYS },
-    runs: { stepTimeoutMs: values.RUN_STEP_TIMEOUT_MS, concurrency: values.RUN_CONCURRENCY },
+    runs: { stepTimeoutMs: values.RUN_STEP_TIMEOUT_MS, concurrency: values.RUN_CONCURRENCY, eventLingerMs: values.RUN_EVENTS_LINGER_MS },
     runSteps: { serverBrokerUser: values.SERVER_BROKER_USER, publicKeys: values.RUN_SIGNING_PUBLIC_KEYS },
     logLevel: values.LOG_LEVEL,
   };

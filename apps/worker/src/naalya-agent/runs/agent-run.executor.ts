@@ -36,6 +36,8 @@ export type AgentRunExecutorDeps = {
   logger?: LoggerService;
   /** Model and tool steps one run step may take before it is stopped. Default 40. */
   recursionLimit?: number;
+  /** How long a step's first event after an idle spell waits for others to share its message (RunEventBuffer). */
+  eventLingerMs?: number;
 };
 
 /**
@@ -169,7 +171,13 @@ export class AgentRunExecutor {
   private async runStep(request: AgentRunRequest, dispatchToken: string, lease: StepLease, transportSignal: AbortSignal | undefined): Promise<RunStepOutcome> {
     const ids = { runId: request.context.run.runId, threadId: request.context.run.threadId };
     // Batched: the step goes on while its events are confirmed, and flushes before it ends (so before its ack).
-    const buffer = new RunEventBuffer({ sink: this.deps.events, meta: { dispatchToken }, runId: ids.runId, mayPublish: () => lease.held() });
+    const buffer = new RunEventBuffer({
+      sink: this.deps.events,
+      meta: { dispatchToken },
+      runId: ids.runId,
+      mayPublish: () => lease.held(),
+      lingerMs: this.deps.eventLingerMs,
+    });
     const publish = async (draft: RunEventDraft): Promise<void> => {
       // A step without its lease publishes nothing: the server would refuse it, and a cancelled run must not end twice.
       if (!lease.held()) return;

@@ -43,8 +43,10 @@ class MeasuredSink implements RunEventSink {
   inFlight = 0;
   maxInFlight = 0;
   published = 0;
+  readonly calls: Array<{ at: number; batch: RunEventBatch }> = [];
   constructor(private readonly delayMs = 0) {}
   async publish(batch: RunEventBatch, publishMeta: RunEventMeta): Promise<void> {
+    this.calls.push({ at: Date.now(), batch });
     this.inFlight += 1;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
     try {
@@ -104,6 +106,38 @@ describe('RunEventBuffer on the real broker', () => {
     const messages = batchesOf(runId).map(({ message }) => message);
     expect(new Set(messages.map((message) => message.properties.messageId)).size).toBe(messages.length);
     expect(messages.every((message) => message.fields.routingKey === runId && message.properties.headers?.['x-dispatch-token'] === 'token-1')).toBe(true);
+  });
+
+  it('with a linger, tokens paced like a model\'s share messages, none waits longer than the linger, and a flush does not wait for it', async () => {
+    const runId = `run-linger-${suffix}`;
+    const sink = new MeasuredSink();
+    const buffer = new RunEventBuffer({ sink, meta, runId, mayPublish: () => true, lingerMs: 40 });
+    const pushedAt: number[] = [];
+    for (let index = 0; index < 20; index += 1) {
+      pushedAt.push(Date.now());
+      await buffer.push(text(runId, index));
+      await sleep(10);
+    }
+    const flushing = Date.now();
+    await buffer.push(text(runId, 20));
+    await buffer.flush();
+    const flushMs = Date.now() - flushing;
+
+    await waitFor(() => eventsOf(runId).length === 21);
+    const sizes = batchesOf(runId).map(({ batch }) => batch.events.length);
+    // 20 tokens over ~200 ms with a 40 ms linger: a handful of messages, not 20.
+    expect(sizes.length).toBeLessThanOrEqual(10);
+    expect(sizes.length).toBeGreaterThan(2);
+    expect(eventsOf(runId).map((event) => (event.type === 'TEXT_MESSAGE_CONTENT' ? event.delta : ''))).toEqual(
+      Array.from({ length: 21 }, (_, index) => ` word${index}`),
+    );
+    // Each batch left no later than the linger after its first event was pushed (with room for a loaded machine's timers).
+    for (const { at, batch } of sink.calls) {
+      const first = batch.events[0];
+      const index = first?.type === 'TEXT_MESSAGE_CONTENT' ? Number(first.delta.slice(' word'.length)) : -1;
+      if (index < 20) expect(at - (pushedAt[index] ?? 0)).toBeLessThanOrEqual(40 + 60);
+    }
+    expect(flushMs).toBeLessThan(40);
   });
 
   it('bounds a batch by bytes too, so a message stays far below the ingest limit', async () => {

@@ -24,6 +24,9 @@ export const RUN_EVENT_BATCH_MAX_BYTES = 512 * 1024;
 export const RUN_EVENT_PENDING_MAX = 4 * RUN_EVENT_BATCH_MAX;
 export const RUN_EVENT_PENDING_MAX_BYTES = 4 * 1024 * 1024;
 
+/** The worker's default linger (RUN_EVENTS_LINGER_MS). */
+export const RUN_EVENTS_LINGER_MS_DEFAULT = 25;
+
 export type RunEventBufferOptions = {
   sink: RunEventSink;
   meta: RunEventMeta;
@@ -34,14 +37,21 @@ export type RunEventBufferOptions = {
   maxBatchBytes?: number;
   maxPendingEvents?: number;
   maxPendingBytes?: number;
+  /**
+   * How long the first event after an idle spell waits for company before it goes (0: at once). A model's tokens come
+   * every few tens of ms, each in its own message without it: the run-events ingest then pays a message and a stream
+   * wake-up per token, which at 64 runs streaming at once is the cost that matters. flush() never waits for it.
+   */
+  lingerMs?: number;
 };
 
 type Queued = { event: AgentRunEvent; bytes: number };
 
 /**
  * One step's run events on their way to the broker. At most one batch is being published at a time: an event pushed
- * while the broker is idle goes out at once, alone (no latency added); events pushed while a batch waits for its confirm
- * gather and go together as the next batch, up to the batch bounds, so batches form under load by themselves. What
+ * while the broker is idle goes out after the linger (at once without one), with whatever came meanwhile; events pushed
+ * while a batch waits for its confirm gather and go together as the next batch, up to the batch bounds, so batches
+ * form under load by themselves. What
  * waits is bounded: past it, `push` waits for the broker (backpressure), so a slow broker slows the model's consumer
  * rather than growing memory. A failed publish fails the step: every later `push` and `flush` throws it.
  */
@@ -51,6 +61,7 @@ export class RunEventBuffer {
   private inFlight: Promise<void> | undefined;
   private failure: RunEventPublishError | undefined;
   private roomWaiters: (() => void)[] = [];
+  private lingering: NodeJS.Timeout | undefined;
   private readonly maxBatchEvents: number;
   private readonly maxBatchBytes: number;
   private readonly maxPendingEvents: number;
@@ -63,13 +74,22 @@ export class RunEventBuffer {
     this.maxPendingBytes = options.maxPendingBytes ?? RUN_EVENT_PENDING_MAX_BYTES;
   }
 
-  /** Queues the event (published at once if nothing is in flight); waits only while too much is queued. */
+  /**
+   * Queues the event (published at once if nothing is in flight and there is no linger, else with the next batch);
+   * waits only while too much is queued.
+   */
   async push(event: AgentRunEvent): Promise<void> {
     if (this.failure) throw this.failure;
     const bytes = Buffer.byteLength(JSON.stringify(event));
     this.queue.push({ event, bytes });
     this.queuedBytes += bytes;
-    this.pump();
+    const lingerMs = this.options.lingerMs ?? 0;
+    if (lingerMs > 0 && !this.inFlight && this.queue.length < this.maxBatchEvents) {
+      this.lingering ??= setTimeout(() => {
+        this.lingering = undefined;
+        this.pump();
+      }, lingerMs);
+    } else this.pump();
     while (!this.failure && (this.queue.length > this.maxPendingEvents || this.queuedBytes > this.maxPendingBytes)) {
       await new Promise<void>((resolve) => this.roomWaiters.push(resolve));
     }
@@ -78,6 +98,7 @@ export class RunEventBuffer {
 
   /** Resolves once every event pushed so far is confirmed by the broker (or dropped, without the lease). */
   async flush(): Promise<void> {
+    this.stopLingering();
     while (!this.failure && (this.inFlight || this.queue.length > 0)) {
       this.pump();
       if (!this.inFlight) break;
@@ -86,8 +107,14 @@ export class RunEventBuffer {
     if (this.failure) throw this.failure;
   }
 
+  private stopLingering(): void {
+    clearTimeout(this.lingering);
+    this.lingering = undefined;
+  }
+
   private pump(): void {
     if (this.inFlight || this.failure || this.queue.length === 0) return;
+    this.stopLingering();
     if (!this.options.mayPublish()) {
       this.drop();
       return;
@@ -119,6 +146,7 @@ export class RunEventBuffer {
   }
 
   private drop(): void {
+    this.stopLingering();
     this.queue.length = 0;
     this.queuedBytes = 0;
     this.wakeProducers();
