@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { INestApplication } from '@nestjs/common';
-import type { AgentRunEvent } from '@naalya/agent-tools';
+import { toRunStreamEvent, type AgentRunEvent } from '@naalya/agent-tools';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { DemoPersona } from '../../seed/demo-seed.js';
 import { tokenFor } from '../../../testing/rest-client.js';
@@ -242,7 +242,8 @@ describe('SSE: GET /agent/threads/:threadId/runs/:runId/events', () => {
 
     expect(stream.status).toBe(200);
     expect(stream.contentType).toMatch(/^text\/event-stream/);
-    expect(stream.events).toEqual(events.map((event, index) => ({ id: String(index + 1), event: event.type, data: event })));
+    // On the wire each event has AG-UI's own shape: run and thread ids only where AG-UI defines them.
+    expect(stream.events).toEqual(events.map((event, index) => ({ id: String(index + 1), event: event.type, data: toRunStreamEvent(event) })));
   });
 
   it('resumes after Last-Event-ID with nothing missed or repeated, follows live events, and ends at RUN_FINISHED', async () => {
@@ -261,7 +262,7 @@ describe('SSE: GET /agent/threads/:threadId/runs/:runId/events', () => {
     await broker.publishEvent(runEvents(ids).finished());
     await resumed.ended;
     expect(resumed.events.map((event) => event.id)).toEqual(['3', '4', '5', '6', '7', '8', '9']);
-    expect(resumed.events.map((event) => event.data)).toEqual([...early.slice(1), ...late, runEvents(ids).finished()]);
+    expect(resumed.events.map((event) => event.data)).toEqual([...early.slice(1), ...late, runEvents(ids).finished()].map(toRunStreamEvent));
 
     // Two reconnections in a row cover the whole run exactly once.
     const head = await open(schoolA.personas.teacher, ids);

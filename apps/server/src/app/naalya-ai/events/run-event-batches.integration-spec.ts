@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { RUN_EVENT_BATCH_MAX, type AgentRunEvent } from '@naalya/agent-tools';
+import { RUN_EVENT_BATCH_MAX, toRunStreamEvent, type AgentRunEvent } from '@naalya/agent-tools';
 import { runEventsIngestQueue } from '@naalya/rmq';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -302,6 +302,6 @@ describe('SSE over batches', () => {
 
     const seen = [...head.events.slice(0, 4), ...resumed.events];
     expect(seen.map((event) => Number(event.id))).toEqual(Array.from({ length: first.length + second.length }, (_, index) => index + 1));
-    expect(seen.map((event) => event.data)).toEqual([...first, ...second]);
+    expect(seen.map((event) => event.data)).toEqual([...first, ...second].map(toRunStreamEvent));
   });
 });
