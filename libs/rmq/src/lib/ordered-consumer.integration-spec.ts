@@ -32,6 +32,16 @@ const publish = async (queue: string, body: Body | string) => {
   await channel.waitForConfirms();
 };
 
+/** Where every test consumer connects, and what it consumes. */
+const connectionOf = (queue: string) => ({
+  url,
+  connectionName: `rmq-test-ordered-consumer-${consumers.length}-${suffix}`,
+  what: `consuming "${queue}"`,
+  logger: quiet,
+  recovery: { initialMaxRetries: 0 },
+  queue,
+});
+
 /** A work that waits until the test lets it finish. */
 class Gate {
   private open!: () => void;
@@ -47,12 +57,7 @@ const newConsumer = (
   options: Partial<OrderedConsumerOptions> = {},
 ): OrderedConsumer => {
   const consumer = new OrderedConsumer({
-    url,
-    connectionName: `rmq-test-ordered-consumer-${consumers.length}-${suffix}`,
-    what: `consuming "${queue}"`,
-    logger: quiet,
-    recovery: { initialMaxRetries: 0 },
-    queue,
+    ...connectionOf(queue),
     prefetch: 10,
     drainTimeoutMs: 2_000,
     noun: 'test message',
@@ -74,12 +79,7 @@ const newGroupingConsumer = (
   options: { max: number; parallel?: number; drainTimeoutMs?: number },
 ): OrderedConsumer<Body> => {
   const consumer = new OrderedConsumer<Body>({
-    url,
-    connectionName: `rmq-test-ordered-consumer-${consumers.length}-${suffix}`,
-    what: `consuming "${queue}"`,
-    logger: quiet,
-    recovery: { initialMaxRetries: 0 },
-    queue,
+    ...connectionOf(queue),
     prefetch: 50,
     parallel: options.parallel,
     drainTimeoutMs: options.drainTimeoutMs ?? 2_000,
