@@ -93,7 +93,7 @@ export const frozenWorkerPhase = (target: PhaseTarget, size: { freezes: number }
         check(finishes.length === 1, `${label}: ${finishes.length} RUN_FINISHED or RUN_ERROR events stored for one run`);
         const late = after.slice(before.length);
         check(late.length === 0, `${label}: ${late.length} events stored after the run finished (${late.map((event) => event.type).join(', ')})`);
-        const refused = linesOf(stack.server().output(), new RegExp(`Run ${runId}: \\w+ of epoch 1 refused`)).length;
+        const refused = linesOf(stack.server().output(), new RegExp(`Run ${runId}: \\d+ events? \\(\\w+(\\.\\.\\w+)?\\) of epoch 1 refused`)).length;
         check(target.weakening !== undefined || refused > 0, `${label}: the woken worker sent no late event, so the phase tested nothing`);
         console.log(`[${PHASE}] ${label}: run finished at epoch ${ended?.row.epoch}; ${late.length} late events stored, ${refused} refused`);
       }

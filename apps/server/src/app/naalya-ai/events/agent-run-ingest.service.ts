@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
-import { DISPATCH_TOKEN_HEADER, runEventBatchSchema } from '@naalya/agent-tools';
+import { DISPATCH_TOKEN_HEADER, runEventBatchSchema, type AgentRunEvent } from '@naalya/agent-tools';
 import {
   DEFAULT_MAX_MESSAGE_BYTES,
   OrderedConsumer,
@@ -28,6 +28,10 @@ const STORE_MAX_DELAY_MS = 5_000;
 export const RUN_EVENTS_COALESCE_MAX = 32;
 
 const runIdSchema = z.guid();
+
+/** What a refused batch held, for the log line: `3 events (TEXT_MESSAGE_CONTENT..RUN_FINISHED)`. */
+const describeBatch = (events: readonly AgentRunEvent[]): string =>
+  `${events.length} event${events.length === 1 ? '' : 's'} (${events[0]?.type}${events.length > 1 ? `..${events.at(-1)?.type}` : ''})`;
 
 const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -170,7 +174,9 @@ export class AgentRunIngest implements BeforeApplicationShutdown {
             return { ack: true };
           case 'fenced':
             // A step the server took back (dispatched again, or cancelled) may still be talking: expected, never stored.
-            this.logger.warn(`Run ${runId}: a batch of epoch ${messages[index].epoch} refused (the run is ${message.status} at epoch ${message.epoch}).`);
+            this.logger.warn(
+              `Run ${runId}: ${describeBatch(messages[index].events)} of epoch ${messages[index].epoch} refused (the run is ${message.status} at epoch ${message.epoch}).`,
+            );
             return { ack: true };
           case 'foreign-thread':
             return { ack: false, reason: "an event of a thread that is not the run's" };
