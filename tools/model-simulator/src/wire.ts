@@ -1,0 +1,31 @@
+import type { Reply } from './script.js';
+
+/** One successful reply, ready to render: what to say, the token counts to report, and the ids to use. */
+export interface ReplyPlan {
+  reply: Reply;
+  usage: { inputTokens: number; outputTokens: number };
+  /** The model name the request asked for, echoed back as real APIs do. */
+  model: string;
+  /** A number unique within this simulator, for response and tool-call ids. */
+  serial: number;
+  chunks: number;
+}
+
+/** A streamed reply as SSE frames; frames before `contentEnd` open the reply and carry its content, the rest close it. */
+export interface StreamFrames {
+  frames: string[];
+  contentEnd: number;
+}
+
+/** What a provider's API looks like on the wire; the server knows nothing else of either provider. */
+export interface Wire {
+  readonly name: 'openai' | 'anthropic';
+  /** The request's `stream` flag, model and the tool names it offered, read leniently: the simulator is not a validator. */
+  readRequest(body: unknown): { stream: boolean; model: string; wantsStreamUsage: boolean; offeredTools: string[] };
+  json(plan: ReplyPlan): unknown;
+  stream(plan: ReplyPlan, includeUsage: boolean): StreamFrames;
+  /** The body of an error reply in this API's shape. */
+  error(status: number, message: string): unknown;
+}
+
+export const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
