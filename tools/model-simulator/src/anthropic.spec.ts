@@ -95,32 +95,6 @@ describe('model simulator, Anthropic Messages through @langchain/anthropic', () 
     expect(reply.response_metadata['stop_reason']).toBe('refusal');
   });
 
-  it('retries a 429 after its retry-after and then succeeds', async () => {
-    const chat = model([{ kind: 'rate_limit', retryAfterSeconds: 1 }, { kind: 'text', text: 'after the wait' }], 2);
-    const started = Date.now();
-    const reply = await chat.invoke('hi');
-    expect(reply.content).toBe('after the wait');
-    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
-    expect(sim.requests().map((request) => request.turn)).toEqual([0, 1]);
-  });
-
-  it('fails with the 500 once the retries are used up', async () => {
-    const chat = model([{ kind: 'server_error' }, { kind: 'server_error' }, { kind: 'text', text: 'never reached' }], 1);
-    await expect(chat.invoke('hi')).rejects.toMatchObject({ status: 500 });
-    expect(sim.requests()).toHaveLength(2);
-  });
-
-  it('errors the stream when the connection drops mid-reply, after the partial text', async () => {
-    const chat = model([{ kind: 'drop', text: 'Partial answer', chunks: 2 }]);
-    const received: string[] = [];
-    await expect(
-      (async () => {
-        for await (const chunk of await chat.stream('hi')) received.push(textOf(chunk));
-      })(),
-    ).rejects.toThrow();
-    expect(received.join('')).toBe('Partial answer');
-  });
-
   it('records the system prompt, messages and tools the model was sent', async () => {
     const chat = model([{ kind: 'text', text: 'ok' }]).bindTools([lookup]);
     await chat.invoke([new SystemMessage('You are Rover.'), new HumanMessage('Who teaches S4?')]);
