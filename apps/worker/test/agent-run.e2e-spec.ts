@@ -1,8 +1,8 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { AGENT_RUN_PATTERN, fromRunInterrupt, type AgentInterrupt, type AgentRunEvent } from '@naalya/agent-tools';
+import { AGENT_RUN_PATTERN, fromRunInterrupt, type AgentInterrupt, type RunStreamEvent } from '@naalya/agent-tools';
 import { MESSAGE_SIGNATURE_HEADER, brokerCredentialsOf, generateMessageSigningKeyPair, parseMessageSigningKey, rmqNames, runsDeadLetterQueue, signMessage } from '@naalya/rmq';
-import { RABBITMQ_URL, createTestStack, type BuiltProcess, type TestStack } from '@naalya/test-stack';
+import { RABBITMQ_URL, createTestStack, readRunEvents, type BuiltProcess, type TestStack } from '@naalya/test-stack';
 import { connect, type GetMessage, type Options } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -22,32 +22,32 @@ const api = async <T>(path: string, body?: unknown, as = token): Promise<T> => {
   return (await response.json()) as T;
 };
 
-type StoredEvent = { seq: number; event: AgentRunEvent };
+type StoredEvent = { seq: number; event: RunStreamEvent };
 
 /** The first question a step paused on, as the server keeps it. */
-const questionOf = (events: AgentRunEvent[]): AgentInterrupt | undefined => {
+const questionOf = (events: RunStreamEvent[]): AgentInterrupt | undefined => {
   const finish = events.at(-1);
   return finish?.type === 'RUN_FINISHED' && finish.outcome.type === 'interrupt' ? fromRunInterrupt(finish.outcome.interrupts[0]) : undefined;
 };
 /** Who made each tool call: the specialist whose subagent the call carries, or Rover. */
-const toolCalls = (events: AgentRunEvent[]) => {
+const toolCalls = (events: RunStreamEvent[]) => {
   const roles = new Map(events.flatMap((event) => (event.type === 'SUBAGENT_STARTED' ? [[event.subagentRunId, event.name] as const] : [])));
   return events.flatMap((event) => (event.type === 'TOOL_CALL_START' ? [`${(event.subagentRunId && roles.get(event.subagentRunId)) ?? 'rover'}:${event.toolCallName}`] : []));
 };
 /** The last message's text, from its streamed deltas. */
-const lastText = (events: AgentRunEvent[]) => {
+const lastText = (events: RunStreamEvent[]) => {
   const texts = new Map<string, string>();
   for (const event of events) if (event.type === 'TEXT_MESSAGE_CONTENT') texts.set(event.messageId, (texts.get(event.messageId) ?? '') + event.delta);
   return [...texts.values()].at(-1) ?? '';
 };
 /** A tool call's arguments, from its streamed deltas. */
-const argsOf = (events: AgentRunEvent[], toolCallName: string): Record<string, unknown> => {
+const argsOf = (events: RunStreamEvent[], toolCallName: string): Record<string, unknown> => {
   const start = events.find((event) => event.type === 'TOOL_CALL_START' && event.toolCallName === toolCallName);
   const id = start?.type === 'TOOL_CALL_START' ? start.toolCallId : undefined;
   return JSON.parse(events.map((event) => (event.type === 'TOOL_CALL_ARGS' && event.toolCallId === id ? event.delta : '')).join('') || '{}') as Record<string, unknown>;
 };
 /** The event types, a run of streamed deltas counted once. */
-const shapeOf = (events: AgentRunEvent[]) =>
+const shapeOf = (events: RunStreamEvent[]) =>
   events.map((event) => event.type).filter((type, index, all) => !(type === 'TEXT_MESSAGE_CONTENT' || type === 'TOOL_CALL_ARGS') || all[index - 1] !== type);
 
 /** A run step's properties as the server publishes it: its broker user_id and its signature over the exact body. */
@@ -58,18 +58,8 @@ const signedAsServer = (body: Buffer, privateKey = stack.runSigning.privateKey):
 });
 
 /** Reads the run's server-sent events until the server ends the stream (the step finished). */
-const readStep = async (threadId: string, runId: string, afterSeq = 0, as = token): Promise<StoredEvent[]> => {
-  const response = await fetch(`${stack.server().baseUrl}/agent/threads/${threadId}/runs/${runId}/events`, {
-    headers: { authorization: `Bearer ${as}`, ...(afterSeq ? { 'last-event-id': String(afterSeq) } : {}) },
-    signal: AbortSignal.timeout(30_000),
-  });
-  const text = await response.text();
-  return text
-    .split('\n\n')
-    .map((block) => Object.fromEntries(block.split('\n').map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim()])))
-    .filter((fields) => fields['data'] !== undefined && fields['id'] !== undefined)
-    .map((fields) => ({ seq: Number(fields['id']), event: JSON.parse(fields['data'] ?? '{}') as AgentRunEvent }));
-};
+const readStep = async (threadId: string, runId: string, afterSeq = 0, as = token): Promise<StoredEvent[]> =>
+  (await readRunEvents(stack.server().baseUrl, as, { threadId, runId }, { lastEventId: afterSeq, signal: AbortSignal.timeout(30_000) })).map(({ seq, event }) => ({ seq, event }));
 
 beforeAll(async () => {
   stack = await createTestStack({ name: 'e2e' });
@@ -176,7 +166,7 @@ describe('a conversation through the server, the runs queue, the worker and back
 
 // --- one conversation per persona, a resume across a worker restart, a malformed run ----------------------
 
-type Step = { threadId: string; runId: string; events: AgentRunEvent[]; lastSeq: number };
+type Step = { threadId: string; runId: string; events: RunStreamEvent[]; lastSeq: number };
 
 const as = async (email: string) => {
   const userToken = await stack.login(email);
@@ -203,7 +193,7 @@ const auditRowsOf = async (auditId: unknown) =>
       [auditId],
     )
   ).rows;
-const customOf = (events: AgentRunEvent[]) => events.find((event) => event.type === 'CUSTOM');
+const customOf = (events: RunStreamEvent[]) => events.find((event) => event.type === 'CUSTOM');
 const ledgerCount = async (event: string) =>
   Number((await stack.owner.query(`SELECT count(*)::int AS n FROM tool_call_ledger WHERE event = $1`, [event])).rows[0]?.n);
 
@@ -312,7 +302,7 @@ describe('resilience', () => {
     expect(toolCalls(done.events)).toEqual(['subject_teacher:create_lesson_plan']);
     expect(done.events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'success' } });
     const { rows: runEvents } = await stack.owner.query(`SELECT payload FROM agent_run_events WHERE run_id = $1 ORDER BY seq`, [asked.runId]);
-    const calledInRun = runEvents.flatMap(({ payload }: { payload: AgentRunEvent }) => (payload.type === 'TOOL_CALL_START' ? [payload.toolCallName] : []));
+    const calledInRun = runEvents.flatMap(({ payload }: { payload: RunStreamEvent }) => (payload.type === 'TOOL_CALL_START' ? [payload.toolCallName] : []));
     expect(calledInRun).toEqual(['task', 'list_my_teaching_assignments', 'ask_user', 'create_lesson_plan']);
     expect(await ledgerCount('record.marks')).toBe(ledger.marks);
     expect(await ledgerCount('create.lesson-plan')).toBe(ledger.plans + 1);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { createDepartmentTool, type AgentRunEvent, type AgentRuntimeContext, type CancelRunResponse, type ThreadDetail } from '@naalya/agent-tools';
-import { RABBITMQ_URL, createTestStack, type TestStack } from '@naalya/test-stack';
+import { createDepartmentTool, type RunStreamEvent, type AgentRuntimeContext, type CancelRunResponse, type ThreadDetail } from '@naalya/agent-tools';
+import { RABBITMQ_URL, createTestStack, readRunEvents, type TestStack } from '@naalya/test-stack';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentToolService } from '../src/naalya-agent/core/tools/agent-tool.service.js';
@@ -32,17 +32,9 @@ const thread = async (threadId: string) => (await call('GET', `/agent/threads/${
 const runOf = async (threadId: string, runId: string) => (await thread(threadId)).runs.find((run) => run.id === runId);
 
 /** The run's stored events, in order, once the server has ended its stream (a queued run's ends at once: wait for it to start). */
-const readStep = async (threadId: string, runId: string): Promise<AgentRunEvent[]> => {
+const readStep = async (threadId: string, runId: string): Promise<RunStreamEvent[]> => {
   await waitFor(async () => (await runOf(threadId, runId))?.status !== 'queued', `run ${runId} to leave the queue`);
-  const response = await fetch(`${stack.server().baseUrl}/agent/threads/${threadId}/runs/${runId}/events`, {
-    headers: { authorization: `Bearer ${token}` },
-    signal: AbortSignal.timeout(30_000),
-  });
-  return (await response.text())
-    .split('\n\n')
-    .map((block) => block.split('\n').find((line) => line.startsWith('data:')))
-    .filter((line): line is string => line !== undefined)
-    .map((line) => JSON.parse(line.slice(5)) as AgentRunEvent);
+  return (await readRunEvents(stack.server().baseUrl, token, { threadId, runId }, { signal: AbortSignal.timeout(30_000) })).map(({ event }) => event);
 };
 
 /** Rows read as the database owner (every school). */

@@ -1,7 +1,6 @@
 import { AbstractAgent, type BaseEvent, type Message } from '@ag-ui/client';
 import { EventSchemas } from '@ag-ui/core/schemas';
-import type { RunStreamEvent } from '@naalya/agent-tools';
-import { createTestStack, type TestStack } from '@naalya/test-stack';
+import { createTestStack, readRunEvents, runEventStream, type StreamedRunEvent, type TestStack } from '@naalya/test-stack';
 import { Observable } from 'rxjs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockInstance } from 'vitest';
 
@@ -11,7 +10,7 @@ const CHUNK_DELAY_MS = 25;
 
 let stack: TestStack;
 
-type Received = { seq: number; event: RunStreamEvent; receivedAt: number };
+type Received = StreamedRunEvent;
 
 const api = async <T>(token: string, path: string, body?: unknown): Promise<T> => {
   const response = await fetch(`${stack.server().baseUrl}${path}`, {
@@ -23,41 +22,11 @@ const api = async <T>(token: string, path: string, body?: unknown): Promise<T> =
   return (await response.json()) as T;
 };
 
-/** A run's server-sent events as they arrive, parsed one by one, until the server ends the stream or `signal` aborts. */
-async function* serverSentEvents(token: string, threadId: string, runId: string, lastEventId: number, signal: AbortSignal): AsyncGenerator<Received> {
-  const response = await fetch(`${stack.server().baseUrl}/agent/threads/${threadId}/runs/${runId}/events`, {
-    headers: { authorization: `Bearer ${token}`, ...(lastEventId > 0 ? { 'last-event-id': String(lastEventId) } : {}) },
-    signal,
-  });
-  expect(response.status).toBe(200);
-  const reader = response.body?.getReader();
-  if (!reader) throw new Error('no body');
-  const decoder = new TextDecoder();
-  let buffered = '';
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return;
-      buffered += decoder.decode(value, { stream: true });
-      let end: number;
-      while ((end = buffered.indexOf('\n\n')) >= 0) {
-        const block = buffered.slice(0, end);
-        buffered = buffered.slice(end + 2);
-        const fields = Object.fromEntries(block.split('\n').map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim()]));
-        if (fields['id'] === undefined || fields['data'] === undefined) continue;
-        yield { seq: Number(fields['id']), event: JSON.parse(fields['data']) as RunStreamEvent, receivedAt: Date.now() };
-      }
-    }
-  } finally {
-    reader.releaseLock();
-  }
-}
+const serverSentEvents = (token: string, threadId: string, runId: string, lastEventId: number, signal: AbortSignal) =>
+  runEventStream(stack.server().baseUrl, token, { threadId, runId }, { lastEventId, signal });
 
-const readAll = async (token: string, threadId: string, runId: string, lastEventId = 0): Promise<Received[]> => {
-  const received: Received[] = [];
-  for await (const item of serverSentEvents(token, threadId, runId, lastEventId, AbortSignal.timeout(60_000))) received.push(item);
-  return received;
-};
+const readAll = (token: string, threadId: string, runId: string, lastEventId = 0) =>
+  readRunEvents(stack.server().baseUrl, token, { threadId, runId }, { lastEventId, signal: AbortSignal.timeout(60_000) });
 
 const start = async (token: string, message: string) => {
   const { id: threadId } = await api<{ id: string }>(token, '/agent/threads', {});
@@ -86,6 +55,20 @@ class NaalyaRunAgent extends AbstractAgent {
     return events as unknown as ReturnType<AbstractAgent['run']>;
   }
 }
+
+/**
+ * One conversation step as a client written against AG-UI has it: the AG-UI agent runs over our SSE stream; then the
+ * step's events read again, each checked against @ag-ui/core's schema (and unchanged by parsing).
+ */
+const throughAgUi = async (email: string, message: string) => {
+  const token = await stack.login(email);
+  const { threadId, runId } = await start(token, message);
+  const agent = new NaalyaRunAgent(() => serverSentEvents(token, threadId, runId, 0, AbortSignal.timeout(60_000)), threadId);
+  const { newMessages } = await agent.runAgent();
+  const events = (await readAll(token, threadId, runId)).map(({ event }) => event);
+  for (const event of events) expect(EventSchemas.parse(event)).toEqual(event);
+  return { token, threadId, runId, agent, newMessages, events };
+};
 
 beforeAll(async () => {
   stack = await createTestStack({ name: 'stream' });
@@ -169,14 +152,8 @@ describe('a client written against AG-UI renders our runs', () => {
   });
 
   it('@ag-ui/core accepts every event of a run, and @ag-ui/client (verifyEvents, defaultApplyEvents) builds its messages from them', async () => {
-    const token = await stack.login('admin@greenhill.school');
-    const { threadId, runId } = await start(token, 'list departments');
-    const agent = new NaalyaRunAgent(() => serverSentEvents(token, threadId, runId, 0, AbortSignal.timeout(60_000)), threadId);
+    const { newMessages, events } = await throughAgUi('admin@greenhill.school', 'list departments');
 
-    const { newMessages } = await agent.runAgent();
-
-    const events = (await readAll(token, threadId, runId)).map(({ event }) => event);
-    for (const event of events) expect(EventSchemas.parse(event)).toEqual(event);
     const text = events.flatMap((event) => (event.type === 'TEXT_MESSAGE_CONTENT' ? [event.delta] : [])).join('');
     const call = events.find((event) => event.type === 'TOOL_CALL_START');
     const assistant = newMessages.filter((message): message is Extract<Message, { role: 'assistant' }> => message.role === 'assistant');
@@ -188,14 +165,8 @@ describe('a client written against AG-UI renders our runs', () => {
   });
 
   it("a specialist's work is attributed the AG-UI way: SUBAGENT_STARTED names Angie, her messages and calls carry its subagentRunId", async () => {
-    const token = await stack.login('class.teacher@greenhill.school');
-    const { threadId, runId } = await start(token, 'take the register for S1 Kisasi, everyone present except Ivan');
-    const agent = new NaalyaRunAgent(() => serverSentEvents(token, threadId, runId, 0, AbortSignal.timeout(60_000)), threadId);
+    const { newMessages, events } = await throughAgUi('class.teacher@greenhill.school', 'take the register for S1 Kisasi, everyone present except Ivan');
 
-    const { newMessages } = await agent.runAgent();
-
-    const events = (await readAll(token, threadId, runId)).map(({ event }) => event);
-    for (const event of events) expect(EventSchemas.parse(event)).toEqual(event);
     const started = events.filter((event) => event.type === 'SUBAGENT_STARTED');
     expect(started).toEqual([expect.objectContaining({ name: 'class_teacher', parentToolCallId: expect.any(String) })]);
     const subagentRunId = started[0]?.type === 'SUBAGENT_STARTED' ? started[0].subagentRunId : 'missing';
@@ -217,11 +188,7 @@ describe('a client written against AG-UI renders our runs', () => {
   });
 
   it('a confirmation reaches an AG-UI client as a typed interrupt: reason, question, the call, its argument fingerprint, an expiry; the snapshot before it', async () => {
-    const token = await stack.login('dos@greenhill.school');
-    const { threadId, runId } = await start(token, 'approve the lesson plan Linear equations');
-    const agent = new NaalyaRunAgent(() => serverSentEvents(token, threadId, runId, 0, AbortSignal.timeout(60_000)), threadId);
-
-    await agent.runAgent();
+    const { token, threadId, runId, agent, events } = await throughAgUi('dos@greenhill.school', 'approve the lesson plan Linear equations');
 
     expect(agent.pendingInterrupts).toEqual([
       expect.objectContaining({
@@ -235,8 +202,6 @@ describe('a client written against AG-UI renders our runs', () => {
     ]);
     const [interrupt] = agent.pendingInterrupts;
     expect(Date.parse(interrupt?.expiresAt ?? '')).toBeGreaterThan(Date.now());
-    const events = (await readAll(token, threadId, runId)).map(({ event }) => event);
-    for (const event of events) expect(EventSchemas.parse(event)).toEqual(event);
     expect(events.slice(-2).map((event) => event.type)).toEqual(['MESSAGES_SNAPSHOT', 'RUN_FINISHED']);
     const snapshot = events.at(-2);
     expect(snapshot?.type === 'MESSAGES_SNAPSHOT' && snapshot.messages[0]).toMatchObject({ role: 'user', content: 'approve the lesson plan Linear equations' });
