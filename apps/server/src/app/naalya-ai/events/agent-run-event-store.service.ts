@@ -25,6 +25,9 @@ export const eventRowId = (messageId: string, index: number): string => `${messa
 
 type Accepted = { messageId: string; events: AgentRunEvent[] };
 
+/** The locked run's state, which its events advance (runStateAfter). */
+const stateOf = (run: RunForEvent): RunState => ({ status: run.status, pendingInterrupts: run.pendingInterrupts, error: run.error, errorCode: null });
+
 /**
  * Persists run events, each exactly once and numbered: seq continues the run's last_seq, taken under the run row's
  * lock, so it is gapless and monotonic per run whoever writes. One unit of work stores any number of messages of one
@@ -49,7 +52,7 @@ export class AgentRunEventStore {
       const run = await this.runs.lockForEvent(runId);
       if (!run) return { kind: 'unknown-run' };
       const seen = await this.storedMessages(runId, messages);
-      let state: RunState = { status: run.status, pendingInterrupts: run.pendingInterrupts, error: run.error, errorCode: null };
+      let state = stateOf(run);
       const accepted: Accepted[] = [];
       const outcomes: MessageOutcome[] = [];
       let lastSeq = run.lastSeq;
@@ -89,7 +92,7 @@ export class AgentRunEventStore {
     const run = await this.runs.lockForEvent(runId);
     if (!run) return { kind: 'unknown-run' };
     const stamped = { ...event, timestamp: event.timestamp ?? Date.now() };
-    const state = runStateAfter({ status: run.status, pendingInterrupts: run.pendingInterrupts, error: run.error, errorCode: null }, stamped);
+    const state = runStateAfter(stateOf(run), stamped);
     await this.insert(runId, run, [{ messageId: `server:${run.epoch}:${run.lastSeq + 1}`, events: [stamped] }], state);
     const lastSeq = run.lastSeq + 1;
     return { kind: 'stored', threadId: run.threadId, ended: FINAL_RUN_STATUSES.includes(state.status), messages: [{ kind: 'persisted', lastSeq }] };
