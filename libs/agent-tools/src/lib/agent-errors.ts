@@ -61,6 +61,16 @@ export const RUN_ERROR_CODES = [
   'STEP_DEAD_LETTERED',
   'QUESTION_EXPIRED',
   'AGENT_UNAVAILABLE',
+  // The language model: the worker names what went wrong, never the provider's own text (it may hold a key or a URL).
+  'MODEL_UNREACHABLE',
+  'MODEL_RATE_LIMITED',
+  'MODEL_REJECTED_CREDENTIALS',
+  'MODEL_FAILED',
+  'MODEL_TIMED_OUT',
+  'STEP_TOKEN_BUDGET_SPENT',
+  // The server's: the school's data choice and its daily token budget.
+  'MODEL_NOT_ALLOWED',
+  'SCHOOL_TOKEN_BUDGET_SPENT',
 ] as const;
 export type RunErrorCode = (typeof RUN_ERROR_CODES)[number];
 
@@ -112,6 +122,17 @@ export const ERROR_SENTENCES = {
   STEP_DEAD_LETTERED: 'The assistant failed on this message several times, so it was stopped. Please send it again or rephrase it.',
   QUESTION_EXPIRED: 'This question was not answered in time, so the run ended. Send a new message to continue.',
   AGENT_UNAVAILABLE: 'The assistant cannot be reached right now. Try again in a moment.',
+  MODEL_UNREACHABLE: "The assistant's language model could not be reached, so this step stopped. Please try again in a few minutes.",
+  MODEL_RATE_LIMITED: "The assistant's language model is too busy right now, so this step stopped. Please try again in a minute.",
+  MODEL_REJECTED_CREDENTIALS:
+    "The assistant's language model refused the platform's credentials, so nothing was sent. A platform administrator must check the model settings.",
+  MODEL_FAILED: "The assistant's language model returned an error, so this step stopped. Please try again.",
+  MODEL_TIMED_OUT: "The assistant's language model took too long to answer, so this step stopped. Please try again.",
+  STEP_TOKEN_BUDGET_SPENT: 'This request used more of the language model than one request may, so it was stopped. Try a narrower request.',
+  MODEL_NOT_ALLOWED:
+    "Your school has not allowed its data to be sent to the language model this platform uses, so nothing was sent. A platform administrator can change the school's choice.",
+  SCHOOL_TOKEN_BUDGET_SPENT:
+    "Your school has used today's allowance of the assistant's language model, so this was stopped. It renews at midnight (UTC).",
 } as const satisfies Partial<Record<ErrorCode, string>>;
 
 /** A code whose sentence is fixed. */

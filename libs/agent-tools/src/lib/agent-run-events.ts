@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { RUN_ERROR_CODES } from './agent-errors.js';
-import { AGENT_SPEAKERS, agentInterruptSchema, type AgentInterrupt } from './agent-run.js';
+import { AGENT_SPEAKERS, agentInterruptSchema, runUsageSchema, type AgentInterrupt } from './agent-run.js';
 
 const id = z.string().min(1).max(100);
 
@@ -169,8 +169,11 @@ export const agentRunEventSchema = z.discriminatedUnion('type', [
       z.strictObject({ type: z.literal('interrupt'), interrupts: z.array(runInterruptSchema).min(1) }),
       z.strictObject({ type: z.literal('cancelled') }),
     ]),
-    /** On `cancelled`: the writes the run committed before it was stopped (they stay). */
-    metadata: z.strictObject({ committedWrites: z.array(committedWriteSchema) }).optional(),
+    /**
+     * `committedWrites` on `cancelled`: the writes the run committed before it was stopped (they stay). `usage`: the
+     * run's model tokens so far, as the server counted them from the worker's usage reports (the server sets it).
+     */
+    metadata: z.strictObject({ committedWrites: z.array(committedWriteSchema).optional(), usage: runUsageSchema.optional() }).optional(),
   }),
   z.strictObject({ ...base, type: z.literal('RUN_ERROR'), message: z.string(), code: z.enum(RUN_ERROR_CODES) }),
 ]);

@@ -69,18 +69,35 @@ export const DISPATCH_TOKEN_HEADER = 'x-dispatch-token';
  */
 export const AGENT_RUN_LEASE_PATTERN = 'agent.run.lease';
 
+/**
+ * The language model a worker would send the run's data to, as it names itself on a claim. The server checks it
+ * against the school's data choice before granting the step, so a school that has not allowed this model has nothing
+ * sent to it. `selfHosted`: the worker reaches the provider's API at AGENT_MODEL_BASE_URL (a school's or the platform's
+ * own server, or the simulator), not the provider's cloud.
+ */
+export const agentModelIdentitySchema = z.strictObject({
+  /** "scripted", or "provider:model" as AGENT_MODEL names it. */
+  model: z.string().min(1).max(200),
+  selfHosted: z.boolean(),
+});
+export type AgentModelIdentity = z.infer<typeof agentModelIdentitySchema>;
+
 export const agentRunLeaseRequestSchema = z.strictObject({
   action: z.enum(['claim', 'renew', 'release']),
   workerId: z.string().min(1).max(200),
   dispatchToken: z.string().min(1).max(8_000),
+  /** Sent with every claim; a claim without it is refused (`model_not_allowed`) unless the school allows every model. */
+  model: agentModelIdentitySchema.optional(),
 });
 export type AgentRunLeaseRequest = z.infer<typeof agentRunLeaseRequestSchema>;
 
 /**
  * Why a lease is refused: `superseded` (the step was dispatched again, or another worker holds it), `cancelled` (its
- * owner stopped the run), `ended` (the run is no longer running), `refused` (the token is not the server's).
+ * owner stopped the run), `ended` (the run is no longer running), `refused` (the token is not the server's),
+ * `model_not_allowed` (the school's data choice forbids the claimant's model; the server has failed the run with
+ * MODEL_NOT_ALLOWED), `token_budget_spent` (the school's daily token budget is spent; failed SCHOOL_TOKEN_BUDGET_SPENT).
  */
-export const LEASE_REFUSALS = ['superseded', 'cancelled', 'ended', 'refused'] as const;
+export const LEASE_REFUSALS = ['superseded', 'cancelled', 'ended', 'refused', 'model_not_allowed', 'token_budget_spent'] as const;
 export type LeaseRefusal = (typeof LEASE_REFUSALS)[number];
 
 export const agentRunLeaseReplySchema = z.discriminatedUnion('granted', [
@@ -88,3 +105,39 @@ export const agentRunLeaseReplySchema = z.discriminatedUnion('granted', [
   z.strictObject({ granted: z.literal(false), reason: z.enum(LEASE_REFUSALS) }),
 ]);
 export type AgentRunLeaseReply = z.infer<typeof agentRunLeaseReplySchema>;
+
+/** Model tokens, input and output, as a provider's usage data reports them. */
+export const runUsageSchema = z.strictObject({
+  inputTokens: z.number().int().nonnegative().max(100_000_000),
+  outputTokens: z.number().int().nonnegative().max(100_000_000),
+});
+export type RunUsage = z.infer<typeof runUsageSchema>;
+
+/**
+ * The usage report, over the tools queue as an RPC like the lease: after every model call of a run step the worker
+ * reports the call's tokens and waits for the answer before it acts on the model's reply. The server adds them to the
+ * run, to the run step and to the school's day (in PostgreSQL, so every replica counts the same day), and answers
+ * whether the step may go on: a run that crossed the school's daily budget, or its step's budget, ends after this call
+ * (the server fails it and takes its lease back, so a worker that goes on anyway is refused at its next call).
+ */
+export const AGENT_RUN_USAGE_PATTERN = 'agent.run.usage';
+
+export const agentRunUsageRequestSchema = z.strictObject({
+  workerId: z.string().min(1).max(200),
+  dispatchToken: z.string().min(1).max(8_000),
+  /** The model that spent them ("provider:model" or "scripted"). */
+  model: z.string().min(1).max(200),
+  usage: runUsageSchema,
+});
+export type AgentRunUsageRequest = z.infer<typeof agentRunUsageRequestSchema>;
+
+/** Why a step may not go on after a usage report: the reasons a lease is refused, and the step's own token budget. */
+export const USAGE_STOPS = [...LEASE_REFUSALS, 'step_token_budget_spent'] as const;
+export type UsageStop = (typeof USAGE_STOPS)[number];
+
+export const agentRunUsageReplySchema = z.discriminatedUnion('proceed', [
+  /** `run`: the run's totals after this report. */
+  z.strictObject({ proceed: z.literal(true), run: runUsageSchema }),
+  z.strictObject({ proceed: z.literal(false), reason: z.enum(USAGE_STOPS), run: runUsageSchema.optional() }),
+]);
+export type AgentRunUsageReply = z.infer<typeof agentRunUsageReplySchema>;
