@@ -52,7 +52,7 @@ export class AppModule {
               events,
               leases,
               eventLingerMs: config.runs.eventLingerMs,
-              chatModel: (speaker) => createChatModel({ agentModel: config.agentModel, providerKeys: config.providerKeys, scriptedStreamDelayMs: config.scriptedStreamDelayMs }, speaker),
+              chatModel: (speaker) => createChatModel({ agentModel: config.agentModel, providerKeys: config.providerKeys, baseUrl: config.agentModelBaseUrl, scriptedStreamDelayMs: config.scriptedStreamDelayMs }, speaker),
             }),
         },
       ],

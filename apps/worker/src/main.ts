@@ -23,7 +23,7 @@ const bootstrap = async (): Promise<void> => {
     return;
   }
   try {
-    await assertChatModelAvailable({ agentModel: config.agentModel, providerKeys: config.providerKeys });
+    await assertChatModelAvailable({ agentModel: config.agentModel, providerKeys: config.providerKeys, baseUrl: config.agentModelBaseUrl });
   } catch (error) {
     if (!(error instanceof ChatModelUnavailableError)) throw error;
     console.error(error.message);

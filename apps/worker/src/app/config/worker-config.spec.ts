@@ -33,6 +33,7 @@ describe('loadWorkerConfig', () => {
       },
       toolCallTimeoutMs: 15_000,
       agentModel: 'scripted',
+      agentModelBaseUrl: undefined,
       scriptedStreamDelayMs: 0,
       providerKeys: { OPENAI_API_KEY: undefined, ANTHROPIC_API_KEY: undefined, GOOGLE_API_KEY: undefined, MISTRAL_API_KEY: undefined, GROQ_API_KEY: undefined },
       checkpoint: { databaseUrl: CHECKPOINT_DATABASE_URL, retentionDays: 30 },
@@ -60,6 +61,14 @@ describe('loadWorkerConfig', () => {
     expect(message).not.toContain(CURRENT.privateKey.slice(3, 30));
     expect(errorOf({ ...REQUIRED, RUN_SIGNING_PUBLIC_KEYS: `${CURRENT.publicKey},${CURRENT.publicKey}` }).message).toContain('repeats key id "k2"');
     expect(errorOf({ ...REQUIRED, SERVER_BROKER_USER: ' ' }).message).toContain('SERVER_BROKER_USER must name the broker user');
+  });
+
+  it('AGENT_MODEL_BASE_URL is an http(s) URL, empty reads as unset, and a bad one is named without echoing it', () => {
+    expect(loadWorkerConfig({ ...REQUIRED, AGENT_MODEL_BASE_URL: 'http://127.0.0.1:8000/v1' }).agentModelBaseUrl).toBe('http://127.0.0.1:8000/v1');
+    expect(loadWorkerConfig({ ...REQUIRED, AGENT_MODEL_BASE_URL: '' }).agentModelBaseUrl).toBeUndefined();
+    const { message } = errorOf({ ...REQUIRED, AGENT_MODEL_BASE_URL: 'ftp://models.internal/v1' });
+    expect(message).toContain('AGENT_MODEL_BASE_URL must be an http:// or https:// URL');
+    expect(message).not.toContain('models.internal');
   });
 
   it('reads every worker variable', () => {

@@ -100,6 +100,13 @@ const workerEnvSchema = z.object({
     .trim()
     .regex(/^(scripted|[a-z0-9-]+:\S+)$/, { error: 'must be "scripted" or "provider:model", for example openai:gpt-4.1' })
     .default('scripted'),
+  // Another server for the provider AGENT_MODEL names: an OpenAI-compatible one a school hosts (vLLM, llama.cpp's server,
+  // LM Studio, Ollama's /v1), a gateway, or the model simulator. Its models count as self-hosted for the schools' data
+  // choices. Unset: the provider's own API.
+  AGENT_MODEL_BASE_URL: z
+    .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL, for example http://127.0.0.1:8000/v1' })
+    .optional()
+    .or(z.literal('').transform(() => undefined)),
   // Paces the scripted model's streamed chunks so a client sees tokens arrive over time (the demo, browser tests, the
   // bench); 0 streams them as fast as they are made. Only the scripted model reads it.
   AGENT_SCRIPTED_STREAM_DELAY_MS: wholeNumber('0', 0, 1_000, 'ms'),
@@ -123,6 +130,8 @@ export type WorkerConfig = {
   queues: RmqNames;
   toolCallTimeoutMs: number;
   agentModel: string;
+  /** AGENT_MODEL_BASE_URL: the provider's API at another server (self-hosted); undefined for the provider's own. */
+  agentModelBaseUrl: string | undefined;
   /** The pause before each streamed chunk of the scripted model after its first. */
   scriptedStreamDelayMs: number;
   /** Provider keys by variable name; only the one AGENT_MODEL names is needed. */
@@ -141,7 +150,8 @@ export class WorkerConfigError extends Error {
 // Secrets are never echoed back: RABBITMQ_URL carries the broker password.
 const PROVIDER_KEY_VARIABLES = ['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'GOOGLE_API_KEY', 'MISTRAL_API_KEY', 'GROQ_API_KEY'] as const;
 // The public keys are no secret, only long: their error names the key that is wrong.
-const SECRET_VARIABLES = new Set<string>(['RABBITMQ_URL', 'CHECKPOINT_DATABASE_URL', 'RUN_SIGNING_PUBLIC_KEYS', ...PROVIDER_KEY_VARIABLES]);
+// A base URL may name an internal host or carry a token: not echoed either.
+const SECRET_VARIABLES = new Set<string>(['RABBITMQ_URL', 'CHECKPOINT_DATABASE_URL', 'RUN_SIGNING_PUBLIC_KEYS', 'AGENT_MODEL_BASE_URL', ...PROVIDER_KEY_VARIABLES]);
 
 const describeIssue = (issue: z.core.$ZodIssue, env: Record<string, string | undefined>): string => {
   const variable = String(issue.path[0] ?? '');
@@ -162,6 +172,7 @@ export const loadWorkerConfig = (env: Record<string, string | undefined>): Worke
     queues: rmqNames(values.AGENT_TOOLS_QUEUE, values.AGENT_RUNS_QUEUE),
     toolCallTimeoutMs: values.TOOL_CALL_TIMEOUT_MS,
     agentModel: values.AGENT_MODEL,
+    agentModelBaseUrl: values.AGENT_MODEL_BASE_URL,
     scriptedStreamDelayMs: values.AGENT_SCRIPTED_STREAM_DELAY_MS,
     providerKeys: Object.fromEntries(PROVIDER_KEY_VARIABLES.map((variable) => [variable, values[variable]])),
     checkpoint: { databaseUrl: values.CHECKPOINT_DATABASE_URL, retentionDays: values.CHECKPOINT_RETENTION_DAYS },

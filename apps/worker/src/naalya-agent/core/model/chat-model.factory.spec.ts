@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ChatModelUnavailableError, assertChatModelAvailable, createChatModel } from './chat-model.factory.js';
+import { ChatModelUnavailableError, assertChatModelAvailable, createChatModel, modelIdentity } from './chat-model.factory.js';
 import { ScriptedChatModel } from './scripted-chat-model.js';
 
 const NO_KEYS = {};
@@ -48,5 +48,30 @@ describe('chat model factory', () => {
 
   it('an unknown provider is named', async () => {
     expect(await refusal(assertChatModelAvailable({ agentModel: 'acme:m1', providerKeys: NO_KEYS }, installed))).toContain('unknown provider "acme"');
+  });
+
+  it('AGENT_MODEL_BASE_URL needs no key: a self-hosted OpenAI-compatible server often takes none', async () => {
+    const settings = { agentModel: 'openai:llama-3.1-8b', providerKeys: NO_KEYS, baseUrl: 'http://127.0.0.1:8000/v1' };
+    await expect(assertChatModelAvailable(settings, installed)).resolves.toBeUndefined();
+    const model = (await createChatModel(settings, 'rover')) as unknown as { _defaultConfig?: Record<string, unknown> };
+    expect(model._defaultConfig).toMatchObject({ configuration: { baseURL: 'http://127.0.0.1:8000/v1' }, modelProvider: 'openai' });
+  });
+
+  it('AGENT_MODEL_BASE_URL reaches Anthropic through its own field', async () => {
+    const model = (await createChatModel({ agentModel: 'anthropic:claude-x', providerKeys: NO_KEYS, baseUrl: 'http://127.0.0.1:9000' }, 'rover')) as unknown as {
+      _defaultConfig?: Record<string, unknown>;
+    };
+    expect(model._defaultConfig).toMatchObject({ anthropicApiUrl: 'http://127.0.0.1:9000' });
+  });
+
+  it('AGENT_MODEL_BASE_URL with a provider that has no other server is refused at start-up, naming what works', async () => {
+    const message = await refusal(assertChatModelAvailable({ agentModel: 'groq:llama', providerKeys: { GROQ_API_KEY: 'k' }, baseUrl: 'http://127.0.0.1:1/v1' }, installed));
+    expect(message).toContain('AGENT_MODEL_BASE_URL works with openai and anthropic');
+  });
+
+  it('the model a claim names: self-hosted when reached at a base URL or scripted, hosted otherwise', () => {
+    expect(modelIdentity({ agentModel: 'scripted' })).toEqual({ model: 'scripted', selfHosted: true });
+    expect(modelIdentity({ agentModel: 'openai:gpt-4.1' })).toEqual({ model: 'openai:gpt-4.1', selfHosted: false });
+    expect(modelIdentity({ agentModel: 'openai:qwen', baseUrl: 'http://127.0.0.1:8000/v1' })).toEqual({ model: 'openai:qwen', selfHosted: true });
   });
 });

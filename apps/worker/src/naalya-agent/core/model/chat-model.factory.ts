@@ -1,4 +1,4 @@
-import type { AgentSpeaker } from '@naalya/agent-tools';
+import type { AgentModelIdentity, AgentSpeaker } from '@naalya/agent-tools';
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { initChatModel } from 'langchain';
 import { ScriptedChatModel } from './scripted-chat-model.js';
@@ -6,10 +6,17 @@ import { scriptedPolicy } from './scripted-policy.js';
 
 export const SCRIPTED_MODEL = 'scripted';
 
+type ProviderEntry = {
+  package: string;
+  keyVariable?: string;
+  /** The constructor fields that point the provider's client at AGENT_MODEL_BASE_URL; absent: no other server is supported. */
+  baseUrlFields?: (baseUrl: string) => Record<string, unknown>;
+};
+
 /** The providers AGENT_MODEL may name: the package initChatModel loads, and the variable holding the key. */
-export const CHAT_MODEL_PROVIDERS: Record<string, { package: string; keyVariable?: string }> = {
-  openai: { package: '@langchain/openai', keyVariable: 'OPENAI_API_KEY' },
-  anthropic: { package: '@langchain/anthropic', keyVariable: 'ANTHROPIC_API_KEY' },
+export const CHAT_MODEL_PROVIDERS: Record<string, ProviderEntry> = {
+  openai: { package: '@langchain/openai', keyVariable: 'OPENAI_API_KEY', baseUrlFields: (baseURL) => ({ configuration: { baseURL } }) },
+  anthropic: { package: '@langchain/anthropic', keyVariable: 'ANTHROPIC_API_KEY', baseUrlFields: (anthropicApiUrl) => ({ anthropicApiUrl }) },
   'google-genai': { package: '@langchain/google-genai', keyVariable: 'GOOGLE_API_KEY' },
   mistralai: { package: '@langchain/mistralai', keyVariable: 'MISTRAL_API_KEY' },
   groq: { package: '@langchain/groq', keyVariable: 'GROQ_API_KEY' },
@@ -21,6 +28,8 @@ export type ChatModelSettings = {
   agentModel: string;
   /** Provider keys by variable name, as the worker config read them; absent keys are undefined. */
   providerKeys: Readonly<Record<string, string | undefined>>;
+  /** AGENT_MODEL_BASE_URL: the provider's API at another server; undefined for the provider's own. */
+  baseUrl?: string;
   /** The scripted model's pause between streamed chunks (AGENT_SCRIPTED_STREAM_DELAY_MS); 0 when absent. */
   scriptedStreamDelayMs?: number;
 };
@@ -52,7 +61,13 @@ export const assertChatModelAvailable = async (settings: ChatModelSettings, impo
       `AGENT_MODEL=${settings.agentModel}: unknown provider "${provider}"; use "scripted" or one of ${Object.keys(CHAT_MODEL_PROVIDERS).join(', ')}.`,
     );
   }
-  if (entry.keyVariable && !settings.providerKeys[entry.keyVariable]) {
+  if (settings.baseUrl && !entry.baseUrlFields) {
+    throw new ChatModelUnavailableError(
+      `AGENT_MODEL_BASE_URL works with ${Object.keys(CHAT_MODEL_PROVIDERS).filter((name) => CHAT_MODEL_PROVIDERS[name]?.baseUrlFields).join(' and ')} (an OpenAI-compatible server is "openai:<model>"), not with "${provider}".`,
+    );
+  }
+  // A server of one's own often takes no key; the provider's cloud always does.
+  if (entry.keyVariable && !settings.baseUrl && !settings.providerKeys[entry.keyVariable]) {
     throw new ChatModelUnavailableError(`AGENT_MODEL=${settings.agentModel} needs ${entry.keyVariable} in the worker's environment.`);
   }
   try {
@@ -69,7 +84,21 @@ export const assertChatModelAvailable = async (settings: ChatModelSettings, impo
 export const createChatModel = async (settings: ChatModelSettings, _speaker: AgentSpeaker): Promise<BaseChatModel> => {
   if (settings.agentModel === SCRIPTED_MODEL) return new ScriptedChatModel(scriptedPolicy, { streamDelayMs: settings.scriptedStreamDelayMs ?? 0 });
   const { provider, model } = splitSpec(settings.agentModel);
-  const keyVariable = CHAT_MODEL_PROVIDERS[provider]?.keyVariable;
-  const apiKey = keyVariable ? settings.providerKeys[keyVariable] : undefined;
-  return initChatModel(model, { modelProvider: provider, temperature: 0, ...(apiKey ? { apiKey } : {}) });
+  const entry = CHAT_MODEL_PROVIDERS[provider];
+  const key = entry?.keyVariable ? settings.providerKeys[entry.keyVariable] : undefined;
+  // The provider clients refuse to start without a key even when the server needs none.
+  const apiKey = key ?? (settings.baseUrl ? SELF_HOSTED_PLACEHOLDER_KEY : undefined);
+  const baseUrlFields = settings.baseUrl && entry?.baseUrlFields ? entry.baseUrlFields(settings.baseUrl) : {};
+  return initChatModel(model, { modelProvider: provider, temperature: 0, ...(apiKey ? { apiKey } : {}), ...baseUrlFields });
 };
+
+const SELF_HOSTED_PLACEHOLDER_KEY = 'not-needed';
+
+/**
+ * The model this worker sends a run's data to, as it names itself on every claim: the server checks it against the
+ * school's data choice. A model reached at AGENT_MODEL_BASE_URL is self-hosted; the scripted one sends nothing anywhere.
+ */
+export const modelIdentity = (settings: Pick<ChatModelSettings, 'agentModel' | 'baseUrl'>): AgentModelIdentity => ({
+  model: settings.agentModel,
+  selfHosted: settings.agentModel === SCRIPTED_MODEL || settings.baseUrl !== undefined,
+});
