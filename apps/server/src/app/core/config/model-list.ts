@@ -9,8 +9,9 @@ export type ModelList = '*' | readonly string[];
 /** The syntax of one stored or configured list, as the sentence of a refusal says it. */
 export const MODEL_LIST_SYNTAX = '"*" (every model), "none", or a comma-separated list of "provider" or "provider:model" entries (e.g. "openai,anthropic:claude-sonnet-4-5")';
 
-// A provider is a plain name; a model name may hold dots, slashes and colons (ollama's "llama3.1:8b") but no spaces.
-const ENTRY = /^([A-Za-z][A-Za-z0-9_-]{0,49})(?::([^\s,:][^\s,]{0,199}))?$/;
+// A provider is a plain name; a model name starts with a letter or digit and may hold dots, slashes and colons (ollama's
+// "llama3.1:8b") but no spaces or commas.
+const ENTRY = /^([A-Za-z][A-Za-z0-9_-]{0,49})(?::([A-Za-z0-9][^\s,]{0,199}))?$/;
 
 /** One entry with its provider lower-cased (providers are case-insensitive, model names are not); null when malformed. */
 export const normaliseModelEntry = (entry: string): string | null => {
