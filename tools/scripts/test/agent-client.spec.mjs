@@ -82,4 +82,19 @@ describe('the chat renderer', () => {
     );
     expect(renderAll([{ type: 'RUN_FINISHED', outcome: { type: 'cancelled' }, metadata: { committedWrites: [] } }]).join('')).toBe('stopped; nothing had been changed.\n');
   });
+
+  it("a finished run's tokens, as the server counted them, follow it on a line of their own, digits grouped by thousands", () => {
+    const usage = { inputTokens: 1234, outputTokens: 56 };
+    expect(renderAll([{ type: 'TEXT_MESSAGE_START', messageId: 'm1', name: 'rover' }, { type: 'TEXT_MESSAGE_CONTENT', messageId: 'm1', delta: 'Done.' }, { type: 'RUN_FINISHED', outcome: { type: 'success' }, metadata: { usage } }]).join('')).toBe(
+      'Rover: Done.\n(1 234 tokens in, 56 out)\n',
+    );
+    expect(renderAll([{ type: 'RUN_FINISHED', outcome: { type: 'cancelled' }, metadata: { committedWrites: [], usage: { inputTokens: 1234567, outputTokens: 0 } } }]).join('')).toBe(
+      'stopped; nothing had been changed.\n(1 234 567 tokens in, 0 out)\n',
+    );
+  });
+
+  it('no usage line when the run used no tokens (the scripted model) or the event names none', () => {
+    expect(renderAll([{ type: 'RUN_FINISHED', outcome: { type: 'success' }, metadata: { usage: { inputTokens: 0, outputTokens: 0 } } }]).join('')).toBe('');
+    expect(renderAll([{ type: 'RUN_FINISHED', outcome: { type: 'success' } }]).join('')).toBe('');
+  });
 });
