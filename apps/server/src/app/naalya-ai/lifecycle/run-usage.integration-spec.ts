@@ -1,4 +1,4 @@
-import { ERROR_SENTENCES, type ThreadDetail } from '@naalya/agent-tools';
+import { ERROR_SENTENCES, type AgentRunEvent, type ThreadDetail } from '@naalya/agent-tools';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { DemoPersona } from '../../seed/demo-seed.js';
 import type { TestApp } from '../../../testing/test-app.js';
@@ -222,7 +222,9 @@ describe("a run's usage as clients see it", () => {
   it("RUN_FINISHED carries the run's totals as the server counted them, whatever the worker put there", async () => {
     const step = await claimedRun();
     await worker.reportUsage(step.token, { inputTokens: 834, outputTokens: 56 });
-    await storeAsWorker(testApp, step, { ...runEvents(step).finished(), metadata: { usage: { inputTokens: 1, outputTokens: 1 } } });
+    // A worker's own count is not trusted: the server's replaces it.
+    const finished: AgentRunEvent = { ...runEvents(step).started(), type: 'RUN_FINISHED', outcome: { type: 'success' }, metadata: { usage: { inputTokens: 1, outputTokens: 1 } } };
+    await storeAsWorker(testApp, step, finished);
 
     expect(await storedEvents(step.runId)).toEqual([
       expect.objectContaining({ type: 'RUN_FINISHED', outcome: { type: 'success' }, metadata: { usage: { inputTokens: 834, outputTokens: 56 } } }),
