@@ -4,7 +4,8 @@ import { AGENT_RUN_LEASE_PATTERN, agentRunLeaseRequestSchema, type AgentRunLease
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 import { AgentRunStore } from '../runs/agent-run-store.service.js';
 import { RunLifecycle } from './run-lifecycle.service.js';
-import { verifyWorkerCall } from './worker-call.js';
+import { RunSweeper } from './run-sweeper.service.js';
+import { promoteIfEnded, verifyWorkerCall } from './worker-call.js';
 
 /**
  * The run lease over the tools queue (so the transport's check of the worker's broker user applies, as to a tool
@@ -20,6 +21,7 @@ export class RunLeaseController {
   constructor(
     private readonly runs: AgentRunStore,
     private readonly lifecycle: RunLifecycle,
+    private readonly sweeper: RunSweeper,
     @Inject(SERVER_CONFIG) private readonly config: ServerConfig,
   ) {}
 
@@ -36,7 +38,9 @@ export class RunLeaseController {
     const answer = await call.asOwner(() =>
       action === 'claim' ? this.lifecycle.claim(runId, epoch, workerId, request.data.model) : this.runs.lease(runId, epoch, workerId, 'renew'),
     );
-    if (!answer.granted) this.logger.log(`Run ${runId}: ${action} of epoch ${epoch} by ${workerId} refused (${answer.reason}).`);
+    if (answer.granted) return answer;
+    this.logger.log(`Run ${runId}: ${action} of epoch ${epoch} by ${workerId} refused (${answer.reason}).`);
+    await promoteIfEnded(this.sweeper, call, answer.reason, this.logger);
     return answer;
   }
 }

@@ -5,10 +5,12 @@ import type { DemoPersona } from '../../seed/demo-seed.js';
 import { tokenFor } from '../../../testing/rest-client.js';
 import type { TestApp } from '../../../testing/test-app.js';
 import {
+  agentRequest,
   createAgentTestApp,
   createTestBroker,
   serveWorkerCalls,
   startRunAndTakeStep,
+  takeStep,
   type TestBroker,
   type TestWorkerCalls,
 } from '../fixtures/agent-run-test-kit.js';
@@ -163,6 +165,20 @@ describe('the lease claim enforces the school data choice before anything is sen
     ]);
     // The worker cannot go on with the step: a second claim finds the run over.
     expect((await worker.claim(refused.step.token, { model: CLAUDE })).granted).toBe(false);
+  });
+
+  it("the thread's next queued run starts as soon as a refused claim has ended the run before it", async () => {
+    const persona = schoolB.personas.schoolAdmin;
+    const step = await startRunAndTakeStep(testApp, broker, persona);
+    const queued = await agentRequest(testApp.app, testApp, persona, 'POST', `/agent/threads/${step.threadId}/runs`, {
+      message: 'List my staff',
+      multitaskStrategy: 'enqueue',
+    });
+    expect(queued).toMatchObject({ status: 201, body: { status: 'queued' } });
+
+    expect(await worker.claim(step.token, { model: CLAUDE })).toEqual({ granted: false, reason: 'model_not_allowed' });
+    // Dispatched by the refused claim itself: the sweeper's timer is off in tests.
+    expect((await takeStep(broker)).runId).toBe((queued.body as { runId: string }).runId);
   });
 
   it("a school's own choice overrides the platform default, and another school's choice does not apply", async () => {
