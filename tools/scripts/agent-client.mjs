@@ -4,12 +4,13 @@
 // server's GET /agent/map (namesFromMap): the demo imports this file before it builds, so the contract's dist may not
 // exist yet.
 
-/** A refused or failed request: `status` and the server's `code` when it answered one. */
+/** A refused or failed request: `status`, and the server's `code` and sentence (its `message`) when it answered them. */
 export class ApiError extends Error {
-  constructor(message, { status, code } = {}) {
+  constructor(message, { status, code, sentence } = {}) {
     super(message);
     this.status = status;
     this.code = code;
+    this.sentence = sentence;
   }
 }
 
@@ -51,12 +52,15 @@ export const createClient = (baseUrl) => {
     if (!response.ok) {
       const text = await response.text();
       let code;
+      let sentence;
       try {
-        code = JSON.parse(text).code;
+        const body = JSON.parse(text);
+        code = body.code;
+        if (typeof body.message === 'string') sentence = body.message;
       } catch {
         // not JSON
       }
-      throw new ApiError(`${method} ${path} answered ${response.status}: ${text}`, { status: response.status, code });
+      throw new ApiError(`${method} ${path} answered ${response.status}: ${text}`, { status: response.status, code, sentence });
     }
     return response;
   };
