@@ -118,6 +118,12 @@ describe('usage reports (agent.run.usage)', () => {
     expect(await dayOf(schoolA.id)).toBe(120);
   });
 
+  it("a platform administrator's run is counted on the run alone: no school's day is charged", async () => {
+    const step = await claimedRun(testApp.demo.platformAdmin);
+    expect(await worker.reportUsage(step.token, { inputTokens: 40, outputTokens: 4 })).toEqual({ proceed: true, run: { inputTokens: 40, outputTokens: 4 } });
+    expect(await testApp.owner.query(`SELECT school_id FROM school_token_days`)).toEqual([]);
+  });
+
   it("counts nothing for a token the server did not sign, an older step's token, another worker, or a run not running", async () => {
     const step = await claimedRun();
     const claims = JSON.parse(Buffer.from(step.token.split('.')[1], 'base64url').toString('utf8')) as Parameters<typeof signDispatchToken>[1];
