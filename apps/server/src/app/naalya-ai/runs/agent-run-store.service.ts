@@ -137,8 +137,9 @@ type LockedRow = {
 
 /**
  * The one writer of `agent_runs`: new runs (running, queued or direct), each dispatch of a step (a new epoch, which
- * every older token fails against), the lease on it, answers to its questions, its state after each event (the
- * server's own included: a cancel, an abandoned step, an expired question) and the revocation of its tokens. Keeping
+ * every older token fails against), the lease on it, the tokens its model calls used, answers to its questions, its
+ * state after each event (the server's own included: a cancel, an abandoned step, an expired question) and the
+ * revocation of its tokens. Keeping
  * every statement on the row here keeps its locks in one place: the thread lock and the one-active-run index for
  * starts, the run's row lock for everything after. Every method but tenantOf runs inside a unit of work its caller
  * opened, under RLS.
