@@ -4,12 +4,13 @@
 // server's GET /agent/map (namesFromMap): the demo imports this file before it builds, so the contract's dist may not
 // exist yet.
 
-/** A refused or failed request: `status` and the server's `code` when it answered one. */
+/** A refused or failed request: `status`, and the server's `code` and sentence (its `message`) when it answered them. */
 export class ApiError extends Error {
-  constructor(message, { status, code } = {}) {
+  constructor(message, { status, code, sentence } = {}) {
     super(message);
     this.status = status;
     this.code = code;
+    this.sentence = sentence;
   }
 }
 
@@ -51,12 +52,15 @@ export const createClient = (baseUrl) => {
     if (!response.ok) {
       const text = await response.text();
       let code;
+      let sentence;
       try {
-        code = JSON.parse(text).code;
+        const body = JSON.parse(text);
+        code = body.code;
+        if (typeof body.message === 'string') sentence = body.message;
       } catch {
         // not JSON
       }
-      throw new ApiError(`${method} ${path} answered ${response.status}: ${text}`, { status: response.status, code });
+      throw new ApiError(`${method} ${path} answered ${response.status}: ${text}`, { status: response.status, code, sentence });
     }
     return response;
   };
@@ -189,6 +193,16 @@ const parse = (text) => {
 const showArgs = (args) =>
   JSON.stringify(args, (key, value) => (Array.isArray(value) && value.length > 3 ? `[${value.length} entries]` : value));
 
+/** 1234567 as "1 234 567": digits grouped by thousands with a space, whatever the locale. */
+export const groupDigits = (count) => String(count).replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
+
+/**
+ * The language model tokens a run has used so far, as the server counted them on its RUN_FINISHED: "(1 234 tokens in,
+ * 56 out)"; nothing when it names none, or none were used (the scripted model sends nothing anywhere).
+ */
+export const usageLine = (usage, indent = '') =>
+  usage && usage.inputTokens + usage.outputTokens > 0 ? [`${indent}(${groupDigits(usage.inputTokens)} tokens in, ${groupDigits(usage.outputTokens)} out)`] : [];
+
 /** A run's question or confirmation (an AG-UI interrupt) as a line. */
 export const interruptLine = (interrupt, nameOf, indent = '') =>
   `${indent}${nameOf(interrupt.metadata?.askedBy)} ${interrupt.reason === 'confirmation' ? 'asks you to confirm' : 'asks'}: ${interrupt.message}`;
@@ -277,9 +291,10 @@ export const createRenderer = ({ names = {}, indent = '  ' } = {}) => {
         return lines([`${indent}  event ${event.name}${event.value?.auditId ? ` auditId ${event.value.auditId}` : ''}${event.value?.label ? `: ${event.value.label}` : ''}`]);
       case 'RUN_FINISHED': {
         const { outcome } = event;
-        if (outcome?.type === 'cancelled') return lines(stopLines(event.metadata?.committedWrites, indent));
+        const usage = usageLine(event.metadata?.usage, indent);
+        if (outcome?.type === 'cancelled') return lines([...stopLines(event.metadata?.committedWrites, indent), ...usage]);
         const interrupts = outcome?.type === 'interrupt' ? outcome.interrupts : [];
-        return lines([...interrupts.map((interrupt) => interruptLine(interrupt, nameOf, indent))]) || close();
+        return lines([...interrupts.map((interrupt) => interruptLine(interrupt, nameOf, indent)), ...usage]) || close();
       }
       case 'RUN_ERROR':
         return lines([`${indent}run failed: ${event.message}`]);

@@ -261,7 +261,8 @@ const main = async () => {
       if (!(await converse(client, names, thread.id, line))) return;
     } catch (error) {
       if (!(error instanceof ApiError)) throw error;
-      console.log(`! ${error.message}`);
+      // The server's sentence when it gave one (a spent daily allowance, say), else what was asked and answered.
+      console.log(`! ${error.sentence ?? error.message}`);
     }
     console.log('');
   }

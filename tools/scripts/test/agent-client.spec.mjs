@@ -1,6 +1,7 @@
 // The chat client's renderer, event by event: what a person at `npm run chat` or `npm run demo` reads as a run streams.
+import { createServer } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { createRenderer } from '../agent-client.mjs';
+import { ApiError, createClient, createRenderer } from '../agent-client.mjs';
 
 const ids = { runId: 'run-1', threadId: 'thread-1' };
 const names = { rover: 'Rover', class_teacher: 'Angie' };
@@ -81,5 +82,36 @@ describe('the chat renderer', () => {
       'stopped; this change was made before the stop and stays:\n  kept: create.department auditId a-9 (call k1)\n',
     );
     expect(renderAll([{ type: 'RUN_FINISHED', outcome: { type: 'cancelled' }, metadata: { committedWrites: [] } }]).join('')).toBe('stopped; nothing had been changed.\n');
+  });
+
+  it("a finished run's tokens, as the server counted them, follow it on a line of their own, digits grouped by thousands", () => {
+    const usage = { inputTokens: 1234, outputTokens: 56 };
+    expect(renderAll([{ type: 'TEXT_MESSAGE_START', messageId: 'm1', name: 'rover' }, { type: 'TEXT_MESSAGE_CONTENT', messageId: 'm1', delta: 'Done.' }, { type: 'RUN_FINISHED', outcome: { type: 'success' }, metadata: { usage } }]).join('')).toBe(
+      'Rover: Done.\n(1 234 tokens in, 56 out)\n',
+    );
+    expect(renderAll([{ type: 'RUN_FINISHED', outcome: { type: 'cancelled' }, metadata: { committedWrites: [], usage: { inputTokens: 1234567, outputTokens: 0 } } }]).join('')).toBe(
+      'stopped; nothing had been changed.\n(1 234 567 tokens in, 0 out)\n',
+    );
+  });
+
+  it('no usage line when the run used no tokens (the scripted model) or the event names none', () => {
+    expect(renderAll([{ type: 'RUN_FINISHED', outcome: { type: 'success' }, metadata: { usage: { inputTokens: 0, outputTokens: 0 } } }]).join('')).toBe('');
+    expect(renderAll([{ type: 'RUN_FINISHED', outcome: { type: 'success' } }]).join('')).toBe('');
+  });
+});
+
+describe('the client', () => {
+  it("a refused request carries the server's code and sentence, which the chat prints instead of the raw answer", async () => {
+    const body = { statusCode: 429, message: 'Your school has used today\'s allowance.', code: 'SCHOOL_TOKEN_BUDGET_SPENT' };
+    const server = createServer((_request, response) => response.writeHead(429, { 'content-type': 'application/json' }).end(JSON.stringify(body)));
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const client = createClient(`http://127.0.0.1:${server.address().port}`);
+      const refused = await client.startRun('thread-1', 'List my classes').catch((error) => error);
+      expect(refused).toBeInstanceOf(ApiError);
+      expect(refused).toMatchObject({ status: 429, code: 'SCHOOL_TOKEN_BUDGET_SPENT', sentence: body.message });
+    } finally {
+      server.close();
+    }
   });
 });

@@ -19,6 +19,8 @@ export const AuditResourceType = {
   MARKS: 'marks',
   LESSON_PLAN: 'lesson_plan',
   TEACHING_ASSIGNMENT: 'teaching_assignment',
+  /** A school's data choice (which language models may see its data) and its daily token budget. */
+  MODEL_POLICY: 'model_policy',
 } as const;
 export type AuditResourceType = (typeof AuditResourceType)[keyof typeof AuditResourceType];
 

@@ -46,6 +46,8 @@ export const CONVERSATION_ERROR_CODES = [
   'QUESTION_PENDING',
   'RUN_QUEUE_FULL',
   'DIRECT_RUN_LIMIT',
+  // A new message is refused while the school's day is spent: the same code and sentence as the run it would end.
+  'SCHOOL_TOKEN_BUDGET_SPENT',
 ] as const;
 export type ConversationErrorCode = (typeof CONVERSATION_ERROR_CODES)[number];
 

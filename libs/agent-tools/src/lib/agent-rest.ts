@@ -1,4 +1,4 @@
-import type { AgentSpeaker } from './agent-run.js';
+import type { AgentSpeaker, RunUsage } from './agent-run.js';
 
 /**
  * What the conversation routes (/agent/threads...) answer, as JSON: the server's controllers return these, the Hub and
@@ -63,6 +63,8 @@ export type RunSummary = {
   /** The code of `error` (a RUN_ERROR code), so a client tells a failure's kind without reading English. */
   errorCode: string | null;
   lastSeq: number;
+  /** The run's language model tokens so far, as the server counted them from the worker's usage reports. */
+  usage: RunUsage;
   createdAt: string;
   updatedAt: string;
 };
@@ -75,3 +77,18 @@ export type StartRunResponse = { runId: string; status: 'running' | 'queued' };
 
 /** POST /agent/threads/:id/resume: the run resumes once every pending question is answered. */
 export type ResumeResponse = { runId: string; resumed: boolean; pendingInterruptIds: string[] };
+
+/**
+ * GET and PUT /platform/schools/:schoolId/model-policy (platform administrators only): a school's data choice, which
+ * language models may see its data, and its daily token budget. `allowedModels`: null for the platform's default,
+ * `["*"]` for every model, `[]` for none but the scripted and self-hosted models (always allowed), else entries
+ * `provider` or `provider:model`. `dailyTokenBudget`: null for the platform's default. PUT takes both fields and
+ * answers this; `effective` is what applies now, `tokensToday` what the school used this UTC day.
+ */
+export type SchoolModelPolicy = {
+  schoolId: string;
+  allowedModels: string[] | null;
+  dailyTokenBudget: number | null;
+  effective: { allowedModels: string[]; dailyTokenBudget: number | null };
+  tokensToday: number;
+};

@@ -53,6 +53,35 @@ describe('loadServerConfig', () => {
     }
   });
 
+  it('every model may see a school\'s data by default; AGENT_MODELS_ALLOWED takes "*", "none" or provider and provider:model entries', () => {
+    expect(loadServerConfig(VALID).AGENT_MODELS_ALLOWED).toBe('*');
+    expect(loadServerConfig({ ...VALID, AGENT_MODELS_ALLOWED: 'none' }).AGENT_MODELS_ALLOWED).toEqual([]);
+    expect(loadServerConfig({ ...VALID, AGENT_MODELS_ALLOWED: ' OpenAI , anthropic:claude-sonnet-4-5,ollama:llama3.1:8b ' }).AGENT_MODELS_ALLOWED).toEqual([
+      'openai',
+      'anthropic:claude-sonnet-4-5',
+      'ollama:llama3.1:8b',
+    ]);
+  });
+
+  it('refuses a malformed AGENT_MODELS_ALLOWED with a sentence naming the variable and the syntax', () => {
+    for (const refused of ['', 'openai gpt', 'openai,*', ':gpt-4.1', 'openai:']) {
+      expect(() => loadServerConfig({ ...VALID, AGENT_MODELS_ALLOWED: refused })).toThrow(
+        /AGENT_MODELS_ALLOWED is invalid: must be "\*" \(every model\), "none", or a comma-separated list of "provider" or "provider:model" entries/,
+      );
+    }
+  });
+
+  it('the school daily token budget is off unless set; the step budget is 200000 unless set, 0 or empty turning it off', () => {
+    expect(loadServerConfig(VALID)).toMatchObject({ AGENT_SCHOOL_DAILY_TOKEN_BUDGET: null, AGENT_STEP_TOKEN_BUDGET: 200_000 });
+    expect(loadServerConfig({ ...VALID, AGENT_SCHOOL_DAILY_TOKEN_BUDGET: '' }).AGENT_SCHOOL_DAILY_TOKEN_BUDGET).toBeNull();
+    expect(loadServerConfig({ ...VALID, AGENT_SCHOOL_DAILY_TOKEN_BUDGET: '500000' }).AGENT_SCHOOL_DAILY_TOKEN_BUDGET).toBe(500_000);
+    expect(loadServerConfig({ ...VALID, AGENT_STEP_TOKEN_BUDGET: '0' }).AGENT_STEP_TOKEN_BUDGET).toBe(0);
+    expect(loadServerConfig({ ...VALID, AGENT_STEP_TOKEN_BUDGET: '' }).AGENT_STEP_TOKEN_BUDGET).toBe(0);
+    for (const [variable, refused] of [['AGENT_SCHOOL_DAILY_TOKEN_BUDGET', '0'], ['AGENT_SCHOOL_DAILY_TOKEN_BUDGET', 'lots'], ['AGENT_STEP_TOKEN_BUDGET', '-1'], ['AGENT_STEP_TOKEN_BUDGET', '1.5']]) {
+      expect(() => loadServerConfig({ ...VALID, [variable]: refused })).toThrow(new RegExp(`${variable} is invalid`));
+    }
+  });
+
   it('names a missing variable', () => {
     const { DATABASE_URL: _missing, ...rest } = VALID;
     expect(() => loadServerConfig(rest)).toThrow(ConfigError);

@@ -1,6 +1,7 @@
 import type { LogLevel } from '@nestjs/common';
 import { MessageSigningKeyError, SIGNING_KEY_HINT, parseMessageSigningKey } from '@naalya/rmq';
 import { z } from 'zod';
+import { parseModelListSetting, type ModelList } from './model-list.js';
 
 const postgresUrl = z
   .string()
@@ -16,6 +17,16 @@ const runSigningKey = z.string().superRefine((value, context) => {
     context.addIssue({ code: 'custom', message: error.message });
   }
 });
+
+const modelList = z.string().transform((value, context): ModelList => {
+  const parsed = parseModelListSetting(value);
+  if (parsed.ok) return parsed.list;
+  context.addIssue({ code: 'custom', message: parsed.reason });
+  return z.NEVER;
+});
+
+/** A count of tokens where an empty value means "none set". */
+const emptyAs = <T>(empty: T) => (value: unknown) => (value === '' ? empty : value);
 
 const serverConfigSchema = z.object({
   DATABASE_URL: postgresUrl.describe('the app role (non-owner, NOBYPASSRLS)'),
@@ -42,6 +53,12 @@ const serverConfigSchema = z.object({
   AGENT_DIRECT_RUNS_PER_USER: z.coerce.number().int().min(1).max(10_000).default(50),
   // Signs every run step (Ed25519, `kid:base64(PKCS8 DER)`): the worker runs only steps it verifies with the public half.
   RUN_SIGNING_KEY: runSigningKey,
+  // The platform's data choice: which language models a school's data may be sent to unless the school chose otherwise.
+  AGENT_MODELS_ALLOWED: modelList.default('*'),
+  // Tokens a school may use per UTC day unless a platform administrator set its own; unset or empty: no daily budget.
+  AGENT_SCHOOL_DAILY_TOKEN_BUDGET: z.preprocess(emptyAs(null), z.coerce.number().int().min(1).max(1e15).nullable()).default(null),
+  // The most tokens one run step may use; 0 or empty: no step budget.
+  AGENT_STEP_TOKEN_BUDGET: z.preprocess(emptyAs(0), z.coerce.number().int().min(0).max(1e15)).default(200_000),
   TOOL_CALLS_PER_MINUTE_PER_SCHOOL: z.coerce.number().int().min(1).default(600),
   TOOL_CALLS_PER_MINUTE_PER_USER: z.coerce.number().int().min(1).default(120),
   HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(3000),

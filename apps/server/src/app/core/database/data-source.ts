@@ -6,9 +6,10 @@ import { DispatchRunState1764662400003 } from './migrations/1764662400003-dispat
 import { CreateToolCallApprovals1764662400004 } from './migrations/1764662400004-create-tool-call-approvals.js';
 import { RunLeases1764662400005 } from './migrations/1764662400005-run-leases.js';
 import { NotifyRunEventsPerStatement1764662400006 } from './migrations/1764662400006-notify-run-events-per-statement.js';
+import { ModelPolicyAndTokenUsage1764662400007 } from './migrations/1764662400007-model-policy-and-token-usage.js';
 import { StrayQueryLogger } from './stray-query.logger.js';
 
-export const MIGRATIONS = [CreateTenancySchema1764662400000, CreateSchoolDomain1764662400001, CreateAgentRuns1764662400002, DispatchRunState1764662400003, CreateToolCallApprovals1764662400004, RunLeases1764662400005, NotifyRunEventsPerStatement1764662400006];
+export const MIGRATIONS = [CreateTenancySchema1764662400000, CreateSchoolDomain1764662400001, CreateAgentRuns1764662400002, DispatchRunState1764662400003, CreateToolCallApprovals1764662400004, RunLeases1764662400005, NotifyRunEventsPerStatement1764662400006, ModelPolicyAndTokenUsage1764662400007];
 
 /** The entity classes the app maps; the app hands its list down (core does not know the domain). */
 export type EntityList = NonNullable<DataSourceOptions['entities']>;

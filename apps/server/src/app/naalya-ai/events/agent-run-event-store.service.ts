@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { FINAL_RUN_STATUSES, type AgentRunEvent } from '@naalya/agent-tools';
+import { FINAL_RUN_STATUSES, type AgentRunEvent, type RunUsage } from '@naalya/agent-tools';
 import { currentManager, runUnscoped, withSchool } from '../../core/tenancy/tenant-context.js';
 import { runStateAfter, type RunState } from '../runs/agent-run-state.js';
 import { AgentRunStore, type RunForEvent } from '../runs/agent-run-store.service.js';
@@ -122,7 +122,8 @@ export class AgentRunEventStore {
         seqs.push((seq += 1));
         messageIds.push(eventRowId(message.messageId, index));
         types.push(event.type);
-        payloads.push(JSON.stringify(questionsExpireAt ? withExpiry(event, questionsExpireAt) : event));
+        const stored = withUsage(event, run.usage);
+        payloads.push(JSON.stringify(questionsExpireAt ? withExpiry(stored, questionsExpireAt) : stored));
       });
     }
     await currentManager().query(
@@ -134,6 +135,14 @@ export class AgentRunEventStore {
     await this.runs.applyState(runId, seq, next, questionsExpireAt);
   }
 }
+
+/**
+ * A RUN_FINISHED with the run's tokens as the server counted them (whatever the worker may have put there), beside the
+ * writes a cancel names. The usage reports of a step come before the events the model's replies caused, so the count
+ * read under the run's lock is the step's whole.
+ */
+const withUsage = (event: AgentRunEvent, usage: RunUsage): AgentRunEvent =>
+  event.type === 'RUN_FINISHED' ? { ...event, metadata: { ...event.metadata, usage } } : event;
 
 /** A pause's interrupts with the server's expiry (whatever the worker may have put there). */
 const withExpiry = (event: AgentRunEvent, at: Date): AgentRunEvent =>

@@ -10,6 +10,7 @@ import type { TestApp } from '../../../testing/test-app.js';
 import { AgentRunIngest } from './agent-run-ingest.service.js';
 import { LAST_EVENT_ID_ERROR } from './agent-run-stream.service.js';
 import {
+  asStored,
   agentRequest,
   createAgentTestApp,
   createPeerApp,
@@ -107,7 +108,7 @@ describe('ingest: run events from the exchange', () => {
     for (const ids of runs) {
       const rows = await waitForStored(ids.runId, 40);
       expect(rows.map((row) => row.seq)).toEqual(Array.from({ length: 40 }, (_, index) => index + 1));
-      expect(rows.map((row) => row.payload)).toEqual(published.get(ids.runId));
+      expect(rows.map((row) => row.payload)).toEqual(published.get(ids.runId)?.map(asStored));
     }
     // Let any straggling duplicate be handled, then check nothing was added and nothing was refused.
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -243,7 +244,7 @@ describe('SSE: GET /agent/threads/:threadId/runs/:runId/events', () => {
     expect(stream.status).toBe(200);
     expect(stream.contentType).toMatch(/^text\/event-stream/);
     // On the wire each event has AG-UI's own shape: run and thread ids only where AG-UI defines them.
-    expect(stream.events).toEqual(events.map((event, index) => ({ id: String(index + 1), event: event.type, data: toRunStreamEvent(event) })));
+    expect(stream.events).toEqual(events.map((event, index) => ({ id: String(index + 1), event: event.type, data: toRunStreamEvent(asStored(event)) })));
   });
 
   it('resumes after Last-Event-ID with nothing missed or repeated, follows live events, and ends at RUN_FINISHED', async () => {
@@ -262,7 +263,7 @@ describe('SSE: GET /agent/threads/:threadId/runs/:runId/events', () => {
     await broker.publishEvent(runEvents(ids).finished());
     await resumed.ended;
     expect(resumed.events.map((event) => event.id)).toEqual(['3', '4', '5', '6', '7', '8', '9']);
-    expect(resumed.events.map((event) => event.data)).toEqual([...early.slice(1), ...late, runEvents(ids).finished()].map(toRunStreamEvent));
+    expect(resumed.events.map((event) => event.data)).toEqual([...early.slice(1), ...late, runEvents(ids).finished()].map((event) => toRunStreamEvent(asStored(event))));
 
     // Two reconnections in a row cover the whole run exactly once.
     const head = await open(schoolA.personas.teacher, ids);

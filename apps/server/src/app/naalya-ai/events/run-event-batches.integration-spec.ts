@@ -8,6 +8,7 @@ import { TEST_DISPATCH_SIGNING_KEY } from '../../../testing/dispatch-envelope.js
 import type { TestApp } from '../../../testing/test-app.js';
 import { signDispatchToken, verifyDispatchToken } from '../dispatch/dispatch-token.js';
 import {
+  asStored,
   agentRequest,
   createAgentTestApp,
   createTestBroker,
@@ -140,7 +141,7 @@ describe('run event batches through the ingest', () => {
 
     const rows = await waitForStored(run.runId, first.length + second.length);
     expect(rows.map((row) => row.seq)).toEqual(Array.from({ length: first.length + second.length }, (_, index) => index + 1));
-    expect(rows.map((row) => row.payload)).toEqual([...first, ...second]);
+    expect(rows.map((row) => row.payload)).toEqual([...first, ...second].map(asStored));
     expect(rows.map((row) => row.message_id)).toEqual([...first.map((_, index) => `${firstId}:${index}`), ...second.map((_, index) => `${secondId}:${index}`)]);
     // Each batch's rows came from one transaction (xmin), and never one transaction per event.
     const firstTx = new Set(rows.slice(0, first.length).map((row) => row.tx));
@@ -226,7 +227,7 @@ describe('run event batches through the ingest', () => {
     expect(outcomes[4]).toEqual({ kind: 'fenced', status: 'finished', epoch });
 
     const rows = await storedEvents(run.runId);
-    expect(rows.map((row) => row.payload)).toEqual([...opening, ...reply(run, 'm1', 2), ...middle, ...tail]);
+    expect(rows.map((row) => row.payload)).toEqual([...opening, ...reply(run, 'm1', 2), ...middle, ...tail].map(asStored));
     expect(rows.map((row) => row.seq)).toEqual(rows.map((_, index) => index + 1));
     expect(new Set(rows.slice(1 + 4).map((row) => row.tx)).size).toBe(1);
     expect(await queueEmpty()).toBe(true);
@@ -302,6 +303,6 @@ describe('SSE over batches', () => {
 
     const seen = [...head.events.slice(0, 4), ...resumed.events];
     expect(seen.map((event) => Number(event.id))).toEqual(Array.from({ length: first.length + second.length }, (_, index) => index + 1));
-    expect(seen.map((event) => event.data)).toEqual([...first, ...second].map(toRunStreamEvent));
+    expect(seen.map((event) => event.data)).toEqual([...first, ...second].map((event) => toRunStreamEvent(asStored(event))));
   });
 });

@@ -586,7 +586,7 @@ describe('cancel', () => {
         threadId: run.threadId,
         type: 'RUN_FINISHED',
         outcome: { type: 'cancelled' },
-        metadata: { committedWrites: [] },
+        metadata: { committedWrites: [], usage: { inputTokens: 0, outputTokens: 0 } },
         timestamp: expect.any(Number),
       },
     ]);

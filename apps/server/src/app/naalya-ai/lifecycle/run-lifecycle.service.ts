@@ -1,5 +1,14 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { ERROR_SENTENCES, FINAL_RUN_STATUSES, type AgentRunRequest, type CommittedWrite, type RunErrorCode } from '@naalya/agent-tools';
+import {
+  ERROR_SENTENCES,
+  FINAL_RUN_STATUSES,
+  type AgentModelIdentity,
+  type AgentRunRequest,
+  type AgentRunUsageReply,
+  type CommittedWrite,
+  type RunErrorCode,
+  type RunUsage,
+} from '@naalya/agent-tools';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 import { UserEntity } from '../../core/identity/user.entity.js';
@@ -8,7 +17,9 @@ import { AgentContextService } from '../dispatch/agent-context.service.js';
 import { AgentRunPublisher } from '../dispatch/agent-run-publisher.service.js';
 import { AgentRunEventStore } from '../events/agent-run-event-store.service.js';
 import type { RunStep } from '../runs/agent-run.entity.js';
-import { AgentRunStore, type RunTenant } from '../runs/agent-run-store.service.js';
+import { describeModel } from '../model-policy/model-access.js';
+import { SchoolModelPolicies } from '../model-policy/school-model-policies.service.js';
+import { AgentRunStore, type LeaseAnswer, type RunTenant } from '../runs/agent-run-store.service.js';
 
 /** A step to publish once the unit of work that dispatched it has committed. */
 export type PendingStep = AgentRunRequest;
@@ -32,8 +43,56 @@ export class RunLifecycle {
     private readonly publisher: AgentRunPublisher,
     private readonly runs: AgentRunStore,
     private readonly events: AgentRunEventStore,
+    private readonly policies: SchoolModelPolicies,
     @Inject(SERVER_CONFIG) private readonly config: ServerConfig,
   ) {}
+
+  /**
+   * A worker's claim of a run step, in a unit of work as the run's owner. Once the lease is granted the school decides,
+   * before the worker may send anything to a model: a model its data choice does not allow, or a day of tokens already
+   * spent, ends the run with its sentence (the lease goes with it) and the claim is refused.
+   */
+  async claim(runId: string, epoch: number, workerId: string, model: AgentModelIdentity | undefined): Promise<LeaseAnswer> {
+    const answer = await this.runs.lease(runId, epoch, workerId, 'claim');
+    if (!answer.granted) return answer;
+    const run = await this.runs.schoolsOf(runId);
+    if (!run) return { granted: false, reason: 'refused' };
+    if (!(await this.policies.allowsModel(run, model))) {
+      this.logger.warn(`Run ${runId} of school ${run.schoolId ?? run.targetSchoolId ?? '(every school)'}: ${describeModel(model)} is not allowed to see its data; the run ends.`);
+      await this.fail(runId, run.threadId, 'MODEL_NOT_ALLOWED');
+      return { granted: false, reason: 'model_not_allowed' };
+    }
+    if (run.schoolId && (await this.policies.daySpent(run.schoolId))) {
+      this.logger.log(`Run ${runId} of school ${run.schoolId}: the school's day of tokens is spent; the run ends.`);
+      await this.fail(runId, run.threadId, 'SCHOOL_TOKEN_BUDGET_SPENT');
+      return { granted: false, reason: 'token_budget_spent' };
+    }
+    return answer;
+  }
+
+  /**
+   * A worker's usage report after a model call, in one unit of work as the run's owner: the tokens are added to the
+   * run, its step and its school's day (a platform administrator's run has no school to charge), or to nothing for a
+   * caller that does not hold the step's live lease. A run whose school's day reached its budget, or whose step went
+   * over AGENT_STEP_TOKEN_BUDGET, ends here with its sentence and its lease taken back.
+   */
+  async reportUsage(runId: string, epoch: number, workerId: string, usage: RunUsage): Promise<AgentRunUsageReply> {
+    const counted = await this.runs.addUsage(runId, epoch, workerId, usage);
+    if (!counted) return { proceed: false, reason: await this.runs.refusalOf(runId, epoch) };
+    const { run } = counted;
+    if (counted.schoolId && (await this.policies.addToDay(counted.schoolId, usage.inputTokens + usage.outputTokens)).spent) {
+      this.logger.log(`Run ${runId} of school ${counted.schoolId}: the school's day of tokens is spent; the run ends.`);
+      await this.fail(runId, counted.threadId, 'SCHOOL_TOKEN_BUDGET_SPENT');
+      return { proceed: false, reason: 'token_budget_spent', run };
+    }
+    const stepBudget = this.config.AGENT_STEP_TOKEN_BUDGET;
+    if (stepBudget > 0 && counted.stepTokens > stepBudget) {
+      this.logger.log(`Run ${runId}: its step used ${counted.stepTokens} tokens, over the step budget of ${stepBudget}; the run ends.`);
+      await this.fail(runId, counted.threadId, 'STEP_TOKEN_BUDGET_SPENT');
+      return { proceed: false, reason: 'step_token_budget_spent', run };
+    }
+    return { proceed: true, run };
+  }
 
   /** Dispatches a step of a run this unit of work holds; `again` after its lease expired. */
   async dispatchStep(runId: string, step: RunStep, owner: JwtPayload, options: { again?: boolean } = {}): Promise<PendingStep> {

@@ -1,5 +1,5 @@
 import { ConflictException, HttpException, HttpStatus, Inject, Injectable, NotFoundException } from '@nestjs/common';
-import { ERROR_SENTENCES, type AgentRunKind, type AgentRunStatus, type CommittedWrite, type LeaseRefusal } from '@naalya/agent-tools';
+import { ERROR_SENTENCES, type AgentRunKind, type AgentRunStatus, type CommittedWrite, type LeaseRefusal, type RunUsage } from '@naalya/agent-tools';
 import { DataSource } from 'typeorm';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
@@ -19,6 +19,9 @@ export const runInProgress = () => withCode('RUN_IN_PROGRESS', new ConflictExcep
 export const questionPending = () => withCode('QUESTION_PENDING', new ConflictException(ERROR_SENTENCES.QUESTION_PENDING));
 export const runQueueFull = () => withCode('RUN_QUEUE_FULL', new HttpException(ERROR_SENTENCES.RUN_QUEUE_FULL, HttpStatus.TOO_MANY_REQUESTS));
 export const directRunLimit = () => withCode('DIRECT_RUN_LIMIT', new HttpException(ERROR_SENTENCES.DIRECT_RUN_LIMIT, HttpStatus.TOO_MANY_REQUESTS));
+
+/** A running agent run's step of this epoch ($1 run, $2 epoch) whose lease has not expired. */
+const LEASED_STEP = `id = $1 AND epoch = $2 AND status = 'running' AND kind = 'agent' AND lease_expires_at > now()`;
 
 const UNIQUE_VIOLATION = '23505';
 const ONE_ACTIVE_RUN_INDEX = 'uq_agent_runs_one_active_per_thread';
@@ -68,6 +71,9 @@ export type LockedRun = {
 
 export type LeaseAnswer = { granted: true; leaseMs: number } | { granted: false; reason: LeaseRefusal };
 
+/** A usage report as counted: the run's totals and its step's tokens after it, and whose day it is added to. */
+export type CountedUsage = { threadId: string; schoolId: string | null; run: RunUsage; stepTokens: number };
+
 /** An answer as resume recorded it; `answers` holds every answer not yet sent to the worker, once none is pending. */
 export type RecordedAnswer = {
   run: { id: string; campusId: string | null; targetSchoolId: string | null };
@@ -86,6 +92,8 @@ export type RunForEvent = {
   epoch: number;
   pendingInterrupts: StoredInterrupt[];
   error: string | null;
+  /** The run's tokens so far: what a RUN_FINISHED stored now reports. */
+  usage: RunUsage;
 };
 
 type AnswerableRun = {
@@ -106,6 +114,8 @@ type EventLockedRun = {
   epoch: number;
   pending_interrupts: StoredInterrupt[];
   error: string | null;
+  input_tokens: string;
+  output_tokens: string;
 };
 
 const isActiveRunConflict = (error: unknown): boolean => {
@@ -127,8 +137,9 @@ type LockedRow = {
 
 /**
  * The one writer of `agent_runs`: new runs (running, queued or direct), each dispatch of a step (a new epoch, which
- * every older token fails against), the lease on it, answers to its questions, its state after each event (the
- * server's own included: a cancel, an abandoned step, an expired question) and the revocation of its tokens. Keeping
+ * every older token fails against), the lease on it, the tokens its model calls used, answers to its questions, its
+ * state after each event (the server's own included: a cancel, an abandoned step, an expired question) and the
+ * revocation of its tokens. Keeping
  * every statement on the row here keeps its locks in one place: the thread lock and the one-active-run index for
  * starts, the run's row lock for everything after. Every method but tenantOf runs inside a unit of work its caller
  * opened, under RLS.
@@ -203,7 +214,7 @@ export class AgentRunStore {
    */
   async beginStep(runId: string, step: RunStep, options: { again?: boolean } = {}): Promise<DispatchedStep> {
     const [rows] = (await currentManager().query(
-      `UPDATE agent_runs SET status = 'running', epoch = epoch + 1, attempts = ${options.again ? 'attempts + 1' : '1'}, step = $2,
+      `UPDATE agent_runs SET status = 'running', epoch = epoch + 1, attempts = ${options.again ? 'attempts + 1' : '1'}, step = $2, step_tokens = 0,
               lease_worker = NULL, lease_expires_at = now() + make_interval(secs => $3), expires_at = NULL, updated_at = now()
         WHERE id = $1
         RETURNING thread_id, owner_id, epoch, message, campus_id, target_school_id`,
@@ -295,15 +306,52 @@ export class AgentRunStore {
     const holder = action === 'claim' ? '(lease_worker IS NULL OR lease_worker = $3)' : 'lease_worker = $3';
     const [, updated] = (await currentManager().query(
       `UPDATE agent_runs SET lease_worker = $3, lease_expires_at = now() + make_interval(secs => $4)
-        WHERE id = $1 AND epoch = $2 AND status = 'running' AND kind = 'agent' AND lease_expires_at > now() AND ${holder}`,
+        WHERE ${LEASED_STEP} AND ${holder}`,
       [runId, epoch, workerId, this.config.AGENT_RUN_LEASE_SECONDS],
     )) as [unknown, number];
     if (updated === 1) return { granted: true, leaseMs: this.config.AGENT_RUN_LEASE_SECONDS * 1000 };
+    return { granted: false, reason: await this.refusalOf(runId, epoch) };
+  }
+
+  /**
+   * Adds a model call's tokens to the run and to its step, for the live lease holder of the step alone (the same
+   * condition as a renewal); null, counting nothing, for anyone else. The row lock of the update makes concurrent
+   * reports of one run add up exactly.
+   */
+  async addUsage(runId: string, epoch: number, workerId: string, usage: RunUsage): Promise<CountedUsage | null> {
+    const [rows] = (await currentManager().query(
+      `UPDATE agent_runs SET input_tokens = input_tokens + $4, output_tokens = output_tokens + $5, step_tokens = step_tokens + $4 + $5
+        WHERE ${LEASED_STEP} AND lease_worker = $3
+        RETURNING thread_id, school_id, input_tokens, output_tokens, step_tokens`,
+      [runId, epoch, workerId, usage.inputTokens, usage.outputTokens],
+    )) as [{ thread_id: string; school_id: string | null; input_tokens: string; output_tokens: string; step_tokens: string }[], number];
+    const row = rows[0];
+    if (!row) return null;
+    return {
+      threadId: row.thread_id,
+      schoolId: row.school_id,
+      run: { inputTokens: Number(row.input_tokens), outputTokens: Number(row.output_tokens) },
+      stepTokens: Number(row.step_tokens),
+    };
+  }
+
+  /** Why a worker's call about a step of this epoch is refused, once it was: the run's state says. */
+  async refusalOf(runId: string, epoch: number): Promise<LeaseRefusal> {
     const [run] = (await currentManager().query(`SELECT status, epoch FROM agent_runs WHERE id = $1`, [runId])) as { status: AgentRunStatus; epoch: number }[];
-    if (!run) return { granted: false, reason: 'refused' };
-    if (run.status === 'cancelled') return { granted: false, reason: 'cancelled' };
-    if (run.status === 'running' || run.epoch !== epoch) return { granted: false, reason: 'superseded' };
-    return { granted: false, reason: 'ended' };
+    if (!run) return 'refused';
+    if (run.status === 'cancelled') return 'cancelled';
+    if (run.status === 'running' || run.epoch !== epoch) return 'superseded';
+    return 'ended';
+  }
+
+  /** The thread and schools of a run: whose data choice and whose day of tokens apply to it. */
+  async schoolsOf(runId: string): Promise<{ threadId: string; schoolId: string | null; targetSchoolId: string | null } | null> {
+    const [run] = (await currentManager().query(`SELECT thread_id, school_id, target_school_id FROM agent_runs WHERE id = $1`, [runId])) as {
+      thread_id: string;
+      school_id: string | null;
+      target_school_id: string | null;
+    }[];
+    return run ? { threadId: run.thread_id, schoolId: run.school_id, targetSchoolId: run.target_school_id } : null;
   }
 
   /**
@@ -364,7 +412,8 @@ export class AgentRunStore {
    */
   async lockForEvent(runId: string): Promise<RunForEvent | null> {
     const [run] = (await currentManager().query(
-      `SELECT thread_id, school_id, owner_id, status, last_seq, epoch, pending_interrupts, error FROM agent_runs WHERE id = $1 FOR NO KEY UPDATE`,
+      `SELECT thread_id, school_id, owner_id, status, last_seq, epoch, pending_interrupts, error, input_tokens, output_tokens
+         FROM agent_runs WHERE id = $1 FOR NO KEY UPDATE`,
       [runId],
     )) as EventLockedRun[];
     if (!run) return null;
@@ -377,6 +426,7 @@ export class AgentRunStore {
       epoch: run.epoch,
       pendingInterrupts: run.pending_interrupts,
       error: run.error,
+      usage: { inputTokens: Number(run.input_tokens), outputTokens: Number(run.output_tokens) },
     };
   }
 

@@ -1,5 +1,6 @@
 import type { AgentRunKind, AgentRunStatus, AgentSpeaker } from '@naalya/agent-tools';
 import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
+import { BIGINT_AS_NUMBER } from '../../core/database/bigint-column.js';
 
 /** Statuses that hold the thread's lock: a new run waits until the active one finishes or fails. */
 export const ACTIVE_RUN_STATUSES: readonly AgentRunStatus[] = ['running', 'interrupted'];
@@ -48,6 +49,11 @@ export class AgentRunEntity {
   /** A direct run's end, or when an interrupted run's questions stop waiting. */
   @Column({ name: 'expires_at', type: 'timestamptz', nullable: true }) expiresAt: Date | null;
   @Column({ type: 'jsonb', nullable: true }) step: RunStep | null;
+  /** The language model's tokens the run has used, as the worker reported them after each model call. */
+  @Column({ name: 'input_tokens', type: 'bigint', transformer: BIGINT_AS_NUMBER }) inputTokens: number;
+  @Column({ name: 'output_tokens', type: 'bigint', transformer: BIGINT_AS_NUMBER }) outputTokens: number;
+  /** Tokens (input and output) of the current step: counted against AGENT_STEP_TOKEN_BUDGET, reset at every dispatch. */
+  @Column({ name: 'step_tokens', type: 'bigint', transformer: BIGINT_AS_NUMBER }) stepTokens: number;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
   @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' }) updatedAt: Date;
 }

@@ -19,6 +19,7 @@ import { repo } from '../../core/tenancy/tenant-context.js';
 import { AgentContextService } from '../dispatch/agent-context.service.js';
 import { AgentRunPublisher } from '../dispatch/agent-run-publisher.service.js';
 import { RunLifecycle, type PendingStep } from '../lifecycle/run-lifecycle.service.js';
+import { SchoolModelPolicies } from '../model-policy/school-model-policies.service.js';
 import type { AgentRunEntity } from '../runs/agent-run.entity.js';
 import { AgentRunStore, directRunLimit, questionPending, runInProgress, runQueueFull } from '../runs/agent-run-store.service.js';
 import { asCaller } from './agent-caller.guard.js';
@@ -59,6 +60,7 @@ const runSummary = (run: AgentRunEntity): RunSummary => ({
   error: run.error,
   errorCode: run.errorCode,
   lastSeq: run.lastSeq,
+  usage: { inputTokens: run.inputTokens, outputTokens: run.outputTokens },
   createdAt: run.createdAt.toISOString(),
   updatedAt: run.updatedAt.toISOString(),
 });
@@ -80,6 +82,7 @@ export class AgentThreadsService {
     private readonly publisher: AgentRunPublisher,
     private readonly runs: AgentRunStore,
     private readonly lifecycle: RunLifecycle,
+    private readonly policies: SchoolModelPolicies,
     @Inject(SERVER_CONFIG) private readonly config: ServerConfig,
   ) {}
 
@@ -132,6 +135,8 @@ export class AgentThreadsService {
       const validate = () => this.contextService.mint({ campusId: dto.campusId, targetSchoolId: dto.targetSchoolId, runId, threadId: thread.id }, caller);
       await this.touch(thread, dto.message);
       if (busy && strategy === 'reject') throw runInProgress();
+      // A run, queued or not, would be stopped at its first model call: nothing is recorded or sent.
+      await this.policies.assertDayNotSpent(thread.schoolId);
       if (busy && strategy === 'enqueue') {
         if (active?.status === 'interrupted') throw questionPending();
         if ((await this.runs.queuedCount(thread.id)) >= this.config.AGENT_RUN_QUEUE_LIMIT) throw runQueueFull();
@@ -153,6 +158,8 @@ export class AgentThreadsService {
       await this.identityService.assertCurrent(caller);
       const thread = await this.ownedThread(threadId, caller);
       const { run, resumed, pendingInterruptIds, answers } = await this.runs.recordAnswer(thread, dto, caller.sub);
+      // The answer would resume the run into a model call: refused, it rolls back and the question still waits.
+      if (resumed) await this.policies.assertDayNotSpent(thread.schoolId);
       const steps = resumed ? [await this.lifecycle.dispatchStep(run.id, { kind: 'resume', answers }, caller)] : [];
       return { result: { runId: run.id, resumed, pendingInterruptIds }, steps };
     });
