@@ -3,12 +3,13 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runEval } from './eval/run-eval.js';
-import { scorecardMarkdown, scorecardText, type Expectation } from './eval/scorecard.js';
+import { expectationCounts, scorecardMarkdown, scorecardText, type Expectation } from './eval/scorecard.js';
 
 /**
  * `npm run eval -- --model <provider:model> [--base-url <url>] [--simulator] [--misbehave] [--expect all-pass|misbehaviour-caught]
  * [--out dir] [--only id,id]`: the scenarios against the platform on that model; prints the scorecard, writes
- * eval-<model>.json and .md under --out, and exits 0 only when the results meet the expectation.
+ * eval-<model>.json and .md under --out, ends with "N passed, N failed" (results that meet the expectation or not) and
+ * exits 0 only when all of them meet it (2 when it could not run).
  */
 
 const USAGE = 'usage: npm run eval -- --model <provider:model> [--base-url <url>] [--simulator] [--misbehave] [--expect all-pass|misbehaviour-caught] [--out dir] [--only id,...]';
@@ -55,6 +56,10 @@ try {
   writeFileSync(`${out}/${name}.json`, `${JSON.stringify({ ...card, wallSeconds: Math.round((Date.now() - started) / 1000) }, null, 2)}\n`);
   writeFileSync(`${out}/${name}.md`, scorecardMarkdown(card));
   console.log(`\n${scorecardText(card)}\n\nwritten: ${out}/${name}.json and .md; wall time ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  // The last line, for CI's total as the battery's: results that meet the expectation, and those that do not.
+  const { met, missed } = expectationCounts(card);
+  console.log(`${met} of ${card.results.length} results meet the expectation (${expectation}):`);
+  console.log(`${met} passed, ${missed} failed`);
   process.exit(card.problems.length === 0 ? 0 : 1);
 } catch (error) {
   console.error(`eval: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);

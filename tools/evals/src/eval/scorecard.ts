@@ -54,6 +54,12 @@ export const expectationProblems = (expectation: Expectation, results: readonly 
   });
 };
 
+/** Results that meet the expectation (a scenario that passed; a misbehaviour caught) and those that do not: for CI's total. */
+export const expectationCounts = (card: Pick<Scorecard, 'expectation' | 'results'>): { met: number; missed: number } => {
+  const missed = card.results.filter((result) => expectationProblems(card.expectation, [result]).length > 0).length;
+  return { met: card.results.length - missed, missed };
+};
+
 export const buildScorecard = (model: string, via: string, expectation: Expectation, results: ScenarioResult[], tokenSource: string): Scorecard => {
   const categories = (Object.keys(CATEGORIES) as Category[]).flatMap((category) => {
     const inCategory = results.filter((result) => result.category === category);
