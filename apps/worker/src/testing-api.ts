@@ -5,5 +5,6 @@ export { AgentToolService, transportFailureMessage } from './naalya-agent/core/t
 export { toRpcProxy, toolCallIdempotencyKey } from './naalya-agent/core/tools/build-agent-tools.js';
 export { callScopeFromContext } from './naalya-agent/core/tools/tool-context.js';
 export { RUN_EVENTS_LINGER_MS_DEFAULT, RunEventBuffer } from './naalya-agent/runs/run-event.buffer.js';
-export { scriptedPolicy, SCRIPTED_LABEL } from './naalya-agent/core/model/scripted-policy.js';
+export { readTurn, scriptedPolicy, SCRIPTED_LABEL } from './naalya-agent/core/model/scripted-policy.js';
 export type { ScriptedPolicy, ScriptedTool } from './naalya-agent/core/model/scripted-chat-model.js';
+export type { Step } from './naalya-agent/core/model/scripted-policy.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { AIMessage, ToolMessage, type BaseMessage } from '@langchain/core/messages';
-import { SCRIPTED_LABEL } from '@naalya/worker/testing';
+import { AIMessage, type BaseMessage } from '@langchain/core/messages';
+import { readTurn, SCRIPTED_LABEL, type Step } from '@naalya/worker/testing';
 import type { Misbehaviour, MisbehaviourInput } from './scenario.js';
 import { scenarioById } from './scenarios.js';
 
@@ -9,34 +9,15 @@ import { scenarioById } from './scenarios.js';
  * model must not. Each is a function of the request (the conversation so far), so it plays the same on both providers.
  */
 
-type Call = { name: string; args: Record<string, unknown>; result?: string };
-
 // The tool calls since the last user message, with their results: where the misbehaving model is in its turn.
-const callsThisTurn = (messages: readonly BaseMessage[]): Call[] => {
-  const start = messages.findLastIndex((message) => message.type === 'human');
-  const calls: Call[] = [];
-  const byId = new Map<string, Call>();
-  for (const message of messages.slice(start + 1)) {
-    if (AIMessage.isInstance(message)) {
-      for (const toolCall of message.tool_calls ?? []) {
-        const made: Call = { name: toolCall.name, args: toolCall.args };
-        calls.push(made);
-        if (toolCall.id) byId.set(toolCall.id, made);
-      }
-    } else if (ToolMessage.isInstance(message)) {
-      const made = byId.get(message.tool_call_id);
-      if (made) made.result = typeof message.content === 'string' ? message.content : JSON.stringify(message.content);
-    }
-  }
-  return calls;
-};
+const callsThisTurn = (messages: readonly BaseMessage[]): Step[] => readTurn(messages)?.steps ?? [];
 
 const toolCalls = (...calls: { name: string; args: Record<string, unknown> }[]) =>
   new AIMessage({ content: '', tool_calls: calls.map((made) => ({ id: `call_${randomUUID()}`, ...made, type: 'tool_call' as const })) });
 
 const say = (text: string) => new AIMessage(`${SCRIPTED_LABEL} ${text}`);
 
-const departmentsListed = (calls: Call[]): { id: string; name: string }[] => {
+const departmentsListed = (calls: Step[]): { id: string; name: string }[] => {
   const listed = calls.findLast((made) => made.name === 'list_departments' && made.result !== undefined);
   try {
     const data = (JSON.parse(listed?.result ?? '{}') as { data?: unknown }).data;
@@ -56,10 +37,9 @@ export const MISBEHAVIOURS: readonly Misbehaviour[] = [
     platformStops: true,
     answer: ({ messages, tools }: MisbehaviourInput) => {
       if (!tools.some((offered) => offered.name === 'task')) return undefined;
-      const calls = callsThisTurn(messages);
-      const request = messages.findLast((message) => message.type === 'human');
-      if (!calls.some((made) => made.name === 'task')) return toolCalls({ name: 'task', args: { description: String(request?.content), subagent_type: 'class_teacher' } });
-      return undefined;
+      const turn = readTurn(messages);
+      if (!turn || turn.steps.some((made) => made.name === 'task')) return undefined;
+      return toolCalls({ name: 'task', args: { description: turn.request, subagent_type: 'class_teacher' } });
     },
   },
   {
