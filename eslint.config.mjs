@@ -45,6 +45,8 @@ const config = [
             // they may use the shared libs, and an app only through its testing entry point (testingEntriesOfApps).
             { sourceTag: 'scope:reliability', onlyDependOnLibsWithTags: ['scope:reliability', 'scope:shared', 'scope:test-stack'] },
             { sourceTag: 'scope:bench', onlyDependOnLibsWithTags: ['scope:bench', 'scope:shared', 'scope:test-stack'] },
+            // The evals drive the built apps like the battery, and play the worker's scripted policy through the simulator.
+            { sourceTag: 'scope:evals', onlyDependOnLibsWithTags: ['scope:evals', 'scope:shared', 'scope:test-stack', 'scope:model-simulator'] },
             // The model simulator stands alone: it speaks the providers' wire formats and imports no project of ours.
             { sourceTag: 'scope:model-simulator', onlyDependOnLibsWithTags: ['scope:model-simulator'] },
             // An app's production code depends on no test code (its own tests may: appTestsUseTheTestStack).

@@ -8,10 +8,12 @@ import pg from 'pg';
 import { ApiError, createClient, createRenderer, namesFromMap } from './agent-client.mjs';
 import { readAppEnv, readSetupEnv } from './with-env.mjs';
 
-const serverEnv = { ...process.env, ...readAppEnv('server') };
-const workerEnv = { ...process.env, ...readAppEnv('worker') };
+// Variables set on the command line win over .env (or .env.example), as with-env.mjs has it: `AGENT_MODEL=openai:sim npm run demo`.
+const serverEnv = { ...readAppEnv('server'), ...process.env };
+const workerEnv = { ...readAppEnv('worker'), ...process.env };
 // The setups also create the worker's checkpoint role and broker user, so they alone get the worker's credentials, as in `npm start`.
-const setupEnv = { ...process.env, ...readSetupEnv() };
+const setupEnv = { ...readSetupEnv(), ...process.env };
+const modelInUse = `${workerEnv.AGENT_MODEL || 'scripted'}${workerEnv.AGENT_MODEL_BASE_URL ? ` at ${workerEnv.AGENT_MODEL_BASE_URL}` : ''}`;
 const baseUrl = `http://127.0.0.1:${serverEnv.HTTP_PORT ?? 3000}`;
 const PASSWORD = 'naalya-demo';
 const children = [];
@@ -101,7 +103,7 @@ await startService('server', 'apps/server/dist/main.js', serverEnv, () => fetch(
 await startService('worker', 'apps/worker/dist/main.js', { ...workerEnv, LOG_LEVEL: workerEnv.LOG_LEVEL === 'debug' ? 'debug' : 'log' }, (text) =>
   text.includes('Worker ready'),
 );
-say(`the server listens on ${baseUrl}; the worker holds no database URL of the server's and no JWT secret (model: ${workerEnv.AGENT_MODEL ?? 'scripted'})`);
+say(`the server listens on ${baseUrl}; the worker holds no database URL of the server's and no JWT secret (model: ${modelInUse})`);
 
 // --- conversations ---------------------------------------------------------------------------------------
 
@@ -198,5 +200,5 @@ for (const row of audit) say(`  ${row.id}  ${row.actor} ${row.action} ${row.reso
 step('stop both processes');
 await stopAll();
 say(children.map(({ name, child }) => `${name} exited (${child.exitCode ?? child.signalCode})`).join(', '));
-say(`\nDemo finished in ${seconds(started)}. \`npm start\` runs both services, \`npm run chat -- --user <email>\` talks to Rover; README.md explains the rest.`);
+say(`\nDemo finished in ${seconds(started)} with the model ${modelInUse}. \`npm start\` runs both services, \`npm run chat -- --user <email>\` talks to Rover; README.md explains the rest.`);
 process.exit(0);

@@ -4,10 +4,11 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { readAppEnv, readSetupEnv } from './with-env.mjs';
 
-const serverEnv = { ...process.env, ...readAppEnv('server') };
-const workerEnv = { ...process.env, ...readAppEnv('worker') };
+// Variables set on the command line win over .env (or .env.example), as with-env.mjs has it.
+const serverEnv = { ...readAppEnv('server'), ...process.env };
+const workerEnv = { ...readAppEnv('worker'), ...process.env };
 // The setups also create the worker's checkpoint role and broker user, so they alone get the worker's credentials.
-const setupEnv = { ...process.env, ...readSetupEnv() };
+const setupEnv = { ...readSetupEnv(), ...process.env };
 
 for (const script of ['db-setup.js', 'rmq-setup.js']) {
   const result = spawnSync(process.execPath, [`apps/server/dist/cli/${script}`], { env: setupEnv, stdio: 'inherit' });

@@ -29,6 +29,9 @@ export const anthropicWire: Wire = {
       model: typeof request['model'] === 'string' ? request['model'] : 'sim',
       wantsStreamUsage: true,
       offeredTools: tools.flatMap((tool) => (isRecord(tool) && typeof tool['name'] === 'string' ? [tool['name']] : [])),
+      messages: Array.isArray(request['messages']) ? request['messages'] : [],
+      tools,
+      ...(request['system'] !== undefined ? { system: request['system'] } : {}),
     };
   },
 

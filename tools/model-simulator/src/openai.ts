@@ -28,6 +28,8 @@ export const openAiWire: Wire = {
       // The real API sends usage in a stream only when asked to; LangChain asks by default.
       wantsStreamUsage: streamOptions['include_usage'] === true,
       offeredTools: tools.flatMap((tool) => (isRecord(tool) && isRecord(tool['function']) && typeof tool['function']['name'] === 'string' ? [tool['function']['name']] : [])),
+      messages: Array.isArray(request['messages']) ? request['messages'] : [],
+      tools,
     };
   },
 

@@ -75,6 +75,13 @@ export function parseScript(input: unknown): Script {
   return result.data;
 }
 
+/** Parses one turn (a responder's answer); a bad one throws a ScriptError whose message lists every problem by path. */
+export function parseTurn(input: unknown): Turn {
+  const result = Turn.safeParse(input);
+  if (!result.success) throw new ScriptError(`invalid model simulator turn:\n${z.prettifyError(result.error)}`);
+  return result.data;
+}
+
 /** What a successful turn says, reduced to what both wire formats need. */
 export type Reply =
   | { kind: 'text'; text: string }

@@ -3,8 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { anthropicWire } from './anthropic.js';
 import { openAiWire } from './openai.js';
-import { DEFAULT_CHUNKS, estimateTokens, parseScript, replyOf, ScriptError, type Script, type ScriptInput, type Turn } from './script.js';
-import type { ReplyPlan, Wire } from './wire.js';
+import { DEFAULT_CHUNKS, estimateTokens, parseScript, parseTurn, replyOf, ScriptError, type Script, type ScriptInput, type Turn, type TurnInput } from './script.js';
+import type { ReadRequest, ReplyPlan, Wire } from './wire.js';
 
 /** The HTTP plumbing: routes, bounded bodies, the request record and the script cursor. What a turn looks like on the wire is in openai.ts / anthropic.ts. */
 
@@ -17,15 +17,34 @@ export interface RecordedRequest {
   headers: Record<string, string | string[] | undefined>;
   /** The parsed JSON body: the messages, tools and options the model was sent. */
   body: unknown;
-  /** Index of the scripted turn that answered, or null when the script had run out. */
+  /** Index of the turn that answered (the script's, or the responder's count of answers), or null when none did. */
   turn: number | null;
+  /** The token counts the reply reported, for a turn that answered (not an error, a 429 or a dropped connection). */
+  usage?: { inputTokens: number; outputTokens: number };
 }
+
+/** A model request as a responder reads it: the API it came in on and its parts in that API's own shape. */
+export interface ResponderRequest {
+  api: Wire['name'];
+  model: string;
+  /** OpenAI chat messages (system messages included) or Anthropic messages (tool results as user content blocks). */
+  messages: unknown[];
+  /** The tools offered: OpenAI `{ type: 'function', function: { name, description, parameters } }`, Anthropic `{ name, description, input_schema }`. */
+  tools: unknown[];
+  /** Anthropic's separate system prompt (a string or text blocks); absent on OpenAI. */
+  system?: unknown;
+}
+
+/** Answers each request with a turn computed from it, instead of the next turn of a script. */
+export type Responder = (request: ResponderRequest) => TurnInput | Promise<TurnInput>;
 
 export interface ModelSimulatorOptions {
   /** 0 (the default) picks a free port. */
   port?: number;
   host?: string;
   script?: ScriptInput;
+  /** Answers every request from the request itself (a model policy); while set, the script is not read. */
+  responder?: Responder;
   /** Largest request body accepted, in bytes (default 4 MiB); a larger one is answered 413. */
   maxBodyBytes?: number;
   /** How many requests the record keeps (default 10 000); the oldest are dropped first. */
@@ -38,7 +57,9 @@ export interface ModelSimulator {
   requests(): RecordedRequest[];
   /** Validates and loads a script, starting again at its first turn; a bad script throws a ScriptError. */
   setScript(script: ScriptInput): void;
-  /** Forgets the script and the recorded requests. */
+  /** Answers every request with this responder from now on; undefined goes back to the script. */
+  setResponder(responder: Responder | undefined): void;
+  /** Forgets the script and the recorded requests (a responder stays). */
   reset(): void;
   close(): Promise<void>;
 }
@@ -75,6 +96,8 @@ export async function startModelSimulator(options: ModelSimulatorOptions = {}): 
   const maxRecorded = options.maxRecorded ?? 10_000;
   let script: Script = options.script ? parseScript(options.script) : { turns: [] };
   let cursor = 0;
+  let responder = options.responder;
+  let answered = 0;
   let serial = 0;
   let recorded: RecordedRequest[] = [];
   // Aborts every pending delay when the simulator closes, so close() never waits on a scripted pause.
@@ -85,21 +108,38 @@ export async function startModelSimulator(options: ModelSimulatorOptions = {}): 
     cursor = 0;
   };
 
+  // The script's next turn, or the responder's answer to this request; null when the script has run out.
+  async function nextTurn(wire: Wire, request: ReadRequest): Promise<{ index: number; turn: Turn } | { index: null; problem: string }> {
+    if (!responder) {
+      if (cursor >= script.turns.length) return { index: null, problem: `model simulator: the script has no turn left (it had ${script.turns.length})` };
+      const index = cursor++;
+      return { index, turn: script.turns[index] as Turn };
+    }
+    const { messages, tools, system, model } = request;
+    try {
+      const turn = parseTurn(await responder({ api: wire.name, model, messages, tools, ...(system !== undefined ? { system } : {}) }));
+      return { index: answered++, turn };
+    } catch (error) {
+      return { index: null, problem: `model simulator: the responder failed: ${(error as Error).message}` };
+    }
+  }
+
   async function answer(wire: Wire, req: IncomingMessage, res: ServerResponse, body: unknown, rawLength: number): Promise<void> {
     const request = wire.readRequest(body);
-    const index = cursor < script.turns.length ? cursor++ : null;
-    recorded.push({
+    const next = await nextTurn(wire, request);
+    const record: RecordedRequest = {
       api: wire.name,
       method: req.method ?? 'POST',
       path: req.url ?? '',
       headers: Object.fromEntries(Object.entries(req.headers).filter(([name]) => !SECRET_HEADERS.has(name))),
       body,
-      turn: index,
-    });
+      turn: next.index,
+    };
+    recorded.push(record);
     if (recorded.length > maxRecorded) recorded = recorded.slice(-maxRecorded);
-    // A 400 is not retried by clients, so a test that runs past its script fails at once with this message.
-    if (index === null) return sendJson(res, 400, wire.error(400, `model simulator: the script has no turn left (it had ${script.turns.length})`));
-    const turn = script.turns[index] as Turn;
+    // A 400 is not retried by clients, so a test that runs past its script (or a responder that fails) fails at once with this message.
+    if (next.index === null) return sendJson(res, 400, wire.error(400, next.problem));
+    const { index, turn } = next;
 
     if (turn.kind === 'rate_limit') {
       return sendJson(res, 429, wire.error(429, 'model simulator: rate limited'), { 'retry-after': String(turn.retryAfterSeconds) });
@@ -130,6 +170,7 @@ export async function startModelSimulator(options: ModelSimulatorOptions = {}): 
       serial: ++serial,
       chunks: turn.chunks ?? DEFAULT_CHUNKS,
     };
+    record.usage = plan.usage;
     if (!request.stream) {
       await pause(turn.delayMs);
       return sendJson(res, 200, wire.json(plan));
@@ -147,6 +188,7 @@ export async function startModelSimulator(options: ModelSimulatorOptions = {}): 
     if (req.method === 'POST' && path === '/_simulator/reset') {
       script = { turns: [] };
       cursor = 0;
+      answered = 0;
       recorded = [];
       return sendJson(res, 200, { ok: true });
     }
@@ -203,9 +245,14 @@ export async function startModelSimulator(options: ModelSimulatorOptions = {}): 
     url: `http://${host}:${port}`,
     requests: () => structuredClone(recorded),
     setScript,
+    setResponder: (next) => {
+      responder = next;
+      answered = 0;
+    },
     reset: () => {
       script = { turns: [] };
       cursor = 0;
+      answered = 0;
       recorded = [];
     },
     close: async () => {

@@ -17,11 +17,25 @@ export interface StreamFrames {
   contentEnd: number;
 }
 
+/** A model request as the simulator reads it. */
+export interface ReadRequest {
+  stream: boolean;
+  model: string;
+  wantsStreamUsage: boolean;
+  offeredTools: string[];
+  /** The conversation in the API's own shape (OpenAI's system messages included). */
+  messages: unknown[];
+  /** The tools offered, in the API's own shape. */
+  tools: unknown[];
+  /** Anthropic's separate system prompt (a string or text blocks); absent on OpenAI, whose system prompt is a message. */
+  system?: unknown;
+}
+
 /** What a provider's API looks like on the wire; the server knows nothing else of either provider. */
 export interface Wire {
   readonly name: 'openai' | 'anthropic';
-  /** The request's `stream` flag, model and the tool names it offered, read leniently: the simulator is not a validator. */
-  readRequest(body: unknown): { stream: boolean; model: string; wantsStreamUsage: boolean; offeredTools: string[] };
+  /** The request's `stream` flag, model, the tool names it offered and what a responder reads, leniently: the simulator is not a validator. */
+  readRequest(body: unknown): ReadRequest;
   json(plan: ReplyPlan): unknown;
   stream(plan: ReplyPlan, includeUsage: boolean): StreamFrames;
   /** The body of an error reply in this API's shape. */

@@ -326,8 +326,9 @@ const HELP_TEXT = `I am the offline scripted model, so I understand only a few p
 
 export const SCRIPTED_HELP = `${SCRIPTED_LABEL} ${HELP_TEXT}`;
 
-type Step = { name: string; args: Record<string, unknown>; result?: string };
-type Turn = { request: string; steps: Step[] };
+/** A tool call of the turn, and its result once the tool answered. */
+export type Step = { name: string; args: Record<string, unknown>; result?: string };
+export type Turn = { request: string; steps: Step[] };
 
 type Action = { call: string; args: Record<string, unknown> } | { say: string };
 
@@ -338,7 +339,7 @@ const textOf = (message: BaseMessage): string =>
 
 // The turn so far: the last user request and the tool calls made since, with their results. The policy is a
 // function of this alone, so a resumed run decides exactly what the interrupted one would have.
-const readTurn = (messages: readonly BaseMessage[]): Turn | null => {
+export const readTurn = (messages: readonly BaseMessage[]): Turn | null => {
   const start = messages.findLastIndex((message) => message.type === 'human');
   if (start < 0) return null;
   const steps: Step[] = [];

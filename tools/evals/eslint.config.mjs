@@ -1,0 +1,3 @@
+import baseConfig, { testingEntriesOfApps } from '../../eslint.config.mjs';
+
+export default [...baseConfig, testingEntriesOfApps];

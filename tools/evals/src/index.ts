@@ -1,0 +1,2 @@
+export { toLangChain, toTurn } from './wire-messages.js';
+export { policyResponder } from './scripted-policy.responder.js';
