@@ -37,6 +37,7 @@ import { AgentRunExecutor } from './agent-run.executor.js';
 import { RunEventPublisher } from './run-event.publisher.js';
 import { RunLeaseClient } from './run-lease.client.js';
 import { RunStepAuthenticity } from './run-step-authenticity.js';
+import { FakeRunUsage } from '../testing/fake-run-usage.fixture.js';
 
 // The worker's side of the run lease over real RabbitMQ: the lease RPC rides the worker's tools client onto the tools
 // queue, where a raw amqplib responder stands in for the server's @MessagePattern('agent.run.lease') handler.
@@ -169,6 +170,7 @@ beforeAll(async () => {
     checkpointer: new MemorySaver(),
     events: publisher,
     leases,
+    usage: new FakeRunUsage(),
     chatModel: () => new ScriptedChatModel(scriptedPolicy),
     logger: { log: () => undefined, warn: (message: unknown) => void warnings.push({ at: Date.now(), message: String(message) }), error: () => undefined },
   });

@@ -10,6 +10,7 @@ import { FakeToolCaller } from '../../testing/fake-tool-caller.fixture.js';
 import { schoolContext } from '../tools/tool-context.fixture.js';
 import { ScriptedChatModel, streamedChunks, textPieces } from './scripted-chat-model.js';
 import { scriptedPolicy } from './scripted-policy.js';
+import { FakeRunUsage } from '../../testing/fake-run-usage.fixture.js';
 
 const reply = new AIMessage({
   content: '[scripted model] I found 3 staff: Ada, Brian, Grace.',
@@ -80,6 +81,7 @@ describe('a scripted run streams through the executor', () => {
       checkpointer: new MemorySaver(),
       events: { publish: async (batch: RunEventBatch) => void events.push(...batch.events) },
       leases: new FakeRunLeases(),
+      usage: new FakeRunUsage(),
       chatModel: () => new ScriptedChatModel(scriptedPolicy),
       logger: { log: () => undefined, error: () => undefined, warn: () => undefined },
     });
