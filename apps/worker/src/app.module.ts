@@ -1,5 +1,6 @@
 import { Logger, Module, type DynamicModule } from '@nestjs/common';
 import type { WorkerConfig } from './app/config/worker-config.js';
+import { WorkerHealth } from './app/health/worker-health.js';
 import { CHECKPOINT_STORE_OPTIONS, CheckpointStore, type CheckpointStoreOptions } from './naalya-agent/core/checkpoint/checkpoint-store.js';
 import { createChatModel, modelIdentity } from './naalya-agent/core/model/chat-model.factory.js';
 import { AGENT_TOOL_CALLER, type AgentToolCaller } from './naalya-agent/core/tools/agent-tool-caller.js';
@@ -33,6 +34,17 @@ export class AppModule {
         RunEventPublisher,
         { provide: CHECKPOINT_STORE_OPTIONS, useValue: checkpointOptions },
         CheckpointStore,
+        {
+          provide: WorkerHealth,
+          inject: [AgentToolService, CheckpointStore],
+          useFactory: (tools: AgentToolService, checkpoints: CheckpointStore) =>
+            new WorkerHealth({
+              listen: config.health,
+              model: { agentModel: config.agentModel, baseUrl: config.agentModelBaseUrl },
+              brokerConnected: () => tools.connected,
+              checkpointsAnswer: (timeoutMs) => checkpoints.answers(timeoutMs),
+            }),
+        },
         {
           // The run lease rides the tools client: one connection, and the only exchange the worker's user may write.
           provide: RunLeaseClient,
