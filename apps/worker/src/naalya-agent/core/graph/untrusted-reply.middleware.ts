@@ -35,6 +35,51 @@ export const refusedArgumentsMessage = (toolName: string, error: ToolInvocationE
 const textOf = (content: BaseMessage['content']): string =>
   typeof content === 'string' ? content : content.map((block) => (typeof block === 'object' && block !== null && 'text' in block && typeof block.text === 'string' ? block.text : '')).join('');
 
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
+
+/**
+ * The arguments of a tool call as the model streamed them, before LangChain parsed them: the chunks' raw text, OpenAI's
+ * raw tool_calls, or Anthropic's input_json_delta blocks of the call's content block. Undefined when none is kept.
+ */
+const rawArgumentsOf = (reply: AIMessage, callId: string): string | undefined => {
+  const chunks = (reply as AIMessage & { tool_call_chunks?: { id?: string; args?: string }[] }).tool_call_chunks;
+  const chunk = chunks?.find((candidate) => candidate.id === callId);
+  if (typeof chunk?.args === 'string') return chunk.args;
+  const openAi = reply.additional_kwargs?.tool_calls?.find((call) => call.id === callId);
+  if (typeof openAi?.function?.arguments === 'string') return openAi.function.arguments;
+  if (!Array.isArray(reply.content)) return undefined;
+  const block = reply.content.find((part) => isRecord(part) && part['type'] === 'tool_use' && part['id'] === callId);
+  if (!isRecord(block)) return undefined;
+  if (typeof block['input'] === 'string' && block['input'] !== '') return block['input'];
+  const deltas = reply.content.filter((part) => isRecord(part) && part['type'] === 'input_json_delta' && part['index'] === block['index']);
+  return deltas.length > 0 ? deltas.map((part) => (isRecord(part) && typeof part['input'] === 'string' ? part['input'] : '')).join('') : undefined;
+};
+
+const isJson = (text: string): boolean => {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * The reply's calls split by whether their arguments arrived as JSON. Both provider packages repair streamed arguments
+ * that were cut off (`{"name": "Scien` becomes { name: 'Scien' }), which would run a write with an argument the model
+ * never finished; a call whose raw arguments are not JSON is treated as malformed, like the ones LangChain reports.
+ */
+const splitByArguments = (reply: AIMessage) => {
+  const valid: NonNullable<AIMessage['tool_calls']> = [];
+  const repaired: NonNullable<AIMessage['invalid_tool_calls']> = [];
+  for (const call of reply.tool_calls ?? []) {
+    const raw = call.id ? rawArgumentsOf(reply, call.id) : undefined;
+    if (raw !== undefined && raw.trim() !== '' && !isJson(raw)) repaired.push({ type: 'invalid_tool_call', id: call.id, name: call.name, args: raw, error: 'Malformed args.' });
+    else valid.push(call);
+  }
+  return { valid, invalid: [...(reply.invalid_tool_calls ?? []), ...repaired] };
+};
+
 const stopReasonOf = (reply: AIMessage): unknown => reply.response_metadata?.['stop_reason'] ?? reply.additional_kwargs?.['stop_reason'];
 
 /**
@@ -46,8 +91,8 @@ const stopReasonOf = (reply: AIMessage): unknown => reply.response_metadata?.['s
  *   after a tool's result is a model with nothing to add, often after a specialist has answered: left as it is.)
  */
 export const answerableReply = (reply: AIMessage, sent: readonly BaseMessage[]): AIMessage => {
-  const invalid = reply.invalid_tool_calls ?? [];
-  const hasCalls = (reply.tool_calls?.length ?? 0) > 0 || invalid.length > 0;
+  const { valid, invalid } = splitByArguments(reply);
+  const hasCalls = valid.length > 0 || invalid.length > 0;
   const answersUser = sent.at(-1) !== undefined && HumanMessage.isInstance(sent.at(-1));
   const declined = !hasCalls && textOf(reply.content).trim() === '' && (stopReasonOf(reply) === 'refusal' || answersUser);
   if (invalid.length === 0 && !declined) return reply;
@@ -56,7 +101,7 @@ export const answerableReply = (reply: AIMessage, sent: readonly BaseMessage[]):
     id: reply.id,
     name: reply.name,
     content: declined ? DECLINED_REPLY : reply.content,
-    tool_calls: [...(reply.tool_calls ?? []), ...invalidCalls.map((call) => ({ type: 'tool_call' as const, id: call.id, name: call.name ?? 'unnamed', args: {} }))],
+    tool_calls: [...valid, ...invalidCalls.map((call) => ({ type: 'tool_call' as const, id: call.id, name: call.name ?? 'unnamed', args: {} }))],
     invalid_tool_calls: invalidCalls,
     additional_kwargs: reply.additional_kwargs,
     response_metadata: reply.response_metadata,
