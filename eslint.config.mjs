@@ -70,7 +70,7 @@ const BOUNDARIES = '@nx/enforce-module-boundaries';
 const [level, options] = config.find((entry) => entry.rules?.[BOUNDARIES]).rules[BOUNDARIES];
 const APP_SCOPES = ['scope:server', 'scope:worker', 'scope:hub'];
 
-/** For an app's project config: its tests start the built apps through the test stack. */
+/** For an app's project config: its tests start the built apps through the test stack, and may talk to the model simulator. */
 export const appTestsUseTheTestStack = {
   files: ['**/test/**/*.ts', '**/*.spec.ts', '**/*.integration-spec.ts', '**/*.e2e-spec.ts', '**/*.browser-spec.ts'],
   rules: {
@@ -81,7 +81,7 @@ export const appTestsUseTheTestStack = {
         depConstraints: options.depConstraints
           .filter((constraint) => constraint.sourceTag !== 'type:app')
           .map((constraint) =>
-            APP_SCOPES.includes(constraint.sourceTag) ? { ...constraint, onlyDependOnLibsWithTags: [...constraint.onlyDependOnLibsWithTags, 'scope:test-stack'] } : constraint,
+            APP_SCOPES.includes(constraint.sourceTag) ? { ...constraint, onlyDependOnLibsWithTags: [...constraint.onlyDependOnLibsWithTags, 'scope:test-stack', 'scope:model-simulator'] } : constraint,
           ),
       },
     ],

@@ -167,6 +167,8 @@ export const createTestStack = async (options: TestStackOptions): Promise<TestSt
       AGENT_MODEL: 'scripted',
       TOOL_CALL_TIMEOUT_MS: '5000',
       LOG_LEVEL: 'log',
+      // Several workers may run at once: /health and /ready only for a test that gives a port.
+      WORKER_HEALTH_PORT: '0',
       ...extraEnv,
     };
     return startWorkerProcess(WORKER_MAIN, workerEnv, track);

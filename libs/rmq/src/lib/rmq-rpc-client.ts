@@ -79,6 +79,11 @@ export class RmqRpcClient {
     await this.connection.open(timeoutMs);
   }
 
+  /** Whether a call could be published now: connected, with its channel open (a readiness check reads it). */
+  get connected(): boolean {
+    return this.channel !== null;
+  }
+
   /** Resolves with the server's `response`; rejects with an RmqRpcError, never with anything else. */
   call(pattern: string, data: unknown, timeoutMs: number): Promise<unknown> {
     const channel = this.channel;

@@ -35,6 +35,8 @@ describe('loadWorkerConfig', () => {
       agentModel: 'scripted',
       agentModelBaseUrl: undefined,
       scriptedStreamDelayMs: 0,
+      modelRequests: { maxRetries: 2, timeoutMs: 60_000 },
+      health: { port: 3001, host: '127.0.0.1' },
       providerKeys: { OPENAI_API_KEY: undefined, ANTHROPIC_API_KEY: undefined, GOOGLE_API_KEY: undefined, MISTRAL_API_KEY: undefined, GROQ_API_KEY: undefined },
       checkpoint: { databaseUrl: CHECKPOINT_DATABASE_URL, retentionDays: 30 },
       runs: { stepTimeoutMs: 300_000, concurrency: 4, eventLingerMs: 25 },
@@ -69,6 +71,20 @@ describe('loadWorkerConfig', () => {
     const { message } = errorOf({ ...REQUIRED, AGENT_MODEL_BASE_URL: 'ftp://models.internal/v1' });
     expect(message).toContain('AGENT_MODEL_BASE_URL must be an http:// or https:// URL');
     expect(message).not.toContain('models.internal');
+  });
+
+  it('AGENT_MODEL_MAX_RETRIES is 0 to 6 and AGENT_MODEL_TIMEOUT_MS at least a second', () => {
+    expect(loadWorkerConfig({ ...REQUIRED, AGENT_MODEL_MAX_RETRIES: '0', AGENT_MODEL_TIMEOUT_MS: '5000' }).modelRequests).toEqual({ maxRetries: 0, timeoutMs: 5_000 });
+    expect(errorOf({ ...REQUIRED, AGENT_MODEL_MAX_RETRIES: '7' }).message).toContain('AGENT_MODEL_MAX_RETRIES must be at most 6 (got "7")');
+    expect(errorOf({ ...REQUIRED, AGENT_MODEL_TIMEOUT_MS: '10' }).message).toContain('AGENT_MODEL_TIMEOUT_MS must be at least 1000 ms');
+  });
+
+  it('WORKER_HEALTH_PORT 0 or empty turns /health and /ready off; a bad port is named', () => {
+    expect(loadWorkerConfig({ ...REQUIRED, WORKER_HEALTH_PORT: '0' }).health).toBeUndefined();
+    expect(loadWorkerConfig({ ...REQUIRED, WORKER_HEALTH_PORT: '' }).health).toBeUndefined();
+    expect(loadWorkerConfig({ ...REQUIRED, WORKER_HEALTH_PORT: '4101', WORKER_HEALTH_HOST: '0.0.0.0' }).health).toEqual({ port: 4101, host: '0.0.0.0' });
+    expect(errorOf({ ...REQUIRED, WORKER_HEALTH_PORT: '70000' }).message).toContain('WORKER_HEALTH_PORT must be at most 65535');
+    expect(errorOf({ ...REQUIRED, WORKER_HEALTH_PORT: 'http' }).message).toContain('WORKER_HEALTH_PORT must be a port number, or 0 or empty for none');
   });
 
   it('reads every worker variable', () => {

@@ -107,6 +107,20 @@ const workerEnvSchema = z.object({
     .url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL, for example http://127.0.0.1:8000/v1' })
     .optional()
     .or(z.literal('').transform(() => undefined)),
+  // A failed model request (429, 5xx, a dropped connection) is asked again up to this many times, after the retry-after
+  // the provider sent (honoured up to a minute) or a growing backoff; 401, 403 and other 4xx are never retried.
+  AGENT_MODEL_MAX_RETRIES: wholeNumber('2', 0, 6, ''),
+  // How long the model server has to answer one request (each retry has its own).
+  AGENT_MODEL_TIMEOUT_MS: wholeNumber('60000', 1_000, 600_000, 'ms'),
+  // The worker's /health and /ready. 0 or empty: no HTTP endpoint. 3001 beside the server's 3000.
+  WORKER_HEALTH_PORT: z
+    .string()
+    .trim()
+    .regex(/^\d*$/, { error: 'must be a port number, or 0 or empty for none' })
+    .default('3001')
+    .transform((value) => (value === '' ? 0 : Number(value)))
+    .pipe(z.number().max(65_535, { error: 'must be at most 65535' })),
+  WORKER_HEALTH_HOST: z.string().trim().min(1, { error: 'must name the interface /health and /ready listen on' }).default('127.0.0.1'),
   // Paces the scripted model's streamed chunks so a client sees tokens arrive over time (the demo, browser tests, the
   // bench); 0 streams them as fast as they are made. Only the scripted model reads it.
   AGENT_SCRIPTED_STREAM_DELAY_MS: wholeNumber('0', 0, 1_000, 'ms'),
@@ -134,6 +148,10 @@ export type WorkerConfig = {
   agentModelBaseUrl: string | undefined;
   /** The pause before each streamed chunk of the scripted model after its first. */
   scriptedStreamDelayMs: number;
+  /** Retries of a failed model request, and the time each request has (AGENT_MODEL_MAX_RETRIES, AGENT_MODEL_TIMEOUT_MS). */
+  modelRequests: { maxRetries: number; timeoutMs: number };
+  /** Where /health and /ready listen; undefined: not at all. */
+  health: { port: number; host: string } | undefined;
   /** Provider keys by variable name; only the one AGENT_MODEL names is needed. */
   providerKeys: Readonly<Record<string, string | undefined>>;
   checkpoint: { databaseUrl: string; retentionDays: number };
@@ -174,6 +192,8 @@ export const loadWorkerConfig = (env: Record<string, string | undefined>): Worke
     agentModel: values.AGENT_MODEL,
     agentModelBaseUrl: values.AGENT_MODEL_BASE_URL,
     scriptedStreamDelayMs: values.AGENT_SCRIPTED_STREAM_DELAY_MS,
+    modelRequests: { maxRetries: values.AGENT_MODEL_MAX_RETRIES, timeoutMs: values.AGENT_MODEL_TIMEOUT_MS },
+    health: values.WORKER_HEALTH_PORT === 0 ? undefined : { port: values.WORKER_HEALTH_PORT, host: values.WORKER_HEALTH_HOST },
     providerKeys: Object.fromEntries(PROVIDER_KEY_VARIABLES.map((variable) => [variable, values[variable]])),
     checkpoint: { databaseUrl: values.CHECKPOINT_DATABASE_URL, retentionDays: values.CHECKPOINT_RETENTION_DAYS },
     runs: { stepTimeoutMs: values.RUN_STEP_TIMEOUT_MS, concurrency: values.RUN_CONCURRENCY, eventLingerMs: values.RUN_EVENTS_LINGER_MS },

@@ -27,6 +27,7 @@ import { startRunsConsumer } from '../testing/runs-consumer.fixture.js';
 import { AgentRunExecutor } from './agent-run.executor.js';
 import { RunEventPublisher } from './run-event.publisher.js';
 import { RunStepAuthenticity } from './run-step-authenticity.js';
+import { FakeRunUsage } from '../testing/fake-run-usage.fixture.js';
 
 const RABBITMQ_URL = process.env['RABBITMQ_TEST_URL'] ?? 'amqp://guest:guest@127.0.0.1:5672';
 const suffix = randomUUID().slice(0, 8);
@@ -158,6 +159,7 @@ beforeAll(async () => {
     checkpointer: new MemorySaver(),
     events: publisher,
     leases: new FakeRunLeases(),
+    usage: new FakeRunUsage(),
     chatModel: () => new ScriptedChatModel(scriptedPolicy),
   });
   app = await startRunsConsumer({

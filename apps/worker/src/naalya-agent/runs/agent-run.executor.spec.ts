@@ -23,6 +23,8 @@ import { FakeRunLeases, TEST_DISPATCH_TOKEN } from '../testing/fake-run-leases.f
 import { FakeToolCaller } from '../testing/fake-tool-caller.fixture.js';
 import { AgentRunExecutor, RunEventPublishError, humanMessageId, type RunEventMeta, type RunStepOutcome } from './agent-run.executor.js';
 import { RunLeaseLostError } from './step-lease.js';
+import { DECLINED_REPLY, malformedArgumentsMessage } from '../core/graph/untrusted-reply.middleware.js';
+import { FakeRunUsage } from '../testing/fake-run-usage.fixture.js';
 
 vi.mock('@naalya/agent-tools', async (importOriginal) => {
   const { withProbeTools } = await import('../testing/probe-registry.fixture.js');
@@ -58,6 +60,7 @@ type Harness = {
   /** What each event was published with, index for index. */
   metas: RunEventMeta[];
   leases: FakeRunLeases;
+  usage: FakeRunUsage;
   executor: AgentRunExecutor;
   step: (request: AgentRunRequest) => Promise<{ outcome: RunStepOutcome; events: AgentRunEvent[] }>;
 };
@@ -65,7 +68,7 @@ type Harness = {
 const harness = (
   models: Partial<Record<AgentSpeaker, ChatModelLike>>,
   checkpointer = new MemorySaver(),
-  { leases = new FakeRunLeases(), caller = new FakeToolCaller() }: { leases?: FakeRunLeases; caller?: FakeToolCaller } = {},
+  { leases = new FakeRunLeases(), caller = new FakeToolCaller(), usage = new FakeRunUsage() }: { leases?: FakeRunLeases; caller?: FakeToolCaller; usage?: FakeRunUsage } = {},
 ): Harness => {
   const events: AgentRunEvent[] = [];
   const metas: RunEventMeta[] = [];
@@ -81,6 +84,7 @@ const harness = (
       },
     },
     leases,
+    usage,
     chatModel: (speaker) => (models[speaker] ?? fakeModel().respond(new AIMessage(`unused ${speaker}`))) as Model,
     logger: { log: () => undefined, error: () => undefined, warn: () => undefined },
   });
@@ -89,7 +93,7 @@ const harness = (
     const outcome = await executor.execute(request);
     return { outcome, events: events.slice(before) };
   };
-  return { caller, models: models as Partial<Record<AgentSpeaker, Model>>, events, metas, leases, executor, step };
+  return { caller, models: models as Partial<Record<AgentSpeaker, Model>>, events, metas, leases, usage, executor, step };
 };
 
 const start = (context: AgentRuntimeContext, message: string): AgentRunRequest => ({ kind: 'start', context, message });
@@ -262,6 +266,7 @@ describe('AgentRunExecutor: one run step as run events', () => {
       checkpointer: new MemorySaver(),
       events: { publish: async () => Promise.reject(new Error('channel closed')) },
       leases: new FakeRunLeases(),
+      usage: new FakeRunUsage(),
       chatModel: () => fakeModel().respond(new AIMessage('hi')),
       logger: { log: () => undefined, error: () => undefined, warn: () => undefined },
     });
@@ -464,7 +469,7 @@ class SignalBoundModel extends BaseChatModel {
   }
 }
 
-const LEASE_REFUSED = ['superseded', 'cancelled', 'ended', 'refused'] as const;
+const LEASE_REFUSED = ['superseded', 'cancelled', 'ended', 'refused', 'model_not_allowed', 'token_budget_spent'] as const;
 
 describe('the run lease: the server decides whether a step runs, and when it stops', () => {
   it.each(LEASE_REFUSED)('a claim refused as %s runs nothing and publishes nothing: no checkpoint read, no model, no tool', async (reason) => {
@@ -525,6 +530,7 @@ describe('the run lease: the server decides whether a step runs, and when it sto
         },
       },
       leases: new FakeRunLeases(),
+      usage: new FakeRunUsage(),
       chatModel: () => rover,
       logger: { log: () => undefined, error: () => undefined, warn: () => undefined },
     });
@@ -774,5 +780,145 @@ describe('the run lease: the server decides whether a step runs, and when it sto
     expect(outcome).toBe('error');
     expect(events.at(-1)).toMatchObject({ type: 'RUN_ERROR', code: 'STEP_TIMED_OUT' });
     expect(leases.requests.map(({ action }) => action)).toEqual(['claim', 'release']);
+  });
+});
+
+/** An error as the provider SDKs throw one: its status, and text that must never reach a user. */
+const providerError = (status: number) => Object.assign(new Error(`${status} {"error":"bad key sk-live-123 at https://models.internal/v1"}`), { status });
+
+describe('model calls: usage before the reply is acted on, failures as their codes, untrusted replies', () => {
+  it("every model call's tokens, Rover's and a specialist's, are reported with the step's dispatch token before its reply is acted on", async () => {
+    const rover = fakeModel()
+      .respond(toolCalls(call('task', { description: 'classes', subagent_type: 'class_teacher' }, 'tc-task')))
+      .respond(new AIMessage('Done.'));
+    const specialist = fakeModel().respond(toolCalls(call('list_my_classes', {}, 'tc-classes'))).respond(new AIMessage('Two classes.'));
+    const usage = new FakeRunUsage();
+    const caller = new FakeToolCaller();
+    const callsWhenReported: number[] = [];
+    usage.answer(...Array.from({ length: 4 }, () => () => {
+      callsWhenReported.push(caller.calls.length);
+      return { proceed: true as const, run: usage.totals };
+    }));
+    const { step } = harness({ rover, class_teacher: specialist }, new MemorySaver(), { usage, caller });
+
+    const { outcome } = await step(start(contextFor(), 'list my classes'));
+
+    expect(outcome).toBe('success');
+    expect(usage.reports).toHaveLength(4);
+    expect(usage.reports.every(({ dispatchToken, usage: tokens }) => dispatchToken === TEST_DISPATCH_TOKEN && tokens.inputTokens > 0)).toBe(true);
+    // The specialist's tool call was made only after the report of the reply that asked for it was answered.
+    expect(callsWhenReported).toEqual([0, 0, 1, 1]);
+  });
+
+  it.each(['step_token_budget_spent', 'token_budget_spent', 'cancelled'] as const)(
+    'a usage report answered "stop" (%s) ends the step: no tool of that reply runs, nothing more is published, the lease is not released',
+    async (reason) => {
+      const rover = fakeModel().respond(toolCalls(call('list_staff', {}, 'tc-staff'))).respond(new AIMessage('never'));
+      const usage = new FakeRunUsage().answer({ proceed: false, reason });
+      const { caller, events, leases, step } = harness({ rover }, new MemorySaver(), { usage });
+
+      const { outcome } = await step(start(contextFor(), 'show the staff'));
+
+      expect(outcome).toBe('stopped');
+      expect(caller.calls).toEqual([]);
+      expect(rover.callCount).toBe(1);
+      expect(types(events)).not.toContain('TOOL_CALL_RESULT');
+      expect(types(events)).not.toContain('RUN_FINISHED');
+      expect(types(events)).not.toContain('RUN_ERROR');
+      expect(leases.requests.map(({ action }) => action)).toEqual(['claim']);
+    },
+  );
+
+  it('a usage report that gets no answer stops the step the same way (the server could not count it): fail closed', async () => {
+    const rover = fakeModel().respond(toolCalls(call('list_staff', {}, 'tc-staff')));
+    const usage = new FakeRunUsage().answer(new Error('no reply within 5000 ms'));
+    const { caller, events, leases, step } = harness({ rover }, new MemorySaver(), { usage });
+
+    const { outcome } = await step(start(contextFor(), 'show the staff'));
+
+    expect(outcome).toBe('stopped');
+    expect(caller.calls).toEqual([]);
+    expect(types(events)).toEqual(['RUN_STARTED']);
+    expect(leases.requests.map(({ action }) => action)).toEqual(['claim']);
+  });
+
+  it.each([
+    [401, 'MODEL_REJECTED_CREDENTIALS'],
+    [403, 'MODEL_REJECTED_CREDENTIALS'],
+    [429, 'MODEL_RATE_LIMITED'],
+    [500, 'MODEL_FAILED'],
+    [503, 'MODEL_FAILED'],
+  ] as const)('a model call failing with %i ends the step with RUN_ERROR %s and its sentence, never the provider text', async (status, code) => {
+    const { step } = harness({ rover: fakeModel().alwaysThrow(providerError(status)) });
+
+    const { outcome, events } = await step(start(contextFor(), 'hello'));
+
+    expect(outcome).toBe('error');
+    expect(events.at(-1)).toEqual(expect.objectContaining({ type: 'RUN_ERROR', code, message: ERROR_SENTENCES[code] }));
+    expect(JSON.stringify(events)).not.toMatch(/sk-live|models\.internal/);
+  });
+
+  it("a specialist's model failing ends the step with its code too, not a tool result Rover reads on", async () => {
+    const rover = fakeModel().respond(toolCalls(call('task', { description: 'classes', subagent_type: 'class_teacher' }, 'tc-task'))).respond(new AIMessage('never'));
+    const { step } = harness({ rover, class_teacher: fakeModel().alwaysThrow(providerError(429)) });
+
+    const { events } = await step(start(contextFor(), 'list my classes'));
+
+    expect(events.at(-1)).toMatchObject({ type: 'RUN_ERROR', code: 'MODEL_RATE_LIMITED' });
+    expect(rover.callCount).toBe(1);
+    expect(JSON.stringify(events)).not.toContain('sk-live');
+  });
+
+  it('arguments that are not JSON come back to the model as a tool result saying so; nothing is called', async () => {
+    const seen: BaseMessage[][] = [];
+    const malformed = new AIMessage({ content: '', tool_calls: [], invalid_tool_calls: [{ type: 'invalid_tool_call', id: 'tc-bad', name: 'create_department', args: '{"name": "Sci', error: 'Malformed args.' }] });
+    const rover = fakeModel()
+      .respond(malformed)
+      .respond((messages: BaseMessage[]) => {
+        seen.push(messages);
+        return new AIMessage('Sorry.');
+      });
+    const { caller, events, step } = harness({ rover });
+
+    const { outcome } = await step(start(contextFor(), 'create a department'));
+
+    expect(outcome).toBe('success');
+    expect(caller.calls).toEqual([]);
+    expect(events.find((event) => event.type === 'TOOL_CALL_RESULT')).toMatchObject({ toolCallId: 'tc-bad', content: malformedArgumentsMessage('create_department') });
+    expect(seen[0]?.at(-1)).toMatchObject({ tool_call_id: 'tc-bad', content: malformedArgumentsMessage('create_department') });
+  });
+
+  it("arguments the tool's schema refuses come back as a tool result naming the problem, without LangChain's stack; nothing is called", async () => {
+    const rover = fakeModel().respond(toolCalls(call('create_department', { name: 'Sciences', schoolId: 'another-school' }, 'tc-refused'))).respond(new AIMessage('Sorry.'));
+    const { caller, events, step } = harness({ rover });
+
+    await step(start(contextFor(), 'create a department'));
+
+    expect(caller.calls).toEqual([]);
+    const result = events.find((event) => event.type === 'TOOL_CALL_RESULT');
+    const content = result?.type === 'TOOL_CALL_RESULT' ? result.content : '';
+    expect(content).toMatch(/^The arguments of this "create_department" call do not match the tool's schema, so it was not run and nothing was sent: .*schoolId/);
+    expect(content).not.toMatch(/ at .*\.(js|ts):\d+/);
+  });
+
+  it('a call to a tool the agent does not have comes back as a tool result naming the tools there are; nothing is called', async () => {
+    const rover = fakeModel().respond(toolCalls(call('drop_all_tables', {}, 'tc-unknown'))).respond(new AIMessage('Sorry.'));
+    const { caller, events, step } = harness({ rover });
+
+    await step(start(contextFor(), 'drop everything'));
+
+    expect(caller.calls).toEqual([]);
+    expect(events.find((event) => event.type === 'TOOL_CALL_RESULT')).toMatchObject({ toolCallId: 'tc-unknown', content: expect.stringMatching(/drop_all_tables is not a valid tool, try one of \[.*list_staff/) });
+  });
+
+  it("a reply with no words to the user's message says the model declined; an Anthropic refusal keeps its own words", async () => {
+    const silent = harness({ rover: fakeModel().respond(new AIMessage('')) });
+    const { events } = await silent.step(start(contextFor(), 'do something you will not'));
+    const text = events.filter((event) => event.type === 'TEXT_MESSAGE_CONTENT').map((event) => (event.type === 'TEXT_MESSAGE_CONTENT' ? event.delta : '')).join('');
+    expect(text).toBe(DECLINED_REPLY);
+
+    const worded = harness({ rover: fakeModel().respond(new AIMessage({ content: 'I will not help with that.', response_metadata: { stop_reason: 'refusal' } })) });
+    const refused = await worded.step(start(contextFor(), 'do something you will not'));
+    expect(refused.events.filter((event) => event.type === 'TEXT_MESSAGE_CONTENT').map((event) => (event.type === 'TEXT_MESSAGE_CONTENT' ? event.delta : '')).join('')).toBe('I will not help with that.');
   });
 });

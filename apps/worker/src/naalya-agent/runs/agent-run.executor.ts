@@ -10,7 +10,9 @@ import {
 import { HumanMessage, type BaseMessage } from '@langchain/core/messages';
 import { Command, GraphRecursionError, type BaseCheckpointSaver, type StateSnapshot } from '@langchain/langgraph';
 import { Logger, type LoggerService } from '@nestjs/common';
+import type { UsageReporter } from '../core/graph/model-call.middleware.js';
 import { createRoverGraph } from '../core/graph/rover.graph.js';
+import { modelCallErrorIn } from '../core/model/model-errors.js';
 import type { SubagentDeps } from '../core/subagents/subagent.types.js';
 import type { AgentToolCaller } from '../core/tools/agent-tool-caller.js';
 import { toolCallIdempotencyKey } from '../core/tools/build-agent-tools.js';
@@ -18,8 +20,9 @@ import { TimedToolCaller } from '../core/tools/timed-tool-caller.js';
 import { FencedCheckpointSaver } from './fenced-checkpoint-saver.js';
 import { RunEventBuffer, RunEventPublishError, type RunEventSink } from './run-event.buffer.js';
 import type { RunLeases } from './run-lease.client.js';
+import type { RunUsageReports } from './run-usage.client.js';
 import { RunEventTranslator, snapshotMessages, toAgentInterrupts, type RunEventDraft } from './run-event.translator.js';
-import { StepLease } from './step-lease.js';
+import { StepLease, type ClaimRefusal } from './step-lease.js';
 
 export { RunEventPublishError, type RunEventMeta, type RunEventSink } from './run-event.buffer.js';
 
@@ -33,6 +36,8 @@ export type AgentRunExecutorDeps = {
   events: RunEventSink;
   /** The run lease RPC: a step runs only while the server grants it its lease. */
   leases: RunLeases;
+  /** The usage report RPC: every model call's tokens, answered before its reply is acted on. */
+  usage: RunUsageReports;
   logger?: LoggerService;
   /** Model and tool steps one run step may take before it is stopped. Default 40. */
   recursionLimit?: number;
@@ -99,7 +104,13 @@ const planStep = (request: AgentRunRequest, snapshot: StateSnapshot): Plan => {
 const safeErrorFor = (error: unknown, signal: AbortSignal | undefined): RunErrorCode => {
   if (signal?.aborted) return 'STEP_TIMED_OUT';
   if (error instanceof GraphRecursionError) return 'TOO_MANY_STEPS';
-  return 'RUN_FAILED';
+  return modelCallErrorIn(error)?.code ?? 'RUN_FAILED';
+};
+
+// The claims the server refuses on a school's rule: it has failed the run itself, with the sentence the user reads.
+const SCHOOL_RULE_REFUSALS: Partial<Record<ClaimRefusal, string>> = {
+  model_not_allowed: "the school's data choice does not allow this worker's model",
+  token_budget_spent: "the school's daily token budget is spent",
 };
 
 /**
@@ -150,6 +161,11 @@ export class AgentRunExecutor {
     const { runId, threadId } = request.context.run;
     const claim = await StepLease.claim({ leases: this.deps.leases, dispatchToken, runId, logger: this.logger });
     if (!claim.granted) {
+      const rule = SCHOOL_RULE_REFUSALS[claim.reason];
+      if (rule) {
+        this.logger.log(`Run ${runId} (thread ${threadId}) not run: ${rule} (${claim.reason}); nothing was sent to the model, and the server has failed the run.`);
+        return 'dropped';
+      }
       this.logger.warn(
         `Run ${runId} (thread ${threadId}) dropped before it ran: the server granted no lease (${claim.reason}${claim.detail ? `: ${claim.detail}` : ''}).`,
       );
@@ -183,7 +199,7 @@ export class AgentRunExecutor {
       if (!lease.held()) return;
       await buffer.push(agentRunEventSchema.parse({ ...draft, ...ids, timestamp: Date.now() }));
     };
-    const outcome = await this.publishStep(request, lease, transportSignal, publish, () => buffer.flush());
+    const outcome = await this.publishStep(request, lease, transportSignal, publish, () => buffer.flush(), this.usageReporter(ids.runId, dispatchToken, lease));
     try {
       await buffer.flush();
     } catch (error) {
@@ -193,12 +209,37 @@ export class AgentRunExecutor {
     return outcome;
   }
 
+  /**
+   * Reports a model call's tokens as the step's lease holder and waits for the answer. "Stop" (the school's daily budget
+   * or the step's own is spent, or the lease is gone): the server has already failed the run and written its RUN_ERROR,
+   * so the step stops like one whose lease was lost and publishes nothing more. No answer at all: the server may not have
+   * counted the call, and going on would spend tokens nobody counts, so the step stops the same way (fail closed); its
+   * lease then expires and the server's sweeper dispatches the step again from its checkpoint, as after any lost worker.
+   */
+  private usageReporter(runId: string, dispatchToken: string, lease: StepLease): UsageReporter {
+    return async (usage) => {
+      let reply: Awaited<ReturnType<RunUsageReports['report']>>;
+      try {
+        reply = await this.deps.usage.report(dispatchToken, usage);
+      } catch (error) {
+        this.logger.warn(`Run ${runId}: its usage report got no answer (${error instanceof Error ? error.message : String(error)}); the server could not count this model call.`);
+        lease.surrender('usage_unanswered');
+        throw lease.signal.reason;
+      }
+      if (!reply.proceed) {
+        lease.surrender(reply.reason);
+        throw lease.signal.reason;
+      }
+    };
+  }
+
   private async publishStep(
     request: AgentRunRequest,
     lease: StepLease,
     transportSignal: AbortSignal | undefined,
     publish: (draft: RunEventDraft) => Promise<void>,
     flush: () => Promise<void>,
+    reportUsage: UsageReporter,
   ): Promise<RunStepOutcome> {
     const { context } = request;
     const ids = { runId: context.run.runId, threadId: context.run.threadId };
@@ -218,7 +259,7 @@ export class AgentRunExecutor {
       };
       // Nor does it write the thread's checkpoints: only the worker writes them, so only the worker can fence them.
       const checkpointer = new FencedCheckpointSaver(this.deps.checkpointer, () => lease.held());
-      const graph = createRoverGraph(context, toolCaller, { checkpointer, modelFor });
+      const graph = createRoverGraph(context, toolCaller, { checkpointer, modelFor, reportUsage });
       // The context is not persisted by LangGraph: it travels with every call, resumes included. The signal reaches
       // every node and, through the node's config, every model call (and each tool call's wait).
       const config = { configurable: { thread_id: ids.threadId }, context, signal };
@@ -273,7 +314,10 @@ export class AgentRunExecutor {
         this.logger.log(`Run ${ids.runId} (thread ${ids.threadId}) stopped: its lease was lost (${lease.lost}).`);
         return 'stopped';
       }
-      this.logger.error(`Run ${ids.runId} (thread ${ids.threadId}) failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      const modelError = modelCallErrorIn(error);
+      // The provider's own words stay here, in the log: the user is told the code's sentence.
+      if (modelError) this.logger.warn(`Run ${ids.runId} (thread ${ids.threadId}) stopped: ${modelError.message}`);
+      else this.logger.error(`Run ${ids.runId} (thread ${ids.threadId}) failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
       await publish(runError(safeErrorFor(error, transportSignal)));
       return 'error';
     }

@@ -109,6 +109,12 @@ describe('RunEventTranslator: streamed tokens', () => {
     expect(events[3]).toMatchObject({ parentMessageId: (events[0] as { messageId: string }).messageId });
   });
 
+  it('sends the words of a streamed reply whose chunks carried none (a refusal the provider package dropped) whole from its update', () => {
+    const events = run(translator(), [token(text('m-refusal', '')), token(text('m-refusal', '')), update('model_request', [new AIMessage({ id: 'm-refusal', content: 'The model declined.' })])]);
+    expect(types(events)).toEqual(['TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END']);
+    expect(deltasOf(events, 'TEXT_MESSAGE_CONTENT')).toEqual(['The model declined.']);
+  });
+
   it('reports a tool result once, as a tool message with the hop time of RPC calls only', () => {
     const subject = translator();
     const result = new ToolMessage({ id: 'tm-1', tool_call_id: 'tc-rpc', content: '{"data":[],"scopeContext":"x"}' });

@@ -284,8 +284,10 @@ export class RunEventTranslator {
     const attribution = attributedTo(subagent);
     let textId = streamed?.textId;
     if (streamed && key) events.push(...this.close(key, streamed));
-    else {
-      if (key) this.done.add(key);
+    else if (key) this.done.add(key);
+    // Text the chunks did not carry goes out whole too: a non-streaming model's, or words put in a streamed reply that
+    // had none (a refusal the provider package dropped, said in the platform's words).
+    if (!textId) {
       const text = textOf(message.content);
       if (text.trim()) {
         // Model message ids are not unique across agents (fake models number them), so the event gets its own.

@@ -4,9 +4,11 @@ import {
   AGENT_RUN_LEASE_PATTERN,
   agentRunLeaseReplySchema,
   agentRunLeaseRequestSchema,
+  type AgentModelIdentity,
   type AgentRunLeaseReply,
   type AgentRunLeaseRequest,
 } from '@naalya/agent-tools';
+import { askServer, type RunRpc } from './run-rpc.js';
 
 export type RunLeaseAction = AgentRunLeaseRequest['action'];
 
@@ -22,17 +24,6 @@ export type RunLeases = {
   request(action: RunLeaseAction, dispatchToken: string, timeoutMs?: number): Promise<AgentRunLeaseReply>;
 };
 
-/** What carries the lease RPC: AgentToolService's request(), on the worker's one tools client. */
-export type LeaseRpc = {
-  readonly timeoutMs: number;
-  request(pattern: string, data: unknown, timeoutMs?: number): Promise<unknown>;
-};
-
-/** No answer the lease can be read from: the caller treats it as neither a grant nor a refusal. */
-export class RunLeaseUnansweredError extends Error {
-  override readonly name = 'RunLeaseUnansweredError';
-}
-
 const WORKER_ID_MAX = 200;
 
 /** One per process: the host, the pid and a random suffix (a restarted process in the same container is a new holder). */
@@ -41,10 +32,14 @@ export const newWorkerId = (host = hostname(), pid = process.pid): string => {
   return `${(host || 'worker').slice(0, WORKER_ID_MAX - suffix.length)}${suffix}`;
 };
 
-/** The run lease over the tools queue (`agent.run.lease`), as a plain request and reply like a tool call's. */
+/**
+ * The run lease over the tools queue (`agent.run.lease`), as a plain request and reply like a tool call's. Every claim
+ * names the model this worker would send the run's data to, so the server can hold it against the school's choice.
+ */
 export class RunLeaseClient implements RunLeases {
   constructor(
-    private readonly rpc: LeaseRpc,
+    private readonly rpc: RunRpc,
+    private readonly model: AgentModelIdentity,
     readonly workerId: string = newWorkerId(),
   ) {}
 
@@ -53,15 +48,12 @@ export class RunLeaseClient implements RunLeases {
   }
 
   async request(action: RunLeaseAction, dispatchToken: string, timeoutMs: number = this.rpc.timeoutMs): Promise<AgentRunLeaseReply> {
-    const body: AgentRunLeaseRequest = agentRunLeaseRequestSchema.parse({ action, workerId: this.workerId, dispatchToken });
-    let reply: unknown;
-    try {
-      reply = await this.rpc.request(AGENT_RUN_LEASE_PATTERN, body, timeoutMs);
-    } catch (error) {
-      throw new RunLeaseUnansweredError(`the lease ${action} got no answer: ${error instanceof Error ? error.message : String(error)}`);
-    }
-    const parsed = agentRunLeaseReplySchema.safeParse(reply);
-    if (!parsed.success) throw new RunLeaseUnansweredError(`the lease ${action} got an unreadable reply`);
-    return parsed.data;
+    const body: AgentRunLeaseRequest = agentRunLeaseRequestSchema.parse({
+      action,
+      workerId: this.workerId,
+      dispatchToken,
+      ...(action === 'claim' ? { model: this.model } : {}),
+    });
+    return askServer(this.rpc, `the lease ${action}`, { pattern: AGENT_RUN_LEASE_PATTERN, body, replySchema: agentRunLeaseReplySchema }, timeoutMs);
   }
 }

@@ -37,6 +37,7 @@ import { AgentRunExecutor } from './agent-run.executor.js';
 import { RunEventPublisher } from './run-event.publisher.js';
 import { RunLeaseClient } from './run-lease.client.js';
 import { RunStepAuthenticity } from './run-step-authenticity.js';
+import { FakeRunUsage } from '../testing/fake-run-usage.fixture.js';
 
 // The worker's side of the run lease over real RabbitMQ: the lease RPC rides the worker's tools client onto the tools
 // queue, where a raw amqplib responder stands in for the server's @MessagePattern('agent.run.lease') handler.
@@ -163,12 +164,13 @@ beforeAll(async () => {
   await publisher.onModuleInit();
   tools = new AgentToolService({ rabbitmqUrl: RABBITMQ_URL, toolsQueue: names.toolsQueue, timeoutMs: TOOL_TIMEOUT_MS });
   await tools.onModuleInit();
-  leases = new RunLeaseClient(tools);
+  leases = new RunLeaseClient(tools, { model: 'scripted', selfHosted: true });
   const executor = new AgentRunExecutor({
     toolCaller: caller,
     checkpointer: new MemorySaver(),
     events: publisher,
     leases,
+    usage: new FakeRunUsage(),
     chatModel: () => new ScriptedChatModel(scriptedPolicy),
     logger: { log: () => undefined, warn: (message: unknown) => void warnings.push({ at: Date.now(), message: String(message) }), error: () => undefined },
   });
@@ -205,7 +207,8 @@ describe('run leases over real RabbitMQ (a stand-in lease server on the tools qu
     expect(actionsOf(request)).toEqual(['claim', 'release']);
     const [claim] = leaseCallsOf(request);
     expect(claim?.pattern).toBe(AGENT_RUN_LEASE_PATTERN);
-    expect(claim?.request).toEqual({ action: 'claim', workerId: leases.workerId, dispatchToken: request.context.dispatchToken });
+    // The claim names the model the run's data would go to (the server holds it against the school's data choice).
+    expect(claim?.request).toEqual({ action: 'claim', workerId: leases.workerId, dispatchToken: request.context.dispatchToken, model: { model: 'scripted', selfHosted: true } });
     expect(claim?.request.workerId).toMatch(/^.+:\d+:[0-9a-f]{12}$/);
     expect(claim?.properties).toMatchObject({ userId: 'guest', replyTo: expect.stringMatching(/^amq\.rabbitmq\.reply-to/) });
     const events = eventsOf(runId);

@@ -1,9 +1,12 @@
-import type { LeaseRefusal } from '@naalya/agent-tools';
+import type { LeaseRefusal, UsageStop } from '@naalya/agent-tools';
 import type { LoggerService } from '@nestjs/common';
 import type { RunLeases } from './run-lease.client.js';
 
-/** Why a step stopped holding its lease: the server refused a renew, or no renew was granted for a whole lease. */
-export type LeaseLoss = LeaseRefusal | 'expired';
+/**
+ * Why a step stopped holding its lease: the server refused a renew, or no renew was granted for a whole lease, or a usage
+ * report was answered "stop" (the server has ended the run and taken the lease back) or not answered at all.
+ */
+export type LeaseLoss = LeaseRefusal | 'expired' | UsageStop | 'usage_unanswered';
 
 /** Why a claim did not give the step a lease: the server's refusal, or no answer at all. */
 export type ClaimRefusal = LeaseRefusal | 'unanswered';
@@ -109,6 +112,16 @@ export class StepLease {
     return true;
   }
 
+  /**
+   * Gives the step up as if its lease were lost: the server said after a usage report that it may not go on (it has
+   * failed the run itself and written its RUN_ERROR), or the report got no answer, so the server may not have counted
+   * those tokens. Either way nothing more is published, and the lease is not released: it expires, and the server's
+   * sweeper dispatches the step again from its checkpoint if the run is still running.
+   */
+  surrender(reason: UsageStop | 'usage_unanswered'): void {
+    this.lose(reason);
+  }
+
   /** A third of the lease: three chances to renew before it expires. */
   get renewIntervalMs(): number {
     return Math.max(1, Math.floor(this.leaseMs / 3));
@@ -171,9 +184,9 @@ export class StepLease {
     if (this.loss) return;
     this.loss = loss;
     this.stop();
-    // A cancel is the owner's wish, not a fault.
     const line = `Run ${this.options.runId}: its lease was lost (${loss}); stopping the step, publishing nothing more.`;
-    if (loss === 'cancelled') this.options.logger.log(line);
+    // A cancel is the owner's wish and a spent budget the school's rule, not faults.
+    if (loss === 'cancelled' || loss === 'token_budget_spent' || loss === 'step_token_budget_spent') this.options.logger.log(line);
     else this.options.logger.warn(line);
     this.controller.abort(new RunLeaseLostError(loss));
   }

@@ -10,6 +10,7 @@ import { ScriptedChatModel } from '../model/scripted-chat-model.js';
 import { scriptedPolicy } from '../model/scripted-policy.js';
 import { schoolContext } from '../tools/tool-context.fixture.js';
 import { CheckpointStore } from './checkpoint-store.js';
+import { FakeRunUsage } from '../../testing/fake-run-usage.fixture.js';
 
 // A schema of its own on the local cluster, dropped afterwards, so suites running in parallel never meet. The store
 // connects as a login role that owns only that schema and has no CREATE on the database, like naalya_checkpoint.
@@ -113,6 +114,7 @@ describe('CheckpointStore', () => {
         checkpointer: (await openStore()).saver,
         events: { publish: async (batch) => void events.push(...batch.events) },
         leases: new FakeRunLeases(),
+        usage: new FakeRunUsage(),
         chatModel: () => new ScriptedChatModel(scriptedPolicy),
       });
       return { executor, events };

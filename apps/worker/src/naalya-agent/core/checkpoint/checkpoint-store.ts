@@ -98,6 +98,19 @@ export class CheckpointStore implements OnModuleInit, OnModuleDestroy {
     await this.pool.end();
   }
 
+  /** Whether the checkpoint database answers a trivial query within `timeoutMs`: the worker's readiness. */
+  async answers(timeoutMs: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), timeoutMs);
+    });
+    try {
+      return await Promise.race([this.pool.query('SELECT 1').then(() => true, () => false), late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** Deletes every thread whose latest checkpoint is older than the retention period; returns how many. */
   async sweep(now: Date = new Date()): Promise<number> {
     const tables = (name: string) => `${quoteIdentifier(this.schema)}.${quoteIdentifier(name)}`;

@@ -6,12 +6,16 @@ import { selectSubagents } from '../subagents/subagent-registry.js';
 import type { SubagentDeps } from '../subagents/subagent.types.js';
 import type { AgentToolCaller } from '../tools/agent-tool-caller.js';
 import { buildAgentTools } from '../tools/build-agent-tools.js';
+import { modelCallMiddleware, type UsageReporter } from './model-call.middleware.js';
 import { roverSystemPrompt } from './rover.prompt.js';
 import { stoppedToolCallsMiddleware } from './stopped-tool-calls.middleware.js';
+import { untrustedReplyMiddleware } from './untrusted-reply.middleware.js';
 
 export type RoverGraphDeps = SubagentDeps & {
   /** Required: without one, interrupt() inside a tool silently becomes a tool message (ecosystem 1.5). */
   checkpointer: BaseCheckpointSaver;
+  /** Every model call's tokens, Rover's and the specialists', reported before its reply is acted on. */
+  reportUsage: UsageReporter;
 };
 
 export const ROVER_AGENT_NAME = 'rover';
@@ -22,6 +26,8 @@ export const ROVER_AGENT_NAME = 'rover';
 export const createRoverGraph = (context: AgentRuntimeContext, toolCaller: AgentToolCaller, deps: RoverGraphDeps) => {
   const model = deps.modelFor('rover');
   const subagents = selectSubagents(context, toolCaller, deps);
+  // Outermost first: the reply is made answerable after its usage was reported, and the usage is the provider's.
+  const modelCalls = [untrustedReplyMiddleware(), modelCallMiddleware(deps.reportUsage)];
   return createAgent({
     name: ROVER_AGENT_NAME,
     model,
@@ -32,9 +38,11 @@ export const createRoverGraph = (context: AgentRuntimeContext, toolCaller: Agent
     // Only the task tool: generalPurposeAgent false, and no filesystem middleware, so no tool reaches a
     // specialist except its own belt. Without eligible specialists there is no task tool at all. A run stopped mid-call
     // (cancelled, taken over) leaves a call with no result: the model is told so, or the next message would be refused.
+    // The specialists' model calls go through the same model-call middleware as Rover's (defaultMiddleware).
     middleware: [
       stoppedToolCallsMiddleware(),
-      ...(subagents.length > 0 ? [createSubAgentMiddleware({ defaultModel: model, subagents, generalPurposeAgent: false })] : []),
+      ...(subagents.length > 0 ? [createSubAgentMiddleware({ defaultModel: model, subagents, generalPurposeAgent: false, defaultMiddleware: modelCalls })] : []),
+      ...modelCalls,
     ],
   });
 };

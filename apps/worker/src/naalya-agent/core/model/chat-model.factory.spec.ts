@@ -1,3 +1,4 @@
+import { startModelSimulator } from '@naalya/model-simulator';
 import { describe, expect, it } from 'vitest';
 import { ChatModelUnavailableError, assertChatModelAvailable, createChatModel, modelIdentity } from './chat-model.factory.js';
 import { ScriptedChatModel } from './scripted-chat-model.js';
@@ -73,5 +74,45 @@ describe('chat model factory', () => {
     expect(modelIdentity({ agentModel: 'scripted' })).toEqual({ model: 'scripted', selfHosted: true });
     expect(modelIdentity({ agentModel: 'openai:gpt-4.1' })).toEqual({ model: 'openai:gpt-4.1', selfHosted: false });
     expect(modelIdentity({ agentModel: 'openai:qwen', baseUrl: 'http://127.0.0.1:8000/v1' })).toEqual({ model: 'openai:qwen', selfHosted: true });
+  });
+
+  it('a provider model gets AGENT_MODEL_MAX_RETRIES and AGENT_MODEL_TIMEOUT_MS in its own fields', async () => {
+    const modelRequests = { maxRetries: 4, timeoutMs: 12_000 };
+    const configOf = async (agentModel: string) =>
+      ((await createChatModel({ agentModel, providerKeys: { OPENAI_API_KEY: 'k', ANTHROPIC_API_KEY: 'k' }, modelRequests }, 'rover')) as unknown as { _defaultConfig?: Record<string, unknown> })
+        ._defaultConfig;
+    expect(await configOf('openai:gpt-4.1')).toMatchObject({ maxRetries: 4, timeout: 12_000 });
+    expect(await configOf('anthropic:claude-x')).toMatchObject({ maxRetries: 4, clientOptions: { timeout: 12_000 } });
+  });
+
+  describe.each(['openai', 'anthropic'])('%s through the model simulator', (provider) => {
+    const modelAt = async (url: string, maxRetries: number) =>
+      createChatModel(
+        { agentModel: `${provider}:sim`, providerKeys: NO_KEYS, baseUrl: provider === 'openai' ? `${url}/v1` : url, modelRequests: { maxRetries, timeoutMs: 5_000 } },
+        'rover',
+      );
+
+    it('a 429 is asked again after its retry-after, and the reply then comes', async () => {
+      const sim = await startModelSimulator({ script: { turns: [{ kind: 'rate_limit', retryAfterSeconds: 1 }, { kind: 'text', text: 'after the wait' }] } });
+      try {
+        const started = Date.now();
+        const reply = await (await modelAt(sim.url, 2)).invoke('hi');
+        expect(JSON.stringify(reply.content)).toContain('after the wait');
+        expect(Date.now() - started).toBeGreaterThanOrEqual(1_000);
+        expect(sim.requests()).toHaveLength(2);
+      } finally {
+        await sim.close();
+      }
+    }, 20_000);
+
+    it('a 500 is asked again at most AGENT_MODEL_MAX_RETRIES times, then fails', async () => {
+      const sim = await startModelSimulator({ script: { turns: [{ kind: 'server_error' }, { kind: 'server_error' }, { kind: 'text', text: 'never reached' }] } });
+      try {
+        await expect((await modelAt(sim.url, 1)).invoke('hi')).rejects.toMatchObject({ status: 500 });
+        expect(sim.requests()).toHaveLength(2);
+      } finally {
+        await sim.close();
+      }
+    }, 20_000);
   });
 });

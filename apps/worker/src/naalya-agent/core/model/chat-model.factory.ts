@@ -11,12 +11,24 @@ type ProviderEntry = {
   keyVariable?: string;
   /** The constructor fields that point the provider's client at AGENT_MODEL_BASE_URL; absent: no other server is supported. */
   baseUrlFields?: (baseUrl: string) => Record<string, unknown>;
+  /** The constructor fields that bound one request of the provider's client in time. */
+  timeoutFields?: (timeoutMs: number) => Record<string, unknown>;
 };
 
 /** The providers AGENT_MODEL may name: the package initChatModel loads, and the variable holding the key. */
 export const CHAT_MODEL_PROVIDERS: Record<string, ProviderEntry> = {
-  openai: { package: '@langchain/openai', keyVariable: 'OPENAI_API_KEY', baseUrlFields: (baseURL) => ({ configuration: { baseURL } }) },
-  anthropic: { package: '@langchain/anthropic', keyVariable: 'ANTHROPIC_API_KEY', baseUrlFields: (anthropicApiUrl) => ({ anthropicApiUrl }) },
+  openai: {
+    package: '@langchain/openai',
+    keyVariable: 'OPENAI_API_KEY',
+    baseUrlFields: (baseURL) => ({ configuration: { baseURL } }),
+    timeoutFields: (timeout) => ({ timeout }),
+  },
+  anthropic: {
+    package: '@langchain/anthropic',
+    keyVariable: 'ANTHROPIC_API_KEY',
+    baseUrlFields: (anthropicApiUrl) => ({ anthropicApiUrl }),
+    timeoutFields: (timeout) => ({ clientOptions: { timeout } }),
+  },
   'google-genai': { package: '@langchain/google-genai', keyVariable: 'GOOGLE_API_KEY' },
   mistralai: { package: '@langchain/mistralai', keyVariable: 'MISTRAL_API_KEY' },
   groq: { package: '@langchain/groq', keyVariable: 'GROQ_API_KEY' },
@@ -32,7 +44,12 @@ export type ChatModelSettings = {
   baseUrl?: string;
   /** The scripted model's pause between streamed chunks (AGENT_SCRIPTED_STREAM_DELAY_MS); 0 when absent. */
   scriptedStreamDelayMs?: number;
+  /** AGENT_MODEL_MAX_RETRIES and AGENT_MODEL_TIMEOUT_MS; the defaults below when absent. */
+  modelRequests?: { maxRetries: number; timeoutMs: number };
 };
+
+/** As the worker config defaults them: two retries, a minute per request. */
+export const MODEL_REQUEST_DEFAULTS = { maxRetries: 2, timeoutMs: 60_000 } as const;
 
 export class ChatModelUnavailableError extends Error {
   override readonly name = 'ChatModelUnavailableError';
@@ -89,7 +106,11 @@ export const createChatModel = async (settings: ChatModelSettings, _speaker: Age
   // The provider clients refuse to start without a key even when the server needs none.
   const apiKey = key ?? (settings.baseUrl ? SELF_HOSTED_PLACEHOLDER_KEY : undefined);
   const baseUrlFields = settings.baseUrl && entry?.baseUrlFields ? entry.baseUrlFields(settings.baseUrl) : {};
-  return initChatModel(model, { modelProvider: provider, temperature: 0, ...(apiKey ? { apiKey } : {}), ...baseUrlFields });
+  // The provider packages retry through LangChain's caller (which honours retry-after; their SDKs' own retries are off),
+  // so maxRetries bounds them all; the timeout is each SDK's own, per request.
+  const { maxRetries, timeoutMs } = settings.modelRequests ?? MODEL_REQUEST_DEFAULTS;
+  const timeoutFields = entry?.timeoutFields?.(timeoutMs) ?? {};
+  return initChatModel(model, { modelProvider: provider, temperature: 0, maxRetries, ...timeoutFields, ...(apiKey ? { apiKey } : {}), ...baseUrlFields });
 };
 
 const SELF_HOSTED_PLACEHOLDER_KEY = 'not-needed';

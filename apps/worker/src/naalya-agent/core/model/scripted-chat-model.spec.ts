@@ -10,6 +10,7 @@ import { FakeToolCaller } from '../../testing/fake-tool-caller.fixture.js';
 import { schoolContext } from '../tools/tool-context.fixture.js';
 import { ScriptedChatModel, streamedChunks, textPieces } from './scripted-chat-model.js';
 import { scriptedPolicy } from './scripted-policy.js';
+import { FakeRunUsage } from '../../testing/fake-run-usage.fixture.js';
 
 const reply = new AIMessage({
   content: '[scripted model] I found 3 staff: Ada, Brian, Grace.',
@@ -80,6 +81,7 @@ describe('a scripted run streams through the executor', () => {
       checkpointer: new MemorySaver(),
       events: { publish: async (batch: RunEventBatch) => void events.push(...batch.events) },
       leases: new FakeRunLeases(),
+      usage: new FakeRunUsage(),
       chatModel: () => new ScriptedChatModel(scriptedPolicy),
       logger: { log: () => undefined, error: () => undefined, warn: () => undefined },
     });
@@ -123,3 +125,15 @@ describe('a scripted run streams through the executor', () => {
   });
 });
 
+
+describe('ScriptedChatModel usage', () => {
+  it('reports estimated tokens (about four characters each) of what it was sent and what it said, streamed or not, so budgets count it', async () => {
+    const model = new ScriptedChatModel(() => new AIMessage('[scripted model] Twelve characters more.'));
+    const sent = [new HumanMessage('list departments please')];
+    const whole = await model.invoke(sent);
+    expect(whole.usage_metadata).toEqual({ input_tokens: 6, output_tokens: 11, total_tokens: 17 });
+    let streamed: AIMessageChunk | undefined;
+    for await (const chunk of await model.stream(sent)) streamed = streamed ? streamed.concat(chunk) : chunk;
+    expect(streamed?.usage_metadata).toMatchObject({ input_tokens: 6, output_tokens: 11 });
+  });
+});

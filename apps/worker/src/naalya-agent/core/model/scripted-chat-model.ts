@@ -4,6 +4,7 @@ import { AIMessageChunk, type AIMessage, type BaseMessage } from '@langchain/cor
 import { ChatGenerationChunk, type ChatResult } from '@langchain/core/outputs';
 import { convertToOpenAITool } from '@langchain/core/utils/function_calling';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { estimatedUsage } from './estimated-usage.js';
 
 /** A tool as the scripted model sees it once bound: its name, description and JSON schema. */
 export type ScriptedTool = { name: string; description: string; parameters: JsonSchema };
@@ -93,8 +94,16 @@ export class ScriptedChatModel extends BaseChatModel {
     return bound;
   }
 
-  async _generate(messages: BaseMessage[]): Promise<ChatResult> {
+  /** The policy's reply with its usage estimated (it runs no model, so it counts like one), for the budgets to count. */
+  private reply(messages: BaseMessage[]): { message: AIMessage; usage: NonNullable<AIMessage['usage_metadata']> } {
     const message = this.policy(messages, this.boundTools);
+    const { inputTokens, outputTokens } = estimatedUsage(messages, message);
+    return { message, usage: { input_tokens: inputTokens, output_tokens: outputTokens, total_tokens: inputTokens + outputTokens } };
+  }
+
+  async _generate(messages: BaseMessage[]): Promise<ChatResult> {
+    const { message, usage } = this.reply(messages);
+    message.usage_metadata = usage;
     return { generations: [{ message, text: typeof message.content === 'string' ? message.content : '' }] };
   }
 
@@ -103,7 +112,11 @@ export class ScriptedChatModel extends BaseChatModel {
     options: this['ParsedCallOptions'],
     runManager?: CallbackManagerForLLMRun,
   ): AsyncGenerator<ChatGenerationChunk> {
-    const chunks = streamedChunks(this.policy(messages, this.boundTools));
+    const { message: reply, usage } = this.reply(messages);
+    const chunks = streamedChunks(reply);
+    // As a streaming provider reports it: once, on the last chunk (LangChain adds the chunks' usage up).
+    const last = chunks.at(-1);
+    if (last) last.usage_metadata = usage;
     for (const [index, message] of chunks.entries()) {
       // The signal is the run's: a cancelled or timed-out step stops the stream between chunks.
       if (index > 0 && this.streamDelayMs > 0) await sleep(this.streamDelayMs, undefined, { signal: options.signal });

@@ -8,6 +8,7 @@ import { FakeToolCaller } from '../../testing/fake-tool-caller.fixture.js';
 import { schoolContext } from '../tools/tool-context.fixture.js';
 import { ScriptedChatModel } from './scripted-chat-model.js';
 import { SCRIPTED_HELP, SCRIPTED_INTENTS, SCRIPTED_LABEL, scriptedPolicy } from './scripted-policy.js';
+import { FakeRunUsage } from '../../testing/fake-run-usage.fixture.js';
 
 // The real registry: every school tool has landed, so each intent is tested against the belt it will meet.
 const IDS = {
@@ -87,6 +88,7 @@ const conversation = (caller = callerWithSchool(), capabilities = { isClassTeach
     checkpointer: new MemorySaver(),
     events: { publish: async (batch) => void events.push(...batch.events) },
     leases: new FakeRunLeases(),
+    usage: new FakeRunUsage(),
     chatModel: () => new ScriptedChatModel(scriptedPolicy),
     logger: { log: () => undefined, error: () => undefined, warn: () => undefined },
   });

@@ -82,6 +82,11 @@ export class AgentToolService implements AgentToolCaller, OnModuleInit, OnModule
     }
   }
 
+  /** Whether the broker connection is up: the worker's readiness. */
+  get connected(): boolean {
+    return this.client.connected;
+  }
+
   // Calls still waiting fail at once, and so get the infrastructure sentence.
   async onModuleDestroy(): Promise<void> {
     this.logger.log(`Closing the connection to the "${this.options.toolsQueue}" queue`);
