@@ -224,3 +224,76 @@ describe('an unreachable model server', () => {
     }
   }, 60_000);
 });
+
+describe("a school's data choice and daily token budget, decided by the server", () => {
+  const GREENHILL = `(SELECT id FROM schools WHERE name = 'Greenhill Academy')`;
+  const setGreenhill = (column: 'allowed_models' | 'daily_token_budget', value: unknown) =>
+    stack.owner.query(`UPDATE schools SET ${column} = $1 WHERE id = ${GREENHILL}`, [value]);
+
+  const startRun = async (message: string) => {
+    const { id: threadId } = await api<{ id: string }>('/agent/threads', {});
+    const { runId } = await api<{ runId: string }>(`/agent/threads/${threadId}/runs`, { message });
+    return { threadId, runId };
+  };
+  const eventsOf = async (run: { threadId: string; runId: string }) =>
+    (await readRunEvents(stack.server().baseUrl, token, run, { signal: AbortSignal.timeout(40_000) })).map(({ event }) => event);
+
+  it('a school that has not allowed a hosted model gets MODEL_NOT_ALLOWED and the model is sent nothing; once allowed, the same worker runs', async () => {
+    // The worker names a hosted model (no AGENT_MODEL_BASE_URL), while the OpenAI client's own variable points it at
+    // the simulator: so the simulator's record shows whether anything would have reached the provider.
+    const worker = await stack.startWorker({ AGENT_MODEL: 'openai:gpt-4.1', OPENAI_API_KEY: 'sk-test-not-a-key', OPENAI_BASE_URL: `${sim.url}/v1`, AGENT_MODEL_MAX_RETRIES: '0' });
+    try {
+      await setGreenhill('allowed_models', ['anthropic']);
+      sim.reset();
+      sim.setScript({ turns: [{ kind: 'text', text: 'This must never be asked for.' }] });
+      const refused = await eventsOf(await startRun('list departments'));
+      expect(refused.at(-1)).toMatchObject({ type: 'RUN_ERROR', code: 'MODEL_NOT_ALLOWED', message: ERROR_SENTENCES.MODEL_NOT_ALLOWED });
+      expect(sim.requests()).toHaveLength(0);
+      expect(refused.some((event) => event.type === 'TEXT_MESSAGE_CONTENT' || event.type === 'TOOL_CALL_START')).toBe(false);
+
+      await setGreenhill('allowed_models', ['openai:gpt-4.1']);
+      const allowed = await eventsOf(await startRun('hello'));
+      expect(textOf(allowed)).toBe('This must never be asked for.');
+      expect(sim.requests()).toHaveLength(1);
+    } finally {
+      await setGreenhill('allowed_models', null);
+      await worker.stop();
+    }
+  }, 90_000);
+
+  it("a run that crosses the school's daily budget ends after its model call (its tool call does not run), and new runs are refused with the sentence", async () => {
+    const worker = await workerFor('openai', `${sim.url}/v1`);
+    const name = 'Budget Busting Department';
+    try {
+      await stack.owner.query(`DELETE FROM school_token_days WHERE school_id = ${GREENHILL}`);
+      await setGreenhill('daily_token_budget', 1_000);
+      sim.reset();
+      sim.setScript({
+        turns: [
+          { kind: 'tool_calls', calls: [{ name: 'create_department', arguments: { name } }], usage: { inputTokens: 1_200, outputTokens: 20 } },
+          { kind: 'text', text: 'Created.' },
+        ],
+      });
+      const ended = await eventsOf(await startRun('create a department'));
+      expect(ended.at(-1)).toMatchObject({ type: 'RUN_ERROR', code: 'SCHOOL_TOKEN_BUDGET_SPENT', message: ERROR_SENTENCES.SCHOOL_TOKEN_BUDGET_SPENT });
+      expect(sim.requests()).toHaveLength(1);
+      expect(await department(name)).toHaveLength(0);
+      const day = await stack.owner.query(`SELECT tokens::int AS tokens FROM school_token_days WHERE school_id = ${GREENHILL}`);
+      expect(day.rows[0]?.tokens).toBe(1_220);
+
+      const { id: threadId } = await api<{ id: string }>('/agent/threads', {});
+      const response = await fetch(`${stack.server().baseUrl}/agent/threads/${threadId}/runs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: JSON.stringify({ message: 'hello' }),
+      });
+      expect(response.status).toBe(429);
+      expect(await response.json()).toMatchObject({ code: 'SCHOOL_TOKEN_BUDGET_SPENT', message: ERROR_SENTENCES.SCHOOL_TOKEN_BUDGET_SPENT });
+      expect(sim.requests()).toHaveLength(1);
+    } finally {
+      await setGreenhill('daily_token_budget', null);
+      await stack.owner.query(`DELETE FROM school_token_days WHERE school_id = ${GREENHILL}`);
+      await worker.stop();
+    }
+  }, 90_000);
+});
