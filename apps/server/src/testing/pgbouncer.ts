@@ -1,8 +1,9 @@
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort, serviceUser } from './local-service.js';
 import { TEST_APP_ROLE, TEST_OWNER_URL } from './test-postgres.js';
 
 /** The password the owner (postgres) gives PgBouncer; PgBouncer itself reaches PostgreSQL by the local trust rule. */
@@ -21,29 +22,12 @@ export type TestPgBouncer = {
   stop: () => Promise<void>;
 };
 
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-
 const accepts = (port: number) =>
   new Promise<boolean>((resolve) => {
     const socket = connect(port, '127.0.0.1');
     socket.once('connect', () => (socket.destroy(), resolve(true)));
     socket.once('error', () => resolve(false));
   });
-
-/** PgBouncer refuses to run as root: as root the test runs it as the postgres user, which must read its files. */
-const runAs = (): { uid: number; gid: number } | undefined => {
-  if (process.getuid?.() !== 0) return undefined;
-  const [uid, gid] = ['-u', '-g'].map((flag) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim()));
-  return { uid, gid };
-};
 
 /**
  * A throwaway PgBouncer (the `pgbouncer` binary on PATH) on a free port in front of the test PostgreSQL, in
@@ -79,7 +63,7 @@ export const startPgBouncer = async (): Promise<TestPgBouncer> => {
     ].join('\n'),
   );
   writeFileSync(logFile, '');
-  const user = runAs();
+  const user = serviceUser();
   if (user) for (const file of ['', 'userlist.txt', 'pgbouncer.ini', 'pgbouncer.log']) chownSync(join(dir, file), user.uid, user.gid);
 
   const child: ChildProcess = spawn('pgbouncer', [join(dir, 'pgbouncer.ini')], { stdio: ['ignore', 'ignore', 'pipe'], ...user });
