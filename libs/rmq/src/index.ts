@@ -9,3 +9,4 @@ export * from './lib/rmq-connection.js';
 export * from './lib/confirm-publisher.js';
 export * from './lib/ordered-consumer.js';
 export * from './lib/message-signature.js';
+export * from './lib/broker-tls.js';

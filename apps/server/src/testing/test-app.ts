@@ -64,15 +64,18 @@ export const testConfig = (database: TestDatabase, overrides: Partial<ServerConf
 
 /**
  * The real server module on its own cloned database, seeded with the two demo schools, HTTP on a free port.
- * `overrides` change the configuration, e.g. per-test queue names.
+ * `overrides` change the configuration, e.g. per-test queue names; a function of the database when they name it (a
+ * pooler's URL for it).
  */
-export const createTestApp = async (overrides: Partial<ServerConfig> = {}): Promise<TestApp> => {
+export const createTestApp = async (
+  overrides: Partial<ServerConfig> | ((database: TestDatabase) => Partial<ServerConfig>) = {},
+): Promise<TestApp> => {
   const database = await createTestDatabase();
   const owner = createOwnerDataSource(database.ownerUrl);
   await owner.initialize();
   const demo = await owner.transaction((manager) => seedDemo(manager));
   await ensureDispatchRuns(owner, demo);
-  const module = await Test.createTestingModule({ imports: [AppModule.forRoot(testConfig(database, overrides))] })
+  const module = await Test.createTestingModule({ imports: [AppModule.forRoot(testConfig(database, typeof overrides === 'function' ? overrides(database) : overrides))] })
     .compile();
   // Quiet by default; TEST_LOGS=1 shows the server's logs when a test needs explaining.
   const app = module.createNestApplication({ logger: process.env['TEST_LOGS'] ? ['error', 'warn'] : false });

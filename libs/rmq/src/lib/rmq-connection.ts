@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import { connect, type Channel, type ChannelModel, type RecoveringChannelModel, type RecoveryOptions } from 'amqplib';
+import { brokerTlsOptions } from './broker-tls.js';
 
 export type BrokerLogger = Pick<LoggerService, 'log' | 'warn' | 'error'>;
 
@@ -61,6 +62,7 @@ export class RecoveringConnection {
     const { url, connectionName, recovery, setup, what } = this.options;
     // waitForConnect: false resolves before the first attempt, so every listener is on before anything is emitted.
     const model = await connect(url, {
+      ...brokerTlsOptions(),
       noDelay: true,
       clientProperties: connectionName ? { connection_name: connectionName } : undefined,
       recovery: { ...recovery, waitForConnect: false, setup },

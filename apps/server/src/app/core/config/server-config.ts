@@ -31,6 +31,9 @@ const emptyAs = <T>(empty: T) => (value: unknown) => (value === '' ? empty : val
 const serverConfigSchema = z.object({
   DATABASE_URL: postgresUrl.describe('the app role (non-owner, NOBYPASSRLS)'),
   DATABASE_OWNER_URL: postgresUrl.describe('the owner role, for migrations and setup'),
+  // The run-event notifier's LISTEN connection: must reach PostgreSQL directly (or through a session-mode pool), since
+  // behind transaction pooling a LISTEN lands on a server connection other clients then use. Unset: DATABASE_URL.
+  DATABASE_LISTEN_URL: postgresUrl.optional().describe('the app role, on a connection that bypasses transaction pooling'),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(8),
   DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   RABBITMQ_URL: z.string().regex(/^amqps?:\/\//, 'must be an amqp:// URL'),
@@ -66,6 +69,10 @@ const serverConfigSchema = z.object({
 });
 
 export type ServerConfig = z.infer<typeof serverConfigSchema>;
+
+/** Where the run-event notifier LISTENs: DATABASE_LISTEN_URL, or DATABASE_URL when no pooler sits in between. */
+export const databaseListenUrl = (config: Pick<ServerConfig, 'DATABASE_URL' | 'DATABASE_LISTEN_URL'>): string =>
+  config.DATABASE_LISTEN_URL ?? config.DATABASE_URL;
 
 /** Said after "is missing" for a variable whose value a person cannot guess. */
 const MISSING_HINTS: Partial<Record<string, string>> = {

@@ -8,6 +8,7 @@ import { RunLeases1764662400005 } from './migrations/1764662400005-run-leases.js
 import { NotifyRunEventsPerStatement1764662400006 } from './migrations/1764662400006-notify-run-events-per-statement.js';
 import { ModelPolicyAndTokenUsage1764662400007 } from './migrations/1764662400007-model-policy-and-token-usage.js';
 import { StrayQueryLogger } from './stray-query.logger.js';
+import { DEFAULT_STATEMENT_TIMEOUT_MS, registerTransactionTimeouts, transactionTimeoutsFor } from './transaction-timeouts.js';
 
 export const MIGRATIONS = [CreateTenancySchema1764662400000, CreateSchoolDomain1764662400001, CreateAgentRuns1764662400002, DispatchRunState1764662400003, CreateToolCallApprovals1764662400004, RunLeases1764662400005, NotifyRunEventsPerStatement1764662400006, ModelPolicyAndTokenUsage1764662400007];
 
@@ -16,9 +17,16 @@ export type EntityList = NonNullable<DataSourceOptions['entities']>;
 
 export type DatabaseOptions = { url: string; entities: EntityList; poolSize?: number; statementTimeoutMs?: number };
 
-/** The app's connection: the non-owner role, so row-level security applies to every query. */
-export const createAppDataSource = ({ url, entities, poolSize = 8, statementTimeoutMs = 10_000 }: DatabaseOptions): DataSource =>
-  new DataSource({
+/**
+ * The app's connection: the non-owner role, so row-level security applies to every query.
+ *
+ * No session settings travel as startup parameters: PgBouncer in transaction pooling refuses a connection that
+ * sends statement_timeout (or, told to ignore it, silently drops it), and a session SET would leak to whichever
+ * client gets that server connection next. The time limits are set per transaction by the unit of work instead,
+ * and as the app role's default by db-setup for the few statements outside one.
+ */
+export const createAppDataSource = ({ url, entities, poolSize = 8, statementTimeoutMs = DEFAULT_STATEMENT_TIMEOUT_MS }: DatabaseOptions): DataSource => {
+  const dataSource = new DataSource({
     type: 'postgres',
     url,
     entities,
@@ -27,13 +35,11 @@ export const createAppDataSource = ({ url, entities, poolSize = 8, statementTime
     installExtensions: false,
     logger: new StrayQueryLogger(),
     maxQueryExecutionTime: 1_000,
-    // A call that hangs must not hold its connection (and its prefetch slot) forever.
-    extra: {
-      max: poolSize,
-      statement_timeout: statementTimeoutMs,
-      idle_in_transaction_session_timeout: statementTimeoutMs * 2,
-    },
+    extra: { max: poolSize },
   });
+  registerTransactionTimeouts(dataSource, transactionTimeoutsFor(statementTimeoutMs));
+  return dataSource;
+};
 
 /** The owner's connection: migrations, setup and seeding, all in SQL, so it maps no entities. */
 export const createOwnerDataSource = (url: string): DataSource =>

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { APP_GROUP_ROLE } from './database-roles.js';
 import { createOwnerDataSource } from './data-source.js';
+import { DEFAULT_STATEMENT_TIMEOUT_MS, transactionTimeoutsFor } from './transaction-timeouts.js';
 
 const quoteIdentifier = (name: string) => `"${name.replaceAll('"', '""')}"`;
 const quoteLiteral = (value: string) => `'${value.replaceAll("'", "''")}'`;
@@ -12,6 +13,24 @@ const withDatabase = (url: string, database: string) => {
 };
 
 const databaseName = (url: string) => decodeURIComponent(new URL(url).pathname.slice(1));
+
+/**
+ * Runs fn in one transaction holding the setup lock, which serialises concurrent setups (parallel test runs) on
+ * cluster-wide role changes. Transaction-scoped, so it is released by COMMIT/ROLLBACK on the very server connection
+ * that took it: a session lock's unlock could land on another server connection behind a transaction pooler and
+ * leave the lock held by a pooled connection.
+ */
+const withSetupLock = async (client: pg.Client, fn: () => Promise<void>): Promise<void> => {
+  await client.query('BEGIN');
+  try {
+    await client.query(`SELECT pg_advisory_xact_lock(hashtext('naalya-setup-roles'))`);
+    await fn();
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
+};
 
 /** The schema the worker's checkpoint role owns: the only thing that role can reach. */
 export const CHECKPOINT_SCHEMA = 'agent_checkpoints';
@@ -28,14 +47,11 @@ const setupCheckpointRole = async (ownerUrl: string, appUrl: string, checkpointU
   const maintenance = new pg.Client({ connectionString: withDatabase(ownerUrl, 'postgres') });
   await maintenance.connect();
   try {
-    await maintenance.query(`SELECT pg_advisory_lock(hashtext('naalya-setup-roles'))`);
-    try {
+    await withSetupLock(maintenance, async () => {
       const { rowCount: exists } = await maintenance.query(`SELECT 1 FROM pg_roles WHERE rolname = $1`, [role]);
       const attributes = `LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE NOINHERIT PASSWORD ${quoteLiteral(decodeURIComponent(checkpoint.password))}`;
       await maintenance.query(`${exists ? 'ALTER' : 'CREATE'} ROLE ${quoteIdentifier(role)} ${attributes}`);
-    } finally {
-      await maintenance.query(`SELECT pg_advisory_unlock(hashtext('naalya-setup-roles'))`);
-    }
+    });
     const database = databaseName(checkpointUrl);
     const { rowCount: databaseExists } = await maintenance.query(`SELECT 1 FROM pg_database WHERE datname = $1`, [database]);
     if (!databaseExists) await maintenance.query(`CREATE DATABASE ${quoteIdentifier(database)}`);
@@ -56,10 +72,22 @@ const setupCheckpointRole = async (ownerUrl: string, appUrl: string, checkpointU
 
 /**
  * Idempotent: creates the app roles and the database if missing, then runs pending migrations as the owner.
+ * Safe through a transaction pooler (its locks are transaction-scoped), though a direct URL is advised for it.
  * Roles are cluster-wide, so existing ones are altered, never dropped. With `checkpointUrl`, also the
  * worker's checkpoint role and its schema (the server itself never holds that URL).
  */
-export const setupDatabase = async ({ ownerUrl, appUrl, checkpointUrl }: { ownerUrl: string; appUrl: string; checkpointUrl?: string }): Promise<void> => {
+export const setupDatabase = async ({
+  ownerUrl,
+  appUrl,
+  checkpointUrl,
+  statementTimeoutMs = DEFAULT_STATEMENT_TIMEOUT_MS,
+}: {
+  ownerUrl: string;
+  appUrl: string;
+  checkpointUrl?: string;
+  /** DATABASE_STATEMENT_TIMEOUT_MS: becomes the app role's default in the database. */
+  statementTimeoutMs?: number;
+}): Promise<void> => {
   const maintenance = new pg.Client({ connectionString: withDatabase(ownerUrl, 'postgres') });
   await maintenance.connect();
   try {
@@ -69,20 +97,25 @@ export const setupDatabase = async ({ ownerUrl, appUrl, checkpointUrl }: { owner
     const target = databaseName(ownerUrl);
     if (databaseName(appUrl) !== target) throw new Error('DATABASE_URL and DATABASE_OWNER_URL must name the same database.');
 
-    // Serialise concurrent setups (parallel test runs) on role creation.
-    await maintenance.query(`SELECT pg_advisory_lock(hashtext('naalya-setup-roles'))`);
-    try {
+    await withSetupLock(maintenance, async () => {
       const { rowCount: groupExists } = await maintenance.query(`SELECT 1 FROM pg_roles WHERE rolname = $1`, [APP_GROUP_ROLE]);
       if (!groupExists) await maintenance.query(`CREATE ROLE ${quoteIdentifier(APP_GROUP_ROLE)} NOLOGIN`);
       const { rowCount: appExists } = await maintenance.query(`SELECT 1 FROM pg_roles WHERE rolname = $1`, [appRole]);
       const attributes = `LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE PASSWORD ${quoteLiteral(appPassword)}`;
       await maintenance.query(`${appExists ? 'ALTER' : 'CREATE'} ROLE ${quoteIdentifier(appRole)} ${attributes}`);
       await maintenance.query(`GRANT ${quoteIdentifier(APP_GROUP_ROLE)} TO ${quoteIdentifier(appRole)}`);
-    } finally {
-      await maintenance.query(`SELECT pg_advisory_unlock(hashtext('naalya-setup-roles'))`);
-    }
+    });
     const { rowCount: databaseExists } = await maintenance.query(`SELECT 1 FROM pg_database WHERE datname = $1`, [target]);
     if (!databaseExists) await maintenance.query(`CREATE DATABASE ${quoteIdentifier(target)}`);
+    // The app role's defaults in this database, for the few statements the server runs outside a unit of work (sign-in
+    // lookup, sweeper, health check), which set no limits of their own; every unit of work sets its own per
+    // transaction (tenant-context). Role settings apply on each new server connection, pooled or not.
+    const { statementTimeoutMs: statement, idleInTransactionTimeoutMs: idle } = transactionTimeoutsFor(statementTimeoutMs);
+    await withSetupLock(maintenance, async () => {
+      for (const [name, ms] of [['statement_timeout', statement], ['idle_in_transaction_session_timeout', idle]] as const) {
+        await maintenance.query(`ALTER ROLE ${quoteIdentifier(appRole)} IN DATABASE ${quoteIdentifier(target)} SET ${name} = ${quoteLiteral(`${ms}ms`)}`);
+      }
+    });
   } finally {
     await maintenance.end();
   }

@@ -1,5 +1,5 @@
 import { Inject, Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
-import { rmqNames, runsDeadLetterQueue } from '@naalya/rmq';
+import { brokerTlsOptions, rmqNames, runsDeadLetterQueue } from '@naalya/rmq';
 import { connect, type ChannelModel } from 'amqplib';
 import { SERVER_CONFIG, type ServerConfig } from '../config/server-config.js';
 
@@ -62,6 +62,7 @@ export class DeadLetterDepths implements BeforeApplicationShutdown {
   private connect(): Promise<ChannelModel> {
     if (this.connection) return this.connection;
     const opening = connect(this.config.RABBITMQ_URL, {
+      ...brokerTlsOptions(),
       noDelay: true,
       timeout: CONNECT_TIMEOUT_MS,
       clientProperties: { connection_name: 'naalya-server-health' },

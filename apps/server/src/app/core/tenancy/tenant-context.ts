@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { DataSource, EntityManager, EntityTarget, ObjectLiteral, QueryRunner, Repository } from 'typeorm';
+import { transactionTimeoutsOf } from '../database/transaction-timeouts.js';
 
 /** A frame is pinned to one school, or unscoped (platform admins read across schools). */
 export type TenantScope = { kind: 'school'; schoolId: string } | { kind: 'unscoped' };
@@ -96,17 +97,22 @@ const sameScope = (left: TenantScope, right: TenantScope) =>
   left.kind === right.kind && (left.kind === 'unscoped' || left.schoolId === (right as { schoolId: string }).schoolId);
 
 const openFrame = async <T>(scope: TenantScope, actorId: string, fn: () => Promise<T>): Promise<T> => {
-  const runner = dataSource().createQueryRunner('master');
+  const source = dataSource();
+  const { statementTimeoutMs, idleInTransactionTimeoutMs } = transactionTimeoutsOf(source);
+  const runner = source.createQueryRunner('master');
   const frame: Frame = { scope, actorId, runner, manager: runner.manager, rollbackOnly: false, slots: new Map() };
   // BEGIN..COMMIT run inside als.run so every query of the unit of work sees the frame.
   return frames.run(frame, async () => {
     try {
       await runner.connect();
       await runner.startTransaction();
-      // Transaction-local settings: a pooled connection returns to the pool with no tenant left on it.
+      // Transaction-local settings: a pooled connection returns to the pool with no tenant left on it. The time limits
+      // ride in the same statement (no extra round trip): behind PgBouncer's transaction pooling they can be neither
+      // startup parameters (refused) nor session settings (they would leak to the next client of that connection).
       await runner.query(
-        `SELECT set_config('app.school_id', $1, true), set_config('app.platform', $2, true), set_config('app.user_id', $3, true)`,
-        [scope.kind === 'school' ? scope.schoolId : '', scope.kind === 'unscoped' ? 'on' : '', actorId],
+        `SELECT set_config('app.school_id', $1, true), set_config('app.platform', $2, true), set_config('app.user_id', $3, true),
+                set_config('statement_timeout', $4, true), set_config('idle_in_transaction_session_timeout', $5, true)`,
+        [scope.kind === 'school' ? scope.schoolId : '', scope.kind === 'unscoped' ? 'on' : '', actorId, String(statementTimeoutMs), String(idleInTransactionTimeoutMs)],
       );
       const result = await fn();
       if (frame.rollbackOnly) {

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import pg from 'pg';
-import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
+import { SERVER_CONFIG, databaseListenUrl, type ServerConfig } from '../../core/config/server-config.js';
 
 /** The channel the agent_run_events insert trigger notifies on, with the payload `<run id>:<seq>`. */
 export const AGENT_RUN_EVENTS_CHANNEL = 'agent_run_events';
@@ -15,7 +15,7 @@ const RECONNECT_DELAY_MS = 1_000;
  * instance's ingest, or anything else that inserts), and waking the streams this instance holds for that run. The
  * notification only says "look again": streams read the events themselves, as their caller, under RLS. Connected on
  * the first subscription; after a lost connection it reconnects and wakes every stream, since notifications sent
- * in between are gone.
+ * in between are gone. It connects to DATABASE_LISTEN_URL: a LISTEN through a transaction pooler is silently lost.
  */
 @Injectable()
 export class AgentRunNotifier implements BeforeApplicationShutdown {
@@ -64,7 +64,7 @@ export class AgentRunNotifier implements BeforeApplicationShutdown {
   }
 
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.config.DATABASE_URL, application_name: 'naalya-run-events-listener' });
+    const client = new pg.Client({ connectionString: databaseListenUrl(this.config), application_name: 'naalya-run-events-listener' });
     client.on('notification', (message) => this.dispatch(message.payload));
     client.on('error', (error) => this.onLost(client, error));
     client.on('end', () => this.onLost(client));
