@@ -5,8 +5,10 @@ import { DIRECT_REPLY_TO } from './rmq-names.js';
 import type { RmqIncomingPacket, RmqReplyPacket } from './rmq-packet.js';
 
 export type RmqRpcClientOptions = {
-  /** amqp://user:password@host:port/vhost */
+  /** amqp://user:password@host:port/vhost, or several nodes of one cluster separated by commas (see BrokerNodes). */
   url: string;
+  /** Which node of the list the first attempt goes to; random by default. For tests. */
+  firstNode?: number;
   /** Declared by the setup and checked at every (re)connection, never asserted: the caller's user may declare nothing. */
   exchange: string;
   routingKey: string;
@@ -57,9 +59,10 @@ export class RmqRpcClient {
   private readonly pending = new Map<string, PendingCall>();
 
   constructor(private readonly options: RmqRpcClientOptions) {
-    const { url, connectionName, reconnect, exchange } = options;
+    const { url, connectionName, reconnect, exchange, firstNode } = options;
     this.connection = new RecoveringConnection({
       url,
+      firstNode,
       connectionName,
       what: `calling through "${exchange}"`,
       logger: options.logger ?? SILENT,

@@ -1,4 +1,5 @@
-import { connect, type Channel, type ChannelModel, type Options } from 'amqplib';
+import type { Channel, ChannelModel, Options } from 'amqplib';
+import { connectToAnyNode } from './broker-nodes.js';
 import { describeBrokerError } from './rmq-connection.js';
 import { runEventsIngestQueue, runsDeadLetterQueue, type RmqNames } from './rmq-names.js';
 
@@ -118,7 +119,8 @@ export const queueDeclarations = (names: RmqNames, options: RmqTopologyOptions =
 };
 
 const withConnection = async <T>(url: string, work: (connection: ChannelModel) => Promise<T>): Promise<T> => {
-  const connection = await connect(url, { noDelay: true });
+  // The setup runs once against whichever node of the list answers: the cluster shares its definitions.
+  const connection = await connectToAnyNode(url, { noDelay: true });
   // A refused declaration closes its channel with an error event; the rejected promise reports it instead.
   connection.on('error', () => undefined);
   try {
