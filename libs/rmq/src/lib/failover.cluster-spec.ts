@@ -113,6 +113,9 @@ describe('failover on a three-node cluster with quorum queues', () => {
     expect(before.find((queue) => queue.name === names.toolsQueue)).toMatchObject({ type: 'quorum', leader: `${cluster.nodePrefix}1@localhost` });
     expect(await client.call('echo', { before: 'kill' }, 5_000)).toEqual({ echoed: { before: 'kill' } });
     await publisher.publish('', names.runsQueue, Buffer.from('{"step":"before"}'));
+    // Sabotage: the one-URL configuration of before, pinned to the node about to die.
+    const pinned = new RmqRpcClient({ url: cluster.url(1), exchange: names.toolsExchange, routingKey: names.toolsQueue, reconnect });
+    await pinned.connect(5_000);
 
     killed = 1;
     await cluster.kill(1);
@@ -124,6 +127,15 @@ describe('failover on a three-node cluster with quorum queues', () => {
     // Every call after the failover is answered: both ends are on a surviving node, the queue has a new leader.
     for (let index = 0; index < 20; index += 1) {
       expect(await client.call('echo', { index }, 5_000)).toEqual({ echoed: { index } });
+    }
+    // The pinned client retries only the dead node: none of its calls is answered, however long it is given.
+    try {
+      for (let attempt = 0; attempt < 5; attempt += 1) {
+        await expect(pinned.call('echo', { pinned: attempt }, 1_000)).rejects.toMatchObject({ failure: 'unreachable' });
+        await sleep(500);
+      }
+    } finally {
+      await pinned.close();
     }
     const publishStarted = Date.now();
     await publisher.publish('', names.runsQueue, Buffer.from('{"step":"after"}'));
