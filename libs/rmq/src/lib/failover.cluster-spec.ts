@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -103,8 +104,10 @@ afterAll(async () => {
   await transport?.close();
   const survivor = [1, 2, 3].find((node) => node !== killed) ?? 1;
   await deleteTopology(cluster.url(survivor), names).catch(() => undefined);
-  if (startedHere) await cluster.down();
-  else if (killed !== undefined) await cluster.start(killed);
+  if (startedHere) {
+    await cluster.down();
+    await rm(cluster.base, { recursive: true, force: true });
+  } else if (killed !== undefined) await cluster.start(killed);
 });
 
 describe('failover on a three-node cluster with quorum queues', () => {

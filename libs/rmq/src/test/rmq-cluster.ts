@@ -29,8 +29,10 @@ export class RmqCluster {
   private readonly env: NodeJS.ProcessEnv;
   readonly portBase: number;
   readonly nodePrefix: string;
+  readonly base: string;
 
   constructor(options: RmqClusterOptions) {
+    this.base = options.base;
     this.portBase = options.portBase ?? 5680;
     this.nodePrefix = options.nodePrefix ?? 'r';
     this.env = {
