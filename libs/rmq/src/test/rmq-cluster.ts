@@ -55,23 +55,23 @@ export class RmqCluster {
   }
 
   /** Boots the three nodes and joins 2 and 3 to 1 (about 23 s on an idle two-core machine, over a minute when busy). */
-  up(timeoutMs = 180_000): Promise<void> {
-    return this.script(['up'], timeoutMs);
+  async up(timeoutMs = 180_000): Promise<void> {
+    await this.script(['up'], timeoutMs);
   }
 
   /** Stops every node this working directory started, by its recorded PID. */
-  down(timeoutMs = 90_000): Promise<void> {
-    return this.script(['down'], timeoutMs);
+  async down(timeoutMs = 90_000): Promise<void> {
+    await this.script(['down'], timeoutMs);
   }
 
   /** kill -9 of node i's beam: the sockets reset at once, as when a node crashes. */
-  kill(node: number): Promise<void> {
-    return this.script(['kill', String(node)], 10_000);
+  async kill(node: number): Promise<void> {
+    await this.script(['kill', String(node)], 10_000);
   }
 
   /** Starts node i again with its data: it rejoins the cluster. */
-  start(node: number, timeoutMs = 120_000): Promise<void> {
-    return this.script(['start', String(node)], timeoutMs);
+  async start(node: number, timeoutMs = 120_000): Promise<void> {
+    await this.script(['start', String(node)], timeoutMs);
   }
 
   /** Which node leads each quorum queue, asked of a node that is up. */
