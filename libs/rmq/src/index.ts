@@ -5,6 +5,7 @@ export * from './lib/rmq-packet.js';
 export * from './lib/ack-after-reply.transport.js';
 export * from './lib/rmq-rpc-client.js';
 export * from './lib/rmq-access.js';
+export * from './lib/broker-nodes.js';
 export * from './lib/rmq-connection.js';
 export * from './lib/confirm-publisher.js';
 export * from './lib/ordered-consumer.js';

@@ -13,14 +13,15 @@ import { ConfigError, loadServerConfig } from '../app/core/config/server-config.
 // A queue an older release declared with other arguments (the classic runs queue before it became a quorum queue with a
 // delivery limit, an unbounded dead-letter queue) is deleted and declared again, with a line saying how many messages
 // went; running the setup again then changes nothing.
-const topology: RmqTopologyOptions = { log: (line) => console.log(line) };
 try {
   const config = loadServerConfig();
+  // RABBITMQ_QUEUE_TYPE=quorum on a cluster: switching it migrates the queues as above (the ingest queue once empty).
+  const topology: RmqTopologyOptions = { queueType: config.RABBITMQ_QUEUE_TYPE, log: (line) => console.log(line) };
   const names = rmqNames(config.AGENT_TOOLS_QUEUE, config.AGENT_RUNS_QUEUE);
   const adminUrl = process.env['RABBITMQ_ADMIN_URL'] || undefined;
   if (adminUrl === undefined) {
     await declareTopology(config.RABBITMQ_URL, names, topology);
-    console.log(`Broker ready (topology only, no RABBITMQ_ADMIN_URL): queues "${names.toolsQueue}", "${names.runsQueue}".`);
+    console.log(`Broker ready (topology only, no RABBITMQ_ADMIN_URL): ${config.RABBITMQ_QUEUE_TYPE} queues "${names.toolsQueue}", "${names.runsQueue}".`);
   } else {
     const workerUrl = process.env['WORKER_RABBITMQ_URL'];
     if (!workerUrl) throw new ConfigError('WORKER_RABBITMQ_URL is missing: the worker\'s RABBITMQ_URL, whose user the setup creates.');

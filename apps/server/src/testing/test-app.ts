@@ -32,6 +32,7 @@ export const testConfig = (database: TestDatabase, overrides: Partial<ServerConf
   DATABASE_POOL_SIZE: 4,
   DATABASE_STATEMENT_TIMEOUT_MS: 10_000,
   RABBITMQ_URL: 'amqp://guest:guest@127.0.0.1:5672',
+  RABBITMQ_QUEUE_TYPE: 'classic',
   AGENT_TOOLS_QUEUE: 'agent-tools',
   AGENT_RUNS_QUEUE: 'agent-runs',
   JWT_SECRET: 'test-secret-test-secret-test-secret-0000',

@@ -12,8 +12,10 @@ export const DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024;
 export const PUBLISHER_REFUSED_ERROR = 'This message was refused: its publisher is not allowed to call here.';
 
 export type AckAfterReplyTransportOptions = {
-  /** amqp://user:password@host:port/vhost */
+  /** amqp://user:password@host:port/vhost, or several nodes of one cluster separated by commas (see BrokerNodes). */
   url: string;
+  /** Which node of the list the first attempt goes to; random by default. For tests. */
+  firstNode?: number;
   /** Consumed as declared by `declareTopology`; never asserted here, so a mismatch fails loudly instead of redeclaring. */
   queue: string;
   /** Messages handled at once: size it to the database pool, since each call holds a connection. */
@@ -150,8 +152,8 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
   /** Event handler failures reach dispatch() (which dead-letters them), so Nest need not log them a second time. */
   override readonly propagatesEventHandlerErrors = true;
 
-  private readonly options: Required<Omit<AckAfterReplyTransportOptions, 'logger' | 'connectionName' | 'reconnect' | 'requireUserId' | 'replies'>> &
-    Pick<AckAfterReplyTransportOptions, 'connectionName' | 'reconnect' | 'requireUserId' | 'replies'>;
+  private readonly options: Required<Omit<AckAfterReplyTransportOptions, 'logger' | 'connectionName' | 'reconnect' | 'requireUserId' | 'replies' | 'firstNode'>> &
+    Pick<AckAfterReplyTransportOptions, 'connectionName' | 'reconnect' | 'requireUserId' | 'replies' | 'firstNode'>;
   private readonly connection: RecoveringConnection;
   private consumer: Consumer | null = null;
   private closing = false;
@@ -174,9 +176,10 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
       // setTimeout treats NaN or Infinity as 1 ms, which would fail every call instead of reporting the mistake.
       if (!Number.isFinite(value) || value <= 0) throw new Error(`${key} must be a positive number, got ${value}.`);
     }
-    const { reconnect, connectionName, url, queue } = this.options;
+    const { reconnect, connectionName, url, queue, firstNode } = this.options;
     this.connection = new RecoveringConnection({
       url,
+      firstNode,
       connectionName,
       what: `consuming ${queue}`,
       logger: this.logger,

@@ -169,4 +169,85 @@ describe('ConfirmPublisher', () => {
     expect(failure).toMatch(/^Could not start publishing nowhere: .*ECONNREFUSED/);
     expect(failure).not.toContain('secret');
   });
+
+  it('recycles a confirm channel that nacks every publish and sends the message again, same id, on a new one', async () => {
+    const poisoned = await poisonedPublisher();
+
+    expect(await failureOf(poisoned.publisher.publish('', queue, body('after nack'), { messageId: 'm-nacked' }))).toBe('confirmed');
+
+    expect(poisoned.nacked).toBeGreaterThanOrEqual(1);
+    expect(poisoned.publisher.recycledChannels).toBe(1);
+    const message = await channel.get(queue, { noAck: true });
+    expect(message && message.properties.messageId).toBe('m-nacked');
+    expect(await queued()).toEqual([]);
+  });
+
+  it('sabotage: without the recycle, a channel poisoned like that fails every publish until the deadline', async () => {
+    const poisoned = await poisonedPublisher();
+    // The old behaviour: a nack leaves the channel as it is.
+    (poisoned.publisher as unknown as { recycle: () => void }).recycle = () => undefined;
+
+    expect(await failureOf(poisoned.publisher.publish('', queue, body('never')))).toBe('refused');
+    expect(poisoned.nacked).toBeGreaterThan(1);
+    expect(await queued()).toEqual([]);
+  }, 20_000);
+
+  it('resends a publish a full reject-publish queue nacks, and it is stored once when room is made', async () => {
+    const full = `rmq-test-confirm-full-${suffix}`;
+    await channel.assertQueue(full, { durable: true, arguments: { 'x-max-length': 1, 'x-overflow': 'reject-publish' } });
+    try {
+      const publisher = newPublisher({ confirmTimeoutMs: 10_000, check: (confirmChannel) => confirmChannel.checkQueue(full) });
+      await publisher.start();
+      await publisher.publish('', full, body('fills it'));
+
+      const second = failureOf(publisher.publish('', full, body('waits for room'), { messageId: 'm-second' }));
+      await waitUntil(() => publisher.recycledChannels >= 1, 5_000);
+      expect(await channel.get(full, { noAck: true })).toMatchObject({ content: body('fills it') });
+
+      expect(await second).toBe('confirmed');
+      const stored = await channel.get(full, { noAck: true });
+      expect(stored && stored.properties.messageId).toBe('m-second');
+      expect(await channel.get(full, { noAck: true })).toBe(false);
+    } finally {
+      await channel.deleteQueue(full);
+    }
+  });
+
+  it('gives up on a queue that keeps refusing once confirmTimeoutMs has passed since the first send', async () => {
+    const full = `rmq-test-confirm-stays-full-${suffix}`;
+    await channel.assertQueue(full, { durable: true, arguments: { 'x-max-length': 1, 'x-overflow': 'reject-publish' } });
+    try {
+      const publisher = newPublisher({ confirmTimeoutMs: 600, check: (confirmChannel) => confirmChannel.checkQueue(full) });
+      await publisher.start();
+      await publisher.publish('', full, body('fills it'));
+      const started = Date.now();
+      expect(await failureOf(publisher.publish('', full, body('no room')))).toMatch(/refused|timeout/);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(550);
+      expect(Date.now() - started).toBeLessThan(2_000);
+    } finally {
+      await channel.deleteQueue(full);
+    }
+  });
 });
+
+/** A started publisher whose first channel nacks every publish without sending it (a channel opened mid-election). */
+const poisonedPublisher = async () => {
+  const state = { nacked: 0, publisher: undefined as unknown as ConfirmPublisher };
+  let first = true;
+  state.publisher = newPublisher({
+    confirmTimeoutMs: 1_500,
+    check: (confirmChannel) => {
+      if (first) {
+        first = false;
+        confirmChannel.publish = (_exchange, _routingKey, _content, _options, callback) => {
+          state.nacked += 1;
+          setImmediate(() => callback?.(new Error('message nacked'), {} as never));
+          return true;
+        };
+      }
+      return confirmChannel.checkQueue(queue);
+    },
+  });
+  await state.publisher.start();
+  return state;
+};

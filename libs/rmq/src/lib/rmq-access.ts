@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { DIRECT_REPLY_TO, runEventsIngestQueue, runsDeadLetterQueue, type RmqNames } from './rmq-names.js';
 import { declareTopology, type QueueMigration, type RmqTopologyOptions } from './rmq-topology.js';
+import { firstBrokerUrl } from './broker-nodes.js';
 
 /**
  * The name permissions give the default exchange: a publish to exchange "" (a reply to a direct reply-to address, or
@@ -53,7 +54,8 @@ export type BrokerCredentials = { user: string; password: string; vhost: string 
 
 /** As amqplib reads an amqp:// URL: no user means guest/guest, an empty or "/" path the vhost "/". */
 export const brokerCredentialsOf = (amqpUrl: string): BrokerCredentials => {
-  const url = new URL(amqpUrl);
+  // A list of nodes shares one user, password and vhost (parseBrokerUrls checks): the first entry says them.
+  const url = new URL(firstBrokerUrl(amqpUrl));
   const path = url.pathname.replace(/^\//, '');
   return {
     user: url.username ? decodeURIComponent(url.username) : 'guest',

@@ -1,12 +1,18 @@
 import type { LoggerService } from '@nestjs/common';
+import { BrokerNodes } from './broker-nodes.js';
 import { connect, type Channel, type ChannelModel, type RecoveringChannelModel, type RecoveryOptions } from 'amqplib';
 import { brokerTlsOptions } from './broker-tls.js';
 
 export type BrokerLogger = Pick<LoggerService, 'log' | 'warn' | 'error'>;
 
 export type RecoveringConnectionOptions = {
-  /** amqp://user:password@host:port/vhost */
+  /**
+   * amqp://user:password@host:port/vhost, or several nodes of one cluster separated by commas: each reconnection
+   * attempt goes to the next one (BrokerNodes).
+   */
   url: string;
+  /** Which node of the list the first attempt goes to; random by default, so replicas spread. For tests. */
+  firstNode?: number;
   /** Shown by `rabbitmqctl list_connections client_properties` and the management UI. */
   connectionName?: string;
   /** What the connection is for (`consuming run events from "q"`): named in its log lines and in a failed start. */
@@ -38,12 +44,18 @@ export class RecoveringConnection {
   private model: RecoveringChannelModel | null = null;
   private readonly listeners: Array<[string, Listener]> = [];
   private lastFailure: Error | undefined;
+  private nodes: BrokerNodes | null = null;
 
   constructor(private readonly options: RecoveringConnectionOptions) {}
 
   /** The amqplib connection from open() until close(), reconnecting or not. */
   get current(): RecoveringChannelModel | null {
     return this.model;
+  }
+
+  /** `host:port` of the node the connection is on, or tries next. */
+  get node(): string | undefined {
+    return this.nodes?.current.address;
   }
 
   /** Why the last attempt to connect failed, or the connection went; for a failure reported while disconnected. */
@@ -59,9 +71,10 @@ export class RecoveringConnection {
   /** Resolves on the first connection; `timeoutMs` bounds it in time as well, and its failure names the broker's last reason. */
   async open(timeoutMs?: number): Promise<void> {
     if (this.model) return;
-    const { url, connectionName, recovery, setup, what } = this.options;
+    const { url, connectionName, recovery, setup, what, firstNode } = this.options;
+    const nodes = new BrokerNodes(url, firstNode);
     // waitForConnect: false resolves before the first attempt, so every listener is on before anything is emitted.
-    const model = await connect(url, {
+    const model = await connect(nodes.target, {
       ...brokerTlsOptions(),
       noDelay: true,
       clientProperties: connectionName ? { connection_name: connectionName } : undefined,
@@ -69,6 +82,9 @@ export class RecoveringConnection {
     });
     this.model = model;
     this.lastFailure = undefined;
+    // Before every scheduled attempt, after a lost connection as after a failed one: the next node of the list.
+    if (nodes.nodes.length > 1) model.on('reconnect-scheduled', () => nodes.advance());
+    this.nodes = nodes;
     this.watch(model);
     for (const [event, listener] of this.listeners) model.on(event, listener as UntypedListener);
     let timer: NodeJS.Timeout | undefined;
@@ -118,7 +134,7 @@ export class RecoveringConnection {
     const remember = (error: Error) => {
       this.lastFailure = error;
     };
-    model.on('connect', () => logger.log(`Connected to RabbitMQ (${what}).`));
+    model.on('connect', () => logger.log(`Connected to RabbitMQ at ${this.node ?? 'the broker'} (${what}).`));
     model.on('error', (error: Error) => logger.error(`RabbitMQ connection error (${what}): ${describeBrokerError(error)}`));
     model.on('disconnect', (error: Error) => {
       remember(error);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { connect, type ChannelModel, type ConsumeMessage } from 'amqplib';
+import { connect, type ChannelModel, type ConfirmChannel, type ConsumeMessage } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeConnectionByName, rmqTestUrl, waitUntil } from '../test/rmq-test-broker.js';
 import { rmqNames } from './rmq-names.js';
@@ -13,6 +13,7 @@ const clientConnectionName = `rmq-test-rpc-client-${suffix}`;
 const user = new URL(url).username || 'guest';
 
 let responder: ChannelModel;
+let responderChannel: ConfirmChannel | undefined;
 /** Requests the responder holds without answering, to leave a call in flight. */
 const held: ConsumeMessage[] = [];
 let client: RmqRpcClient;
@@ -26,7 +27,8 @@ const failureOf = (call: Promise<unknown>) =>
 beforeAll(async () => {
   await declareTopology(url, names);
   responder = await connect(url);
-  const channel = await responder.createChannel();
+  const channel = await responder.createConfirmChannel();
+  responderChannel = channel;
   await channel.consume(
     names.toolsQueue,
     (message) => {
@@ -103,4 +105,101 @@ describe('RmqRpcClient', () => {
       await missing.close();
     }
   });
+
+  it('replaces a channel the broker nacks and publishes the call again on a new one, while a call in flight on the old one still gets its reply', async () => {
+    const poisonable = new PoisonableClient({ url, exchange: names.toolsExchange, routingKey: names.toolsQueue, userId: user });
+    await poisonable.connect(5_000);
+    held.length = 0;
+    try {
+      const inFlight = poisonable.call('hold', { n: 'held' }, 10_000);
+      await waitUntil(() => held.length === 1);
+      poisonable.poisoned = true;
+
+      expect(await poisonable.call('echo', { n: 'after nack' }, 5_000)).toMatchObject({ data: { n: 'after nack' } });
+      expect(poisonable.nacked).toBe(1);
+      expect(poisonable.replacedChannels).toBe(1);
+
+      // The held request is answered now, to the reply-to address of the channel that was replaced.
+      const request = held.shift() as ConsumeMessage;
+      const { id } = JSON.parse(request.content.toString()) as { id: string };
+      const reply = { id, response: { data: 'late' }, isDisposed: true };
+      responderChannel?.sendToQueue(request.properties.replyTo, Buffer.from(JSON.stringify(reply)), { correlationId: request.properties.correlationId });
+      expect(await inFlight).toEqual({ data: 'late' });
+    } finally {
+      await poisonable.close();
+    }
+  });
+
+  it('a call into a queue that refuses publishes (full, reject-publish) is sent again until there is room, and answered', async () => {
+    const full = `rmq-test-rpc-full-${suffix}`;
+    const admin = await connect(url);
+    const channel = await admin.createConfirmChannel();
+    await channel.assertExchange(`${full}.x`, 'direct', { durable: false });
+    await channel.assertQueue(full, { durable: true, arguments: { 'x-max-length': 1, 'x-overflow': 'reject-publish' } });
+    await channel.bindQueue(full, `${full}.x`, full);
+    const fullClient = new RmqRpcClient({ url, exchange: `${full}.x`, routingKey: full, userId: user });
+    try {
+      await fullClient.connect(5_000);
+      channel.sendToQueue(full, Buffer.from('{}'));
+      await channel.waitForConfirms();
+
+      const answered = fullClient.call('echo', { n: 'waited for room' }, 10_000);
+      await waitUntil(() => fullClient.replacedChannels >= 1, 5_000);
+      await channel.consume(full, (message) => {
+        if (!message) return;
+        if (message.properties.replyTo) {
+          const { id, data } = JSON.parse(message.content.toString()) as { id: string; data: unknown };
+          channel.sendToQueue(message.properties.replyTo, Buffer.from(JSON.stringify({ id, response: data, isDisposed: true })), {
+            correlationId: message.properties.correlationId,
+          });
+        }
+        channel.ack(message);
+      });
+      expect(await answered).toEqual({ n: 'waited for room' });
+    } finally {
+      await fullClient.close();
+      await channel.deleteQueue(full).catch(() => undefined);
+      await channel.deleteExchange(`${full}.x`).catch(() => undefined);
+      await admin.close().catch(() => undefined);
+    }
+  });
+
+  it('sabotage: published without confirms, as before, a call into that full queue is dropped without a word', async () => {
+    const full = `rmq-test-rpc-unconfirmed-${suffix}`;
+    const admin = await connect(url);
+    const channel = await admin.createChannel();
+    try {
+      await channel.assertQueue(full, { durable: true, arguments: { 'x-max-length': 1, 'x-overflow': 'reject-publish' } });
+      channel.sendToQueue(full, Buffer.from('filler'));
+      // The plain publish the client used to make (its reply-to left out: this channel awaits no reply): accepted by
+      // amqplib, refused by the queue, reported to nobody.
+      expect(channel.sendToQueue(full, Buffer.from('call'), { correlationId: 'c-1', expiration: '10000' })).toBe(true);
+      await waitUntil(async () => (await channel.checkQueue(full)).messageCount === 1, 1_000);
+      const kept = [];
+      for (let message = await channel.get(full, { noAck: true }); message; message = await channel.get(full, { noAck: true })) kept.push(message.content.toString());
+      expect(kept).toEqual(['filler']);
+    } finally {
+      await channel.deleteQueue(full).catch(() => undefined);
+      await admin.close().catch(() => undefined);
+    }
+  });
 });
+
+/** A client whose channel, once poisoned, nacks the next publish without sending it (a channel opened mid-election). */
+class PoisonableClient extends RmqRpcClient {
+  poisoned = false;
+  nacked = 0;
+
+  protected override async createChannel(model: ChannelModel): Promise<ConfirmChannel> {
+    const channel = await model.createConfirmChannel();
+    const publish = channel.publish.bind(channel);
+    const first = this.nacked === 0 && !this.poisoned;
+    channel.publish = (exchange, routingKey, content, options, callback) => {
+      if (!first || !this.poisoned) return publish(exchange, routingKey, content, options, callback);
+      this.nacked += 1;
+      setImmediate(() => callback?.(new Error('message nacked'), {} as never));
+      return true;
+    };
+    return channel;
+  }
+}

@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
+import type { ChannelModel, ConfirmChannel, ConsumeMessage } from 'amqplib';
 import { RecoveringConnection, type BrokerLogger } from './rmq-connection.js';
 import { DIRECT_REPLY_TO } from './rmq-names.js';
 import type { RmqIncomingPacket, RmqReplyPacket } from './rmq-packet.js';
 
 export type RmqRpcClientOptions = {
-  /** amqp://user:password@host:port/vhost */
+  /** amqp://user:password@host:port/vhost, or several nodes of one cluster separated by commas (see BrokerNodes). */
   url: string;
+  /** Which node of the list the first attempt goes to; random by default. For tests. */
+  firstNode?: number;
   /** Declared by the setup and checked at every (re)connection, never asserted: the caller's user may declare nothing. */
   exchange: string;
   routingKey: string;
@@ -35,7 +37,13 @@ export class RmqRpcError extends Error {
   }
 }
 
-type PendingCall = { resolve: (response: unknown) => void; reject: (error: RmqRpcError) => void; timer: NodeJS.Timeout };
+/** A call waiting for its reply, and the channel whose direct reply-to address that reply comes to. */
+type PendingCall = { resolve: (response: unknown) => void; reject: (error: RmqRpcError) => void; timer: NodeJS.Timeout; channel: ConfirmChannel; sends: number; timeoutMs: number };
+
+/** How many times one call is published, at most, when the broker nacks it. */
+const MAX_SENDS = 10;
+/** The pause before a nacked call is published again; it doubles with each send, up to 32 times this. */
+const RESEND_PAUSE_MS = 25;
 
 const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 const SILENT: BrokerLogger = { log: () => undefined, warn: () => undefined, error: () => undefined };
@@ -49,17 +57,31 @@ const SILENT: BrokerLogger = { log: () => undefined, warn: () => undefined, erro
  * assert anything) and never buffers: a call made while disconnected, or in flight when the connection or channel is
  * lost, fails at once, because a direct reply-to address dies with its channel and no answer can arrive any more.
  * A call no queue can take (mandatory, returned by the broker) fails at once too.
+ *
+ * The channel is a confirm channel, so a call the broker refuses (a nack: a quorum queue electing its leader, or full)
+ * is known at once instead of waiting out its timeout: the channel is replaced by a fresh one (a channel opened
+ * mid-election can be nacked until the lost node returns, FINDINGS.md) and the call published again on it, same
+ * correlation id, within its timeout. The replaced channel stays open until the calls whose replies it awaits settle.
+ * The replies themselves go to direct reply-to, which takes no confirm.
  */
 export class RmqRpcClient {
   private readonly connection: RecoveringConnection;
-  private channel: Channel | null = null;
+  private channel: ConfirmChannel | null = null;
   private closing = false;
   private readonly pending = new Map<string, PendingCall>();
+  /** The connection the recovery's last setup ran on: where a nacked channel's replacement is opened. */
+  private model: ChannelModel | null = null;
+  /** Replaced channels still awaiting replies: closed once their last call settles. */
+  private readonly retiring = new Set<ConfirmChannel>();
+  /** Calls nacked while the replacement channel opens: published again on it. */
+  private readonly toResend = new Map<string, { body: Buffer; deadline: number }>();
+  private replaced = 0;
 
   constructor(private readonly options: RmqRpcClientOptions) {
-    const { url, connectionName, reconnect, exchange } = options;
+    const { url, connectionName, reconnect, exchange, firstNode } = options;
     this.connection = new RecoveringConnection({
       url,
+      firstNode,
       connectionName,
       what: `calling through "${exchange}"`,
       logger: options.logger ?? SILENT,
@@ -89,27 +111,91 @@ export class RmqRpcClient {
     const channel = this.channel;
     if (!channel) return Promise.reject(new RmqRpcError('unreachable', 'not connected to RabbitMQ'));
     const id = randomUUID();
+    const deadline = Date.now() + timeoutMs;
+    const body = Buffer.from(JSON.stringify({ pattern, data, id } satisfies RmqIncomingPacket));
     return new Promise<unknown>((resolve, reject) => {
       const timer = setTimeout(() => this.finish(id)?.reject(new RmqRpcError('timeout', `no reply within ${timeoutMs} ms`)), timeoutMs);
-      this.pending.set(id, { resolve, reject, timer });
-      try {
-        const packet: RmqIncomingPacket = { pattern, data, id };
-        channel.publish(this.options.exchange, this.options.routingKey, Buffer.from(JSON.stringify(packet)), {
+      this.pending.set(id, { resolve, reject, timer, channel, sends: 0, timeoutMs });
+      this.send(id, body, deadline);
+    });
+  }
+
+  /** How many channels were replaced after a nack: for tests and metrics. */
+  get replacedChannels(): number {
+    return this.replaced;
+  }
+
+  /** Publishes a waiting call on the current channel; a nack replaces the channel and publishes it again there. */
+  private send(id: string, body: Buffer, deadline: number): void {
+    const call = this.pending.get(id);
+    const channel = this.channel;
+    if (!call) return;
+    if (!channel) {
+      this.toResend.set(id, { body, deadline });
+      return;
+    }
+    call.channel = channel;
+    call.sends += 1;
+    try {
+      channel.publish(
+        this.options.exchange,
+        this.options.routingKey,
+        body,
+        {
           replyTo: DIRECT_REPLY_TO,
           correlationId: id,
           // A call nobody consumed in time is dropped by the broker, so a server that comes back later cannot run it
           // after its caller gave up. Whole milliseconds: the broker closes the channel on a fractional expiration.
-          expiration: String(Math.max(1, Math.ceil(timeoutMs))),
+          expiration: String(Math.max(1, Math.ceil(call.sends === 1 ? call.timeoutMs : deadline - Date.now()))),
           contentType: 'application/json',
           // Not persistent: a call outliving a broker restart would run after its caller gave up.
           persistent: false,
           mandatory: true,
           ...(this.options.userId === undefined ? {} : { userId: this.options.userId }),
-        });
-      } catch (error) {
-        this.finish(id)?.reject(new RmqRpcError('unreachable', `the call could not be published: ${describe(error)}`));
-      }
+        },
+        (error: unknown) => {
+          // Confirmed (or returned, which the 'return' listener has settled): the reply is awaited on this channel.
+          if (!error || !this.pending.has(id) || this.pending.get(id)?.channel !== channel) return;
+          // A channel that closed fails its calls itself (onChannelClosed); only a nack is sent again.
+          if (!/nack/i.test(describe(error))) return;
+          if (call.sends >= MAX_SENDS) {
+            this.finish(id)?.reject(new RmqRpcError('unreachable', `the broker refused the call ${call.sends} times`));
+            return;
+          }
+          this.replaceChannel(channel);
+          // A short, growing pause: a queue refusing publishes (full, or electing a leader) gets time to recover.
+          setTimeout(() => this.send(id, body, deadline), RESEND_PAUSE_MS * 2 ** Math.min(call.sends - 1, 5));
+        },
+      );
+    } catch (error) {
+      this.finish(id)?.reject(new RmqRpcError('unreachable', `the call could not be published: ${describe(error)}`));
+    }
+  }
+
+  /**
+   * Swaps a nacked channel for a fresh one on the same connection, once per channel. The old one keeps receiving the
+   * replies of the calls it carried and is closed when the last of them settles.
+   */
+  private replaceChannel(channel: ConfirmChannel): void {
+    if (this.channel !== channel || this.closing) return;
+    this.channel = null;
+    this.replaced += 1;
+    this.retiring.add(channel);
+    this.closeIfIdle(channel);
+    const model = this.model;
+    if (!model) return;
+    this.openChannel(model).catch((error: unknown) => {
+      // The connection is failing: closing it hands the reopening, with its backoff, to amqplib's recovery.
+      this.options.logger?.warn(`Replacing a nacked channel (calling through "${this.options.exchange}") failed: ${describe(error)}`);
+      model.close().catch(() => undefined);
     });
+  }
+
+  private closeIfIdle(channel: ConfirmChannel): void {
+    if (!this.retiring.has(channel)) return;
+    for (const call of this.pending.values()) if (call.channel === channel) return;
+    this.retiring.delete(channel);
+    channel.close().catch(() => undefined);
   }
 
   /** Fails the calls still waiting, then closes the connection. */
@@ -123,7 +209,8 @@ export class RmqRpcClient {
   /** amqplib's recovery setup: runs after every (re)connection. */
   private async openChannel(model: ChannelModel): Promise<void> {
     if (this.closing) return;
-    const channel = await model.createChannel();
+    this.model = model;
+    const channel = await this.createChannel(model);
     this.connection.supervise(model, channel, () => this.onChannelClosed(channel));
     channel.on('return', (message: ConsumeMessage) =>
       this.finish(String(message.properties.correlationId))?.reject(
@@ -134,10 +221,25 @@ export class RmqRpcClient {
     // Direct reply-to: the consumer must exist, on the channel that publishes, before the first call.
     await channel.consume(DIRECT_REPLY_TO, (message) => message && this.receive(message), { noAck: true });
     this.channel = channel;
+    // The calls nacked while this channel opened.
+    for (const [id, { body, deadline }] of [...this.toResend]) {
+      this.toResend.delete(id);
+      this.send(id, body, deadline);
+    }
+  }
+
+  /** The channel that publishes calls and receives their replies. A seam for tests that make a channel nack. */
+  protected createChannel(model: ChannelModel): Promise<ConfirmChannel> {
+    return model.createConfirmChannel();
   }
 
   /** Whether the connection restarts: the publishing channel closed while the client is not closing. */
-  private onChannelClosed(channel: Channel): boolean {
+  private onChannelClosed(channel: ConfirmChannel): boolean {
+    // Its direct reply-to address is gone: the calls awaiting replies there can get none.
+    for (const [id, call] of [...this.pending]) {
+      if (call.channel === channel) this.finish(id)?.reject(new RmqRpcError('unreachable', 'the channel to RabbitMQ closed'));
+    }
+    this.retiring.delete(channel);
     if (this.channel !== channel) return false;
     this.channel = null;
     this.failAll('the channel to RabbitMQ closed');
@@ -169,7 +271,9 @@ export class RmqRpcClient {
     const call = this.pending.get(id);
     if (!call) return undefined;
     this.pending.delete(id);
+    this.toResend.delete(id);
     clearTimeout(call.timer);
+    this.closeIfIdle(call.channel);
     return call;
   }
 

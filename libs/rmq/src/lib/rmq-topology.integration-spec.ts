@@ -201,6 +201,43 @@ describe('declareTopology', () => {
     expect(await hasArguments(quorumNames.toolsQueue, workQueueArguments(quorumNames))).toBe(false);
     expect(await hasArguments(runEventsIngestQueue(quorumNames), { ...quorumArguments, 'x-single-active-consumer': true })).toBe(true);
     expect(await hasArguments(quorumNames.runsQueue, runsQueueArguments(quorumNames, 2))).toBe(true);
+    // The dead-letter queues are replicated too, and stay bounded.
+    for (const queue of [quorumNames.deadLetterQueue, runsDeadLetterQueue(quorumNames)]) {
+      expect(await hasArguments(queue, { 'x-queue-type': 'quorum', ...deadLetterQueueArguments() })).toBe(true);
+    }
+  });
+
+  it('on a quorum tools queue, a call delivered more often than the delivery limit is dead-lettered, not dropped', async () => {
+    const limited = rmqNames(`agent-tools-test-limit-${suffix}`, `agent-runs-test-limit-${suffix}`);
+    await declareTopology(url, limited, { queueType: 'quorum', deliveryLimit: 1 });
+    try {
+      await publishTo(limited.toolsQueue, 1, 'looping');
+      // Two deliveries, each refused back to the queue, as by a consumer that crashes on it: the limit is one redelivery.
+      for (let delivery = 0; delivery < 2; delivery += 1) {
+        const message = await getOne(limited.toolsQueue, false);
+        if (message) channel.nack(message, false, true);
+      }
+      const dead = await getOne(limited.deadLetterQueue);
+      expect(dead && dead.properties.correlationId).toBe('looping0');
+      expect(await channel.get(limited.toolsQueue, { noAck: true })).toBe(false);
+    } finally {
+      await deleteTopology(url, limited);
+    }
+  });
+
+  it('rmq:setup migrates a classic topology to quorum queues (the ingest queue only once it is empty), then changes nothing', async () => {
+    const migrating = rmqNames(`agent-tools-test-migrate-${suffix}`, `agent-runs-test-migrate-${suffix}`);
+    await declareTopology(url, migrating);
+    try {
+      const migrated = await declareTopology(url, migrating, { queueType: 'quorum' });
+      expect(migrated.map((migration) => migration.queue).sort()).toEqual(
+        [migrating.deadLetterQueue, runsDeadLetterQueue(migrating), migrating.toolsQueue, runEventsIngestQueue(migrating)].sort(),
+      );
+      expect(await hasArguments(migrating.toolsQueue, { ...workQueueArguments(migrating), 'x-queue-type': 'quorum', 'x-delivery-limit': 5 })).toBe(true);
+      expect(await declareTopology(url, migrating, { queueType: 'quorum' })).toEqual([]);
+    } finally {
+      await deleteTopology(url, migrating);
+    }
   });
 
   it('drops the oldest dead letters past the length limit', async () => {

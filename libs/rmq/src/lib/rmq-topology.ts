@@ -1,8 +1,10 @@
-import { connect, type Channel, type ChannelModel, type Options } from 'amqplib';
-import { brokerTlsOptions } from './broker-tls.js';
+import type { Channel, ChannelModel, Options } from 'amqplib';
+import { connectToAnyNode } from './broker-nodes.js';
 import { describeBrokerError } from './rmq-connection.js';
 import { runEventsIngestQueue, runsDeadLetterQueue, type RmqNames } from './rmq-names.js';
 
+/** A tool call or run event delivered more often than this (quorum queues only) is dead-lettered. */
+export const DEFAULT_DELIVERY_LIMIT = 5;
 /** A run step redelivered more often than this (one that crashes every worker) is dead-lettered: 3 means four deliveries. */
 export const DEFAULT_RUNS_DELIVERY_LIMIT = 3;
 /** Each dead-letter queue keeps at most this many messages, dropping the oldest. */
@@ -12,9 +14,10 @@ export const DEFAULT_DEAD_LETTER_MAX_BYTES = 64 * 1024 * 1024;
 
 export type RmqTopologyOptions = {
   /**
-   * The type of the tools queue and the run events ingest queue. Quorum queues replicate and count deliveries
-   * (`deliveryLimit`), classic queues do neither. Default 'classic'. The runs queue is a quorum queue whatever this
-   * says (see runsDeliveryLimit).
+   * The type of the tools queue, the run events ingest queue and both dead-letter queues (RABBITMQ_QUEUE_TYPE): quorum
+   * on a cluster, so the loss of a node loses no message; classic for a single node. Quorum queues replicate and count
+   * deliveries (`deliveryLimit`), classic queues do neither. Default 'classic'. The runs queue is a quorum queue
+   * whatever this says (see runsDeliveryLimit).
    */
   queueType?: 'classic' | 'quorum';
   /** Quorum tools and ingest queues only: a message delivered more often than this is dead-lettered. Default 5. */
@@ -44,56 +47,52 @@ export type QueueDeclaration = { queue: string; options: Options.AssertQueue; on
 /** A queue declareTopology deleted and declared again, and how many messages went with it. */
 export type QueueMigration = { queue: string; droppedMessages: number };
 
+type QueueType = NonNullable<RmqTopologyOptions['queueType']>;
+
 /**
- * The work queues carry no `x-message-ttl` (each call carries its own `expiration`, no longer than the caller waits) and
- * no `x-max-length` (a full queue would drop or refuse calls silently instead of letting callers time out).
+ * The one shape of a work queue (tools, runs, run events): durable, dead-lettering what it refuses, and, as a quorum
+ * queue, replicated with a delivery limit. RabbitMQ 4 gives every quorum queue a delivery limit of 20 and drops what
+ * passes it when no dead-letter exchange is set, so both are always set together here. No `x-message-ttl` (each call
+ * carries its own `expiration`, no longer than the caller waits) and no `x-max-length` (a full queue would drop or
+ * refuse calls silently instead of letting callers time out).
  */
-const workQueueOptions = (names: RmqNames, options: RmqTopologyOptions): Options.AssertQueue => {
-  const queueType = options.queueType ?? 'classic';
-  return {
-    durable: true,
-    arguments: {
-      'x-dead-letter-exchange': names.deadLetterExchange,
-      // No x-queue-type for classic: the argument set stays what older declarations of the same queue used.
-      ...(queueType === 'quorum' ? { 'x-queue-type': 'quorum', 'x-delivery-limit': options.deliveryLimit ?? 5 } : {}),
-    },
-  };
-};
+const workQueue = (
+  queueType: QueueType,
+  deliveryLimit: number,
+  deadLetter: { exchange: string; routingKey?: string },
+  extra: Record<string, unknown> = {},
+): Options.AssertQueue => ({
+  durable: true,
+  arguments: {
+    // No x-queue-type for classic: the argument set stays what older declarations of the same queue used.
+    ...(queueType === 'quorum' ? { 'x-queue-type': 'quorum', 'x-delivery-limit': deliveryLimit } : {}),
+    'x-dead-letter-exchange': deadLetter.exchange,
+    ...(deadLetter.routingKey === undefined ? {} : { 'x-dead-letter-routing-key': deadLetter.routingKey }),
+    ...extra,
+  },
+});
 
 /**
  * Dead letters are kept for whoever looks (the general queue) or until the server reads them (run steps), never
- * without bound: past the length or byte limit the oldest go (`drop-head`), so the newest failures, the ones worth
- * reading, stay. No TTL: a TTL would empty a queue nobody had looked at yet, while doing nothing for a burst.
+ * without bound: past the length or byte limit the oldest go (`drop-head`, which quorum queues support too), so the
+ * newest failures, the ones worth reading, stay. No TTL: a TTL would empty a queue nobody had looked at yet, while
+ * doing nothing for a burst. On a cluster they are quorum queues like the work queues, so losing a node loses none.
  */
 const deadLetterQueueOptions = (options: RmqTopologyOptions): Options.AssertQueue => ({
   durable: true,
   arguments: {
+    ...(options.queueType === 'quorum' ? { 'x-queue-type': 'quorum' } : {}),
     'x-max-length': options.deadLetterMaxLength ?? DEFAULT_DEAD_LETTER_MAX_LENGTH,
     'x-max-length-bytes': options.deadLetterMaxBytes ?? DEFAULT_DEAD_LETTER_MAX_BYTES,
     'x-overflow': 'drop-head',
   },
 });
 
-/**
- * A quorum queue counts each step's deliveries (`x-delivery-count`), so a step that kills every worker that takes it
- * stops after runsDeliveryLimit redeliveries instead of looping. What it dead-letters (that step, or one a worker
- * refused) goes through the default exchange straight to the runs dead-letter queue, not to the general fanout: the
- * server consumes it. Dead-lettering is at most once (the quorum default): a step lost on the way leaves its run to
- * the sweeper, whose lease expiry catches it anyway.
- */
-const runsQueueOptions = (names: RmqNames, options: RmqTopologyOptions): Options.AssertQueue => ({
-  durable: true,
-  arguments: {
-    'x-queue-type': 'quorum',
-    'x-delivery-limit': options.runsDeliveryLimit ?? DEFAULT_RUNS_DELIVERY_LIMIT,
-    'x-dead-letter-exchange': '',
-    'x-dead-letter-routing-key': runsDeadLetterQueue(names),
-  },
-});
-
 /** Every queue declareTopology declares, with its arguments, in declaration order. */
 export const queueDeclarations = (names: RmqNames, options: RmqTopologyOptions = {}): QueueDeclaration[] => {
-  const work = workQueueOptions(names, options);
+  const queueType = options.queueType ?? 'classic';
+  const deliveryLimit = options.deliveryLimit ?? DEFAULT_DELIVERY_LIMIT;
+  const general = { exchange: names.deadLetterExchange };
   return [
     { queue: names.deadLetterQueue, options: deadLetterQueueOptions(options), onChange: 'drop', loses: 'dead letters kept for inspection' },
     {
@@ -102,16 +101,21 @@ export const queueDeclarations = (names: RmqNames, options: RmqTopologyOptions =
       onChange: 'drop',
       loses: 'dead-lettered run steps the server had not read; their runs are left to the sweeper',
     },
-    { queue: names.toolsQueue, options: work, onChange: 'drop', loses: 'tool calls not yet run; their callers time out' },
+    { queue: names.toolsQueue, options: workQueue(queueType, deliveryLimit, general), onChange: 'drop', loses: 'tool calls not yet run; their callers time out' },
     {
+      // Always quorum, the only kind that counts deliveries: a step that crashes every worker taking it must stop after
+      // runsDeliveryLimit redeliveries instead of looping. What it dead-letters (that step, or one a worker refused)
+      // goes through the default exchange straight to the runs dead-letter queue, not to the general fanout: the
+      // server consumes it. Dead-lettering is at most once (the quorum default): a step lost on the way leaves its
+      // run to the sweeper, whose lease expiry catches it anyway.
       queue: names.runsQueue,
-      options: runsQueueOptions(names, options),
+      options: workQueue('quorum', options.runsDeliveryLimit ?? DEFAULT_RUNS_DELIVERY_LIMIT, { exchange: '', routingKey: runsDeadLetterQueue(names) }),
       onChange: 'drop',
       loses: 'stale run steps; the server sweeper dispatches their runs again',
     },
     {
       queue: runEventsIngestQueue(names),
-      options: { ...work, arguments: { ...work.arguments, 'x-single-active-consumer': true } },
+      options: workQueue(queueType, deliveryLimit, general, { 'x-single-active-consumer': true }),
       onChange: 'only-if-empty',
       loses: 'run events not yet stored',
     },
@@ -119,7 +123,8 @@ export const queueDeclarations = (names: RmqNames, options: RmqTopologyOptions =
 };
 
 const withConnection = async <T>(url: string, work: (connection: ChannelModel) => Promise<T>): Promise<T> => {
-  const connection = await connect(url, { ...brokerTlsOptions(), noDelay: true });
+  // The setup runs once against whichever node of the list answers: the cluster shares its definitions.
+  const connection = await connectToAnyNode(url, { noDelay: true });
   // A refused declaration closes its channel with an error event; the rejected promise reports it instead.
   connection.on('error', () => undefined);
   try {

@@ -160,6 +160,17 @@ describe('loadWorkerConfig', () => {
     expect(message).toContain('RABBITMQ_URL must be an amqp:// or amqps:// URL');
     expect(message).not.toContain('s3cret-pass');
   });
+
+  it('takes RABBITMQ_URL as a comma-separated list of cluster nodes', () => {
+    const nodes = 'amqp://worker:s3cret-pass@127.0.0.1:5681,amqp://worker:s3cret-pass@127.0.0.1:5682';
+    expect(loadWorkerConfig({ ...REQUIRED, RABBITMQ_URL: nodes }).rabbitmqUrl).toBe(nodes);
+  });
+
+  it('names the position of a bad node in RABBITMQ_URL without echoing its password', () => {
+    const { message } = errorOf({ ...REQUIRED, RABBITMQ_URL: 'amqp://worker:s3cret-pass@127.0.0.1:5681,,amqp://worker:s3cret-pass@127.0.0.1:5683' });
+    expect(message).toContain('RABBITMQ_URL entry 2 of 3 is empty');
+    expect(message).not.toContain('s3cret-pass');
+  });
 });
 
 describe('enabledLogLevels', () => {

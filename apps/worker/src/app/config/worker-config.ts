@@ -1,4 +1,4 @@
-import { MessageSigningKeyError, SIGNING_KEY_HINT, parseMessageVerifyingKeys, rmqNames, type MessageVerifyingKeys, type RmqNames } from '@naalya/rmq';
+import { MessageSigningKeyError, SIGNING_KEY_HINT, brokerUrlListProblem, parseMessageVerifyingKeys, rmqNames, type MessageVerifyingKeys, type RmqNames } from '@naalya/rmq';
 import { RUN_EVENTS_LINGER_MS_DEFAULT } from '../../naalya-agent/runs/run-event.buffer.js';
 import { z } from 'zod';
 
@@ -57,13 +57,18 @@ const runSigningPublicKeys = z
 // The worker's environment only. It holds no server database URL and no JWT secret: identity reaches
 // the worker already resolved, inside the runtime context the server minted at dispatch.
 const workerEnvSchema = z.object({
-  RABBITMQ_URL: z.url({
-    protocol: /^amqps?$/,
-    error: (issue) =>
-      issue.input === undefined
-        ? 'is required: the amqp:// URL of the worker\'s own broker user'
-        : 'must be an amqp:// or amqps:// URL, for example amqp://worker:secret@127.0.0.1:5672',
-  }),
+  // One amqp(s) URL, or the nodes of one cluster separated by commas: each reconnection tries the next.
+  RABBITMQ_URL: z
+    .string({
+      error: (issue) =>
+        issue.input === undefined
+          ? "is required: the amqp:// URL of the worker's own broker user (several nodes of one cluster: separated by commas)"
+          : 'must be a string',
+    })
+    .superRefine((value, context) => {
+      const problem = brokerUrlListProblem(value);
+      if (problem) context.addIssue({ code: 'custom', message: problem });
+    }),
   // A run step is run only if the server's broker user published it (AMQP user_id, which RabbitMQ validates) and
   // RUN_SIGNING_PUBLIC_KEYS verify its signature.
   SERVER_BROKER_USER: z.string().trim().min(1, { error: 'must name the broker user the server publishes run steps as' }).default('naalya_server'),

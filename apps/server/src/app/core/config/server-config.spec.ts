@@ -99,6 +99,23 @@ describe('loadServerConfig', () => {
     })();
     expect(error.message).toMatch(/JWT_SECRET is invalid: must be at least 32 characters/);
     expect(error.message).toMatch(/HTTP_PORT is invalid/);
-    expect(error.message).toMatch(/RABBITMQ_URL is invalid: must be an amqp:\/\/ URL/);
+    expect(error.message).toMatch(/RABBITMQ_URL is invalid: must be an amqp:\/\/ or amqps:\/\/ URL/);
+  });
+
+  it('takes RABBITMQ_URL as a comma-separated list of cluster nodes', () => {
+    const nodes = 'amqp://guest:guest@127.0.0.1:5681, amqp://guest:guest@127.0.0.1:5682,amqp://guest:guest@127.0.0.1:5683';
+    expect(loadServerConfig({ ...VALID, RABBITMQ_URL: nodes }).RABBITMQ_URL).toBe(nodes);
+  });
+
+  it('names the position of a bad node in RABBITMQ_URL without echoing any password', () => {
+    const nodes = 'amqp://naalya_server:s3cret-pass@10.0.0.1:5672,http://naalya_server:s3cret-pass@10.0.0.2:5672';
+    expect(() => loadServerConfig({ ...VALID, RABBITMQ_URL: nodes })).toThrow(/RABBITMQ_URL is invalid: entry 2 of 2 must be an amqp:\/\/ or amqps:\/\/ URL/);
+    expect(() => loadServerConfig({ ...VALID, RABBITMQ_URL: nodes })).not.toThrow(/s3cret-pass/);
+  });
+
+  it('refuses RABBITMQ_QUEUE_TYPE other than classic or quorum, and defaults to classic', () => {
+    expect(loadServerConfig(VALID).RABBITMQ_QUEUE_TYPE).toBe('classic');
+    expect(loadServerConfig({ ...VALID, RABBITMQ_QUEUE_TYPE: 'quorum' }).RABBITMQ_QUEUE_TYPE).toBe('quorum');
+    expect(() => loadServerConfig({ ...VALID, RABBITMQ_QUEUE_TYPE: 'stream' })).toThrow(/RABBITMQ_QUEUE_TYPE is invalid/);
   });
 });

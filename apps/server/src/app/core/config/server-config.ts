@@ -1,5 +1,5 @@
 import type { LogLevel } from '@nestjs/common';
-import { MessageSigningKeyError, SIGNING_KEY_HINT, parseMessageSigningKey } from '@naalya/rmq';
+import { MessageSigningKeyError, SIGNING_KEY_HINT, brokerUrlListProblem, parseMessageSigningKey } from '@naalya/rmq';
 import { z } from 'zod';
 import { parseModelListSetting, type ModelList } from './model-list.js';
 
@@ -16,6 +16,13 @@ const runSigningKey = z.string().superRefine((value, context) => {
     if (!(error instanceof MessageSigningKeyError)) throw error;
     context.addIssue({ code: 'custom', message: error.message });
   }
+});
+
+// One amqp(s) URL, or the nodes of one cluster separated by commas (each reconnection tries the next). The reason
+// names the bad entry's position, never its text: the URLs carry the broker password.
+const brokerUrlList = z.string().superRefine((value, context) => {
+  const problem = brokerUrlListProblem(value);
+  if (problem) context.addIssue({ code: 'custom', message: problem });
 });
 
 const modelList = z.string().transform((value, context): ModelList => {
@@ -36,7 +43,9 @@ const serverConfigSchema = z.object({
   DATABASE_LISTEN_URL: postgresUrl.optional().describe('the app role, on a connection that bypasses transaction pooling'),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(100).default(8),
   DATABASE_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
-  RABBITMQ_URL: z.string().regex(/^amqps?:\/\//, 'must be an amqp:// URL'),
+  RABBITMQ_URL: brokerUrlList,
+  // quorum on a cluster (replicated work queues); classic for a single node.
+  RABBITMQ_QUEUE_TYPE: z.enum(['classic', 'quorum']).default('classic'),
   AGENT_TOOLS_QUEUE: z.string().min(1).default('agent-tools'),
   AGENT_RUNS_QUEUE: z.string().min(1).default('agent-runs'),
   TOOL_HANDLER_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),

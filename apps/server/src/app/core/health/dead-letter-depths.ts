@@ -1,6 +1,6 @@
 import { Inject, Injectable, type BeforeApplicationShutdown } from '@nestjs/common';
-import { brokerTlsOptions, rmqNames, runsDeadLetterQueue } from '@naalya/rmq';
-import { connect, type ChannelModel } from 'amqplib';
+import { connectToAnyNode, rmqNames, runsDeadLetterQueue } from '@naalya/rmq';
+import type { ChannelModel } from 'amqplib';
 import { SERVER_CONFIG, type ServerConfig } from '../config/server-config.js';
 
 /** How long /ready waits for the broker's counts before it answers without them. */
@@ -61,8 +61,7 @@ export class DeadLetterDepths implements BeforeApplicationShutdown {
 
   private connect(): Promise<ChannelModel> {
     if (this.connection) return this.connection;
-    const opening = connect(this.config.RABBITMQ_URL, {
-      ...brokerTlsOptions(),
+    const opening = connectToAnyNode(this.config.RABBITMQ_URL, {
       noDelay: true,
       timeout: CONNECT_TIMEOUT_MS,
       clientProperties: { connection_name: 'naalya-server-health' },
