@@ -14,11 +14,13 @@ import { APP_GROUP_ROLE } from '../database-roles.js';
  * restart of the in-memory count did), and a standby promoted after a failover starts with no counts. A flood brake
  * tolerates both.
  *
- * take_tool_call_quota runs as its own autocommit statement: the counter rows are locked only for that statement
- * (microseconds), never for the tool call's transaction, so a school's calls do not queue behind each other's work.
- * School row first, user row second in every call (one lock order, so two takes cannot deadlock); when the user is over
- * the limit, the school's increment is taken back in the same statement, before anyone else can read it (the row is
- * still locked), so a refused call counts nowhere, as before.
+ * reserve_tool_call_quota hands a server process a block of calls of one key's minute (a school's or a user's), which
+ * the process then spends in memory; it runs as its own autocommit statement, so the counter row is locked for that
+ * statement only (microseconds), never for a tool call's transaction, and a school's calls do not queue behind each
+ * other's work. A block is at most a sixteenth of what is left of the limit and at least one call, and never goes
+ * past the limit: the sum of all blocks, and so the calls all replicas allow, is capped at the limit exactly, and near
+ * the limit blocks are single calls, so replicas get the last calls in the order they ask. One row per statement: no
+ * lock order to get wrong.
  */
 export class SharedToolCallQuota1764662400009 implements MigrationInterface {
   name = 'SharedToolCallQuota1764662400009';
@@ -33,32 +35,29 @@ export class SharedToolCallQuota1764662400009 implements MigrationInterface {
       );
       REVOKE ALL ON tool_call_quota_counters FROM PUBLIC;
 
-      CREATE FUNCTION take_tool_call_quota(p_school text, p_user text, p_window bigint, p_school_limit integer, p_user_limit integer)
-        RETURNS text
+      CREATE FUNCTION reserve_tool_call_quota(p_key text, p_window bigint, p_limit integer, p_want integer)
+        RETURNS integer
         LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
         AS $$
         DECLARE
-          taken integer;
+          v_taken integer;
+          v_granted integer;
         BEGIN
-          INSERT INTO public.tool_call_quota_counters AS c (key, window_minute, count) VALUES (p_school, p_window, 1)
-            ON CONFLICT (key, window_minute) DO UPDATE SET count = c.count + 1 WHERE c.count < p_school_limit
-            RETURNING c.count INTO taken;
-          IF taken IS NULL THEN
-            RETURN 'SCHOOL_QUOTA_EXCEEDED';
+          INSERT INTO public.tool_call_quota_counters (key, window_minute, count) VALUES (p_key, p_window, 0)
+            ON CONFLICT (key, window_minute) DO NOTHING;
+          SELECT c.count INTO v_taken FROM public.tool_call_quota_counters c
+           WHERE c.key = p_key AND c.window_minute = p_window FOR UPDATE;
+          -- At most a sixteenth of what is left, at least one, never past the limit: near the limit, one call at a time.
+          v_granted := LEAST(p_want, GREATEST(1, (p_limit - v_taken) / 16), p_limit - v_taken);
+          IF v_granted <= 0 THEN
+            RETURN 0;
           END IF;
-          taken := NULL;
-          INSERT INTO public.tool_call_quota_counters AS c (key, window_minute, count) VALUES (p_user, p_window, 1)
-            ON CONFLICT (key, window_minute) DO UPDATE SET count = c.count + 1 WHERE c.count < p_user_limit
-            RETURNING c.count INTO taken;
-          IF taken IS NULL THEN
-            UPDATE public.tool_call_quota_counters SET count = count - 1 WHERE key = p_school AND window_minute = p_window;
-            RETURN 'USER_QUOTA_EXCEEDED';
-          END IF;
-          RETURN NULL;
+          UPDATE public.tool_call_quota_counters SET count = v_taken + v_granted WHERE key = p_key AND window_minute = p_window;
+          RETURN v_granted;
         END
         $$;
-      REVOKE ALL ON FUNCTION take_tool_call_quota(text, text, bigint, integer, integer) FROM PUBLIC;
-      GRANT EXECUTE ON FUNCTION take_tool_call_quota(text, text, bigint, integer, integer) TO ${APP_GROUP_ROLE};
+      REVOKE ALL ON FUNCTION reserve_tool_call_quota(text, bigint, integer, integer) FROM PUBLIC;
+      GRANT EXECUTE ON FUNCTION reserve_tool_call_quota(text, bigint, integer, integer) TO ${APP_GROUP_ROLE};
 
       -- Idempotent: replicas that prune at the same moment delete the same rows once between them.
       CREATE FUNCTION prune_tool_call_quota(p_before_window bigint)
@@ -76,7 +75,7 @@ export class SharedToolCallQuota1764662400009 implements MigrationInterface {
   async down(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(`
       DROP FUNCTION IF EXISTS prune_tool_call_quota(bigint);
-      DROP FUNCTION IF EXISTS take_tool_call_quota(text, text, bigint, integer, integer);
+      DROP FUNCTION IF EXISTS reserve_tool_call_quota(text, bigint, integer, integer);
       DROP TABLE IF EXISTS tool_call_quota_counters;
     `);
   }
