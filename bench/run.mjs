@@ -74,8 +74,8 @@ const main = async () => {
     name: 'bench',
     poolSize: POOL_SIZE,
     // One user at thousands of calls a second is a load test, not a person: the per-minute quotas still run on every
-    // call (counted in PostgreSQL, one statement before the call's transaction, on one school's counter row: the worst
-    // case of contention), with limits the bench never reaches.
+    // call (counted in PostgreSQL: a block of 32 calls reserved per statement from one school's and one user's counter
+    // row, the busiest case), with limits the bench never reaches.
     env: {
       TOOL_CALLS_PER_MINUTE_PER_SCHOOL: '1000000000',
       TOOL_CALLS_PER_MINUTE_PER_USER: '1000000000',
@@ -147,7 +147,6 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
     BENCH_DISPATCH_KEY: stack.env.DISPATCH_SIGNING_KEY,
     BENCH_IDEAL_DISPATCH_STATE: '0',
     BENCH_IDEAL_IDENTITY_WITH_PERMISSIONS: '0',
-    BENCH_IDEAL_QUOTA: '0',
   };
   let ideal;
   // The profiler's preload only starts on SIGUSR2, so every ideal of a profile run may carry it.
@@ -206,8 +205,6 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
         idealEnv.BENCH_IDEAL_DISPATCH_STATE = statementLists.c.some((sql) => sql.includes('agent_run_dispatch_state')) ? '1' : '0';
         // And reads the caller with their permissions in one statement only if the server does.
         idealEnv.BENCH_IDEAL_IDENTITY_WITH_PERMISSIONS = statementLists.c.some((sql) => sql.includes('AS permissions FROM users u')) ? '1' : '0';
-        // And takes the shared quota (its own statement before the transaction) only if the server does.
-        idealEnv.BENCH_IDEAL_QUOTA = statementLists.c.some((sql) => sql.includes('take_tool_call_quota')) ? '1' : '0';
         ideal = await startIdeal();
         children.push(ideal);
       }

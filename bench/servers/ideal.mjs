@@ -6,12 +6,10 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { serveRawRpc } from '../lib/raw-rpc-server.mjs';
 import pg from 'pg';
 
-const { DATABASE_URL, DATABASE_POOL_SIZE, BENCH_DISPATCH_KEY, BENCH_IDEAL_DISPATCH_STATE, BENCH_IDEAL_IDENTITY_WITH_PERMISSIONS, BENCH_IDEAL_QUOTA } =
+const { DATABASE_URL, DATABASE_POOL_SIZE, BENCH_DISPATCH_KEY, BENCH_IDEAL_DISPATCH_STATE, BENCH_IDEAL_IDENTITY_WITH_PERMISSIONS } =
   process.env;
 
 const SQL = {
-  // The shared tool-call quota: its own autocommit statement before the transaction (TOOL_CALL_QUOTA_STORE=postgres).
-  quota: 'SELECT take_tool_call_quota($1, $2, $3, $4, $5) AS refusal',
   begin: 'START TRANSACTION',
   dispatchState: 'SELECT status, owner_id, thread_id, epoch, lease_live FROM agent_run_dispatch_state($1)',
   tenant: `SELECT set_config('app.school_id', $1, true), set_config('app.platform', $2, true), set_config('app.user_id', $3, true)`,
@@ -81,11 +79,6 @@ const dispatchClaims = (token) => {
 
 const inTransaction = async ({ identity, meta }, work) => {
   const claims = dispatchClaims(meta.dispatchToken);
-  if (BENCH_IDEAL_QUOTA === '1') {
-    const key = identity.schoolId ?? 'platform';
-    const { rows: [quota] } = await pool.query(SQL.quota, [`school:${key}`, `user:${identity.sub}`, Math.floor(Date.now() / 60_000), 1e9, 1e9]);
-    if (quota.refusal) return { error: quota.refusal };
-  }
   const client = await pool.connect();
   try {
     await client.query(SQL.begin);

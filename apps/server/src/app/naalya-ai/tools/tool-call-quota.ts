@@ -83,6 +83,13 @@ export class ToolCallQuota implements OnApplicationBootstrap, BeforeApplicationS
     const school = `school:${schoolKey}`;
     const user = `user:${userId}`;
     if (this.config.TOOL_CALL_QUOTA_STORE === 'memory') return this.takeInMemory(school, user, window);
+    // Most calls: both keys have calls in hand, spent without a round trip or an await.
+    const inHand = [this.counter(school, window), this.counter(user, window)];
+    if (inHand[0].count > 0 && inHand[1].count > 0) {
+      inHand[0].count -= 1;
+      inHand[1].count -= 1;
+      return null;
+    }
     if (!(await this.spend(school, window, this.config.TOOL_CALLS_PER_MINUTE_PER_SCHOOL))) return 'SCHOOL_QUOTA_EXCEEDED';
     if (!(await this.spend(user, window, this.config.TOOL_CALLS_PER_MINUTE_PER_USER))) {
       // The school's call goes back to this process's hand, not to the database: it was reserved here and is spent here.
