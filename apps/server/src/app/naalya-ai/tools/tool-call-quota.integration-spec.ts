@@ -3,7 +3,6 @@ import { createDepartmentTool, listDepartmentsTool } from '@naalya/agent-tools';
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ServerConfig } from '../../core/config/server-config.js';
 import { createAppDataSource } from '../../core/database/data-source.js';
 import { dispatchEnvelope } from '../../../testing/dispatch-envelope.js';
 import { createTestApp, type TestApp } from '../../../testing/test-app.js';
