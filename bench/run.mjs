@@ -46,7 +46,9 @@ const TIMEOUT_MS = 15_000;
 const BENCH = fileURLToPath(new URL('./', import.meta.url));
 const RESULTS = `${BENCH}results/`;
 // --variants=a,b runs only those (e.g. to profile one of them); ratios and targets need both of their variants.
-const VARIANT_ORDER = option('variants', 'a0,a,b,bt,c,d,er,ew').split(',');
+const VARIANT_ORDER = option('variants', 'a0,a,b,bt,c,cm,d,dm,er,ew').split(',');
+// (c mem) and (d mem): the same built server with TOOL_CALL_QUOTA_STORE=memory, on queues of its own.
+const MEMORY_QUOTA_VARIANTS = ['cm', 'dm'];
 
 Logger.overrideLogger(['error', 'warn']);
 const log = (line) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}`);
@@ -71,8 +73,9 @@ const main = async () => {
   const stack = await createTestStack({
     name: 'bench',
     poolSize: POOL_SIZE,
-    // One user at thousands of calls a second is a load test, not a person: the per-minute quotas (an in-memory flood
-    // brake, no statement) still run on every call, with limits the bench never reaches.
+    // One user at thousands of calls a second is a load test, not a person: the per-minute quotas still run on every
+    // call (counted in PostgreSQL: a block of 32 calls reserved per statement from one school's and one user's counter
+    // row, the busiest case), with limits the bench never reaches.
     env: {
       TOOL_CALLS_PER_MINUTE_PER_SCHOOL: '1000000000',
       TOOL_CALLS_PER_MINUTE_PER_USER: '1000000000',
@@ -85,6 +88,8 @@ const main = async () => {
     a: rmqNames(`bench-a-${suffix}`, `bench-a-runs-${suffix}`),
     b: rmqNames(`bench-b-${suffix}`, `bench-b-runs-${suffix}`),
     e: rmqNames(`bench-e-${suffix}`, `bench-e-runs-${suffix}`),
+    // The server that counts quotas in memory (variants cm, dm): its own tools and runs queues.
+    m: rmqNames(`bench-m-${suffix}`, `bench-m-runs-${suffix}`),
     // The streaming baseline's run events exchange and ingest queue: declared exactly as the server's are.
     s: rmqNames(`bench-s-${suffix}`, `bench-s-runs-${suffix}`),
   };
@@ -270,7 +275,30 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
   const rawB = await createRawClient({ url: RABBITMQ_URL, queue: queues.b.toolsQueue, timeoutMs: TIMEOUT_MS });
   closers.push(rawB.close);
   callers.bt = () => rawCall(rawB, 'list.departments', envelope(ctx.read, {}));
-  const serverPidOf = { a0: () => rawEcho.pid, a: () => rawEcho.pid, b: () => nestEcho.pid, bt: () => nestEcho.pid, c: () => server.pid, d: () => server.pid, er: () => ideal.pid, ew: () => ideal.pid };
+  // (c mem), (d mem): the same build with the quota counted in its memory, against which the shared count's cost is
+  // measured in the same run. Started after the statement capture, so its sessions log nothing.
+  let memoryServer;
+  if (MEMORY_QUOTA_VARIANTS.some((variant) => VARIANT_ORDER.includes(variant))) {
+    memoryServer = await stack.startServer({ env: { TOOL_CALL_QUOTA_STORE: 'memory', AGENT_TOOLS_QUEUE: queues.m.toolsQueue, AGENT_RUNS_QUEUE: queues.m.runsQueue } });
+    children.push(memoryServer);
+    const memoryCaller = await newToolService(queues.m.toolsQueue);
+    const memoryRead = toRpcProxy(listDepartmentsTool, memoryCaller);
+    const memoryWrite = toRpcProxy(createDepartmentTool, memoryCaller);
+    callers.cm = () => invoke(memoryRead, {}, ctx.read);
+    callers.dm = () => invoke(memoryWrite, { name: `Bench dm ${unique()}` }, ctx.write);
+  }
+  const serverPidOf = {
+    a0: () => rawEcho.pid,
+    a: () => rawEcho.pid,
+    b: () => nestEcho.pid,
+    bt: () => nestEcho.pid,
+    c: () => server.pid,
+    cm: () => memoryServer.pid,
+    d: () => server.pid,
+    dm: () => memoryServer.pid,
+    er: () => ideal.pid,
+    ew: () => ideal.pid,
+  };
 
   const broker = brokerPid();
   const dbPids = async () =>
@@ -311,7 +339,7 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
       }),
     );
     const seconds = (performance.now() - start) / 1000;
-    if (variant === 'd' || variant === 'ew') await clearWrittenDepartments();
+    if (variant === 'd' || variant === 'dm' || variant === 'ew') await clearWrittenDepartments();
     let db = 0;
     for (const pid of await dbPids()) {
       const now = cpuMicros(pid);
@@ -374,6 +402,8 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
   const targetRows = targets(ratioRows);
   const meta = { startedAt, mode: MODE, rounds: ROUNDS, phaseMs: PHASE_MS, slices: SLICES, prefetch: PREFETCH, poolSize: POOL_SIZE, cpus: cpus().length, loadBefore };
   const table = markdown({ rows, ratioRows, targetRows, statements, meta });
+  // The streaming phases measure the first server's run-events ingest: the memory-quota server (its own queues) goes.
+  if (memoryServer) await memoryServer.stop();
   const stream = flag('no-stream') ? undefined : await streaming({ stack, server, queues, children, closers });
   let scaleOutResult;
   if (MODE === 'full' && !flag('no-scale-out')) scaleOutResult = await scaleOut({ stack, server });

@@ -6,11 +6,13 @@ export const VARIANTS = {
   bt: 'AckAfterReplyTransport, raw amqplib caller, echo',
   c: 'list_departments through execute()',
   d: 'create_department through execute() (audited)',
+  cm: 'as (c), quota counted in server memory (one replica only)',
+  dm: 'as (d), quota counted in server memory (one replica only)',
   er: 'ideal for (c): raw amqplib + pg, the same statements',
   ew: 'ideal for (d): raw amqplib + pg, the same statements',
 };
 
-const TAGS = { a0: '(a₀)', bt: '(b′)', er: '(e)', ew: '(e)' };
+const TAGS = { a0: '(a₀)', bt: '(b′)', cm: '(c mem)', dm: '(d mem)', er: '(e)', ew: '(e)' };
 export const tag = (variant) => TAGS[variant] ?? `(${variant})`;
 
 export const median = (values) => {
@@ -65,6 +67,9 @@ export const ratios = (phases, concurrencies) => {
     ['bt', 'a'],
     ['c', 'er'],
     ['d', 'ew'],
+    // The shared quota count (PostgreSQL, every replica) against the in-memory one, same server build, same run.
+    ['c', 'cm'],
+    ['d', 'dm'],
   ];
   const out = [];
   for (const [num, den] of pairs) {
@@ -103,6 +108,8 @@ export const targets = (ratioRows) => {
     check('(d) calls/s at c64 ≥ 0.7× (e)', find('(d)/(e)', 64), 'throughput', '>=', 0.7),
     check('(c) p50 at c1 ≤ 1.3× (e)', find('(c)/(e)', 1), 'p50', '<=', 1.3),
     check('(d) p50 at c1 ≤ 1.3× (e)', find('(d)/(e)', 1), 'p50', '<=', 1.3),
+    check('(c) calls/s at c64 ≥ 0.95× (c mem): shared quota count', find('(c)/(c mem)', 64), 'throughput', '>=', 0.95),
+    check('(d) calls/s at c64 ≥ 0.95× (d mem): shared quota count', find('(d)/(d mem)', 64), 'throughput', '>=', 0.95),
   ];
 };
 
@@ -133,7 +140,7 @@ const escapeXml = (text) => String(text).replace(/[<>&"]/g, (c) => ({ '<': '&lt;
 
 /** Two panels, hand-written SVG: calls/s by concurrency (log x), p50 latency by concurrency. */
 export const svgChart = ({ rows, concurrencies, variants, title }) => {
-  const colors = { a0: '#9c755f', a: '#4e79a7', b: '#f28e2b', bt: '#edc948', c: '#59a14f', d: '#e15759', er: '#76b7b2', ew: '#b07aa1' };
+  const colors = { a0: '#9c755f', a: '#4e79a7', b: '#f28e2b', bt: '#edc948', c: '#59a14f', d: '#e15759', cm: '#8cd17d', dm: '#ff9d9a', er: '#76b7b2', ew: '#b07aa1' };
   const width = 980;
   const height = 420;
   const panel = { w: 400, h: 300, top: 60 };

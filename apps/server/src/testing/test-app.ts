@@ -45,6 +45,7 @@ export const testConfig = (database: TestDatabase, overrides: Partial<ServerConf
   // Suites make hundreds of calls a minute as one persona; the quota test sets its own limits.
   TOOL_CALLS_PER_MINUTE_PER_SCHOOL: 1_000_000,
   TOOL_CALLS_PER_MINUTE_PER_USER: 1_000_000,
+  TOOL_CALL_QUOTA_STORE: 'postgres',
   TOOL_HANDLER_TIMEOUT_MS: 30_000,
   AGENT_RUN_LEASE_SECONDS: 30,
   AGENT_RUN_MAX_ATTEMPTS: 3,

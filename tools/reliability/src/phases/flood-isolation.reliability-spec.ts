@@ -81,6 +81,10 @@ export const floodIsolationPhase = (target: PhaseTarget, size: FloodSize): Promi
     };
 
     const baseline = await steadyWindow();
+    // Quotas count in fixed minutes on the clock: the flood and the window after it (at most 5 s + windowMs) must fall
+    // in one minute, or the flood would be given two minutes' allowance and "ran <= quota" would not hold.
+    const leftInMinute = 60_000 - (Date.now() % 60_000);
+    if (leftInMinute < size.windowMs + 8_000) await sleep(leftInMinute + 100);
     const flood: CallOutcome[] = [];
     let flooding = true;
     const floodDone = Promise.all(

@@ -73,6 +73,9 @@ const serverConfigSchema = z.object({
   AGENT_STEP_TOKEN_BUDGET: z.preprocess(emptyAs(0), z.coerce.number().int().min(0).max(1e15)).default(200_000),
   TOOL_CALLS_PER_MINUTE_PER_SCHOOL: z.coerce.number().int().min(1).default(600),
   TOOL_CALLS_PER_MINUTE_PER_USER: z.coerce.number().int().min(1).default(120),
+  // Where those calls are counted: postgres (shared by every replica) or memory (one process only: each replica would
+  // allow the whole quota; kept as the bench's baseline and for a single server).
+  TOOL_CALL_QUOTA_STORE: z.enum(['postgres', 'memory']).default('postgres'),
   HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
 });

@@ -1,51 +1,167 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap } from '@nestjs/common';
 import { ERROR_SENTENCES } from '@naalya/agent-tools';
+import { DataSource } from 'typeorm';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 
 const WINDOW_MS = 60_000;
 
+/** How often each replica deletes past minutes' counters (the delete is idempotent, so replicas need no coordination). */
+const PRUNE_INTERVAL_MS = WINDOW_MS;
+
+/** Past this many keys in memory, the past minutes' entries are dropped before a new one is added. */
+const MEMORY_PRUNE_THRESHOLD = 10_000;
+
+/**
+ * The most calls of one key a process reserves from PostgreSQL at once (the database gives less near the limit: at most
+ * a sixteenth of what is left). 32: one statement per 32 calls of a busy school or user, and at most 31 calls a
+ * process can hold unspent when the minute ends.
+ */
+export const QUOTA_RESERVATION_BLOCK = 32;
+
 export const SCHOOL_QUOTA_ERROR = ERROR_SENTENCES.SCHOOL_QUOTA_EXCEEDED;
 export const USER_QUOTA_ERROR = ERROR_SENTENCES.USER_QUOTA_EXCEEDED;
 
-type Window = { start: number; count: number };
+export type QuotaRefusal = 'SCHOOL_QUOTA_EXCEEDED' | 'USER_QUOTA_EXCEEDED';
 
 /**
- * Tool calls per minute, per school and per user, counted in this process's memory (fixed one-minute windows).
+ * The minute a call counts in: fixed windows on the epoch, so every replica puts a call in the same one as long as
+ * their clocks agree (the dispatch tokens' expiry already assumes synchronised clocks; a second of skew moves a few
+ * calls across a boundary, which a flood brake tolerates).
+ */
+export const quotaWindow = (now: number): number => Math.floor(now / WINDOW_MS);
+
+const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/** One key's minute in this process: calls in hand (memory store: calls counted), and whether the shared count is spent. */
+type Counter = { window: number; count: number; spent: boolean; reserving: Promise<void> | null };
+
+/**
+ * Tool calls per minute, per school and per user (fixed one-minute windows), counted only for calls whose dispatch
+ * token is valid, so a forger cannot spend a school's allowance. A call over either limit is refused and spends
+ * nothing of the other.
  *
- * Why memory and not PostgreSQL: a counter row per school would be updated by every call of that school, so every
- * concurrent call of one school would queue on that row's lock inside its transaction (the opposite of what prefetch
- * buys), and even reads would write. The limit is a flood brake, not billing: with R server replicas a school gets at
- * most R times its limit, and a restart forgets the current minute. Counted only for calls whose dispatch token is
- * valid, so a forger cannot spend a school's allowance.
+ * TOOL_CALL_QUOTA_STORE=postgres (the default) shares the count between every server replica: a process reserves
+ * blocks of calls from a counter row per key and minute (reserve_tool_call_quota, migration 1764662400009, its own
+ * autocommit statement before the call's unit of work) and spends them in memory, so most calls make no round trip
+ * and the row is touched once per block. The blocks never sum past the limit, so all replicas together allow at most
+ * the limit; near it blocks are single calls. What a process holds unspent when the minute ends is not used by anyone
+ * (at most a sixteenth of what was left when it reserved): a flood brake may err on the strict side. A counter row
+ * updated inside the call's transaction instead would queue every concurrent call of a school behind the one holding
+ * it until its commit.
+ *
+ * TOOL_CALL_QUOTA_STORE=memory counts in this process only: with R replicas a school gets R times its limit, and a
+ * restart forgets the minute. For a single server and as the bench's baseline.
  */
 @Injectable()
-export class ToolCallQuota {
-  private readonly windows = new Map<string, Window>();
+export class ToolCallQuota implements OnApplicationBootstrap, BeforeApplicationShutdown {
+  private readonly logger = new Logger(ToolCallQuota.name);
+  private readonly counters = new Map<string, Counter>();
+  private pruneTimer: NodeJS.Timeout | undefined;
 
-  constructor(@Inject(SERVER_CONFIG) private readonly config: ServerConfig) {}
+  constructor(
+    @Inject(SERVER_CONFIG) private readonly config: Pick<ServerConfig, 'TOOL_CALLS_PER_MINUTE_PER_SCHOOL' | 'TOOL_CALLS_PER_MINUTE_PER_USER' | 'TOOL_CALL_QUOTA_STORE'>,
+    private readonly dataSource: DataSource,
+  ) {}
+
+  onApplicationBootstrap(): void {
+    if (this.config.TOOL_CALL_QUOTA_STORE !== 'postgres') return;
+    this.pruneTimer = setInterval(
+      () => void this.prune().catch((error: unknown) => this.logger.warn(`Pruning past tool-call quota windows failed: ${describe(error)}`)),
+      PRUNE_INTERVAL_MS,
+    );
+    this.pruneTimer.unref();
+  }
+
+  beforeApplicationShutdown(): void {
+    clearInterval(this.pruneTimer);
+    this.pruneTimer = undefined;
+  }
 
   /** Takes one call from both allowances, or none and says which is spent. */
-  take(schoolKey: string, userId: string, now: number = Date.now()): 'SCHOOL_QUOTA_EXCEEDED' | 'USER_QUOTA_EXCEEDED' | null {
-    const school = this.current(`school:${schoolKey}`, now);
-    const user = this.current(`user:${userId}`, now);
-    if (school.count >= this.config.TOOL_CALLS_PER_MINUTE_PER_SCHOOL) return 'SCHOOL_QUOTA_EXCEEDED';
-    if (user.count >= this.config.TOOL_CALLS_PER_MINUTE_PER_USER) return 'USER_QUOTA_EXCEEDED';
-    school.count += 1;
-    user.count += 1;
+  async take(schoolKey: string, userId: string, now: number = Date.now()): Promise<QuotaRefusal | null> {
+    const window = quotaWindow(now);
+    const school = `school:${schoolKey}`;
+    const user = `user:${userId}`;
+    if (this.config.TOOL_CALL_QUOTA_STORE === 'memory') return this.takeInMemory(school, user, window);
+    // Most calls: both keys have calls in hand, spent without a round trip or an await.
+    const inHand = [this.counter(school, window), this.counter(user, window)];
+    if (inHand[0].count > 0 && inHand[1].count > 0) {
+      inHand[0].count -= 1;
+      inHand[1].count -= 1;
+      return null;
+    }
+    if (!(await this.spend(school, window, this.config.TOOL_CALLS_PER_MINUTE_PER_SCHOOL))) return 'SCHOOL_QUOTA_EXCEEDED';
+    if (!(await this.spend(user, window, this.config.TOOL_CALLS_PER_MINUTE_PER_USER))) {
+      // The school's call goes back to this process's hand, not to the database: it was reserved here and is spent here.
+      this.counter(school, window).count += 1;
+      return 'USER_QUOTA_EXCEEDED';
+    }
     return null;
   }
 
-  private current(key: string, now: number): Window {
-    let window = this.windows.get(key);
-    if (!window || now - window.start >= WINDOW_MS) {
-      if (this.windows.size > 10_000) this.prune(now);
-      window = { start: now, count: 0 };
-      this.windows.set(key, window);
-    }
-    return window;
+  /** Deletes the counters of minutes before the previous one (safe on every replica at once); resolves to how many went. */
+  async prune(now: number = Date.now()): Promise<number> {
+    this.pruneMemory(quotaWindow(now));
+    if (this.config.TOOL_CALL_QUOTA_STORE === 'memory') return 0;
+    const [row] = (await this.dataSource.query(`SELECT prune_tool_call_quota($1) AS deleted`, [quotaWindow(now) - 1])) as { deleted: number }[];
+    return row.deleted;
   }
 
-  private prune(now: number): void {
-    for (const [key, window] of this.windows) if (now - window.start >= WINDOW_MS) this.windows.delete(key);
+  /** One call of this key's minute from the calls in hand, reserving a block first when none is left; false once the shared count is spent. */
+  private async spend(key: string, window: number, limit: number): Promise<boolean> {
+    for (;;) {
+      const counter = this.counter(key, window);
+      if (counter.count > 0) {
+        counter.count -= 1;
+        return true;
+      }
+      // The shared count only grows within a minute: once it gave nothing, it gives nothing until the next one.
+      if (counter.spent) return false;
+      // One reservation at a time per key: the calls waiting meanwhile share its block, then look again.
+      counter.reserving ??= this.reserve(key, window, limit).then(
+        (granted) => {
+          counter.count += granted;
+          counter.spent = granted === 0;
+          counter.reserving = null;
+        },
+        (error: unknown) => {
+          counter.reserving = null;
+          throw error;
+        },
+      );
+      await counter.reserving;
+    }
+  }
+
+  private async reserve(key: string, window: number, limit: number): Promise<number> {
+    const [row] = (await this.dataSource.query(`SELECT reserve_tool_call_quota($1, $2, $3, $4) AS granted`, [key, window, limit, QUOTA_RESERVATION_BLOCK])) as {
+      granted: number;
+    }[];
+    return row.granted;
+  }
+
+  private takeInMemory(school: string, user: string, window: number): QuotaRefusal | null {
+    const schoolCounter = this.counter(school, window);
+    const userCounter = this.counter(user, window);
+    if (schoolCounter.count >= this.config.TOOL_CALLS_PER_MINUTE_PER_SCHOOL) return 'SCHOOL_QUOTA_EXCEEDED';
+    if (userCounter.count >= this.config.TOOL_CALLS_PER_MINUTE_PER_USER) return 'USER_QUOTA_EXCEEDED';
+    schoolCounter.count += 1;
+    userCounter.count += 1;
+    return null;
+  }
+
+  /** This key's counter for the minute; a counter of a past minute is replaced (its calls in hand lapse with it). */
+  private counter(key: string, window: number): Counter {
+    let counter = this.counters.get(key);
+    if (!counter || counter.window !== window) {
+      if (this.counters.size > MEMORY_PRUNE_THRESHOLD) this.pruneMemory(window);
+      counter = { window, count: 0, spent: false, reserving: null };
+      this.counters.set(key, counter);
+    }
+    return counter;
+  }
+
+  private pruneMemory(window: number): void {
+    for (const [key, counter] of this.counters) if (counter.window < window && !counter.reserving) this.counters.delete(key);
   }
 }

@@ -139,7 +139,7 @@ export class ToolExecutor {
 
       // Counted only once the call is proven to be the server's own dispatch: a forger cannot spend a school's allowance.
       const quotaSchool = (scope.mode === 'school' ? scope.targetSchoolId : undefined) ?? identity.schoolId ?? 'platform';
-      const overQuota = this.quota.take(quotaSchool, identity.sub);
+      const overQuota = await this.quota.take(quotaSchool, identity.sub);
       if (overQuota) return toolError(overQuota);
 
       const args = schema.safeParse(parsedEnvelope.data.args);
