@@ -1,3 +1,5 @@
 export * from './api.js';
+export * from './local-service.js';
+export * from './pgbouncer.js';
 export * from './processes.js';
 export * from './stack.js';

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 
@@ -21,25 +22,28 @@ export type RmqClusterOptions = {
 export type QueueLeader = { name: string; type: string; leader: string; members: string[] };
 
 /**
- * Three extra RabbitMQ nodes for failover tests (and later `npm run test:cluster`): started, killed and stopped
+ * Three extra RabbitMQ nodes for failover tests and `npm run test:cluster` (as `@naalya/rmq/cluster`: test code only,
+ * under the `@naalya/source` condition; it is not built): started, killed and stopped
  * through tools/cluster/rmq-cluster.sh, every step bounded in time. Needs rabbitmq-server on this machine; the
  * machine's own node is never touched.
  */
 export class RmqCluster {
   private readonly env: NodeJS.ProcessEnv;
   readonly portBase: number;
+  readonly distBase: number;
   readonly nodePrefix: string;
   readonly base: string;
 
   constructor(options: RmqClusterOptions) {
     this.base = options.base;
     this.portBase = options.portBase ?? 5680;
+    this.distBase = options.distBase ?? 25680;
     this.nodePrefix = options.nodePrefix ?? 'r';
     this.env = {
       ...process.env,
       BASE: options.base,
       PORT_BASE: String(this.portBase),
-      DIST_BASE: String(options.distBase ?? 25680),
+      DIST_BASE: String(this.distBase),
       NODE_PREFIX: this.nodePrefix,
     };
   }
@@ -78,6 +82,22 @@ export class RmqCluster {
   async leaders(askNode: number): Promise<QueueLeader[]> {
     const stdout = await this.script(['ctl', String(askNode), 'list_queues', 'name', 'type', 'leader', 'members', '--formatter', 'json'], 30_000);
     return JSON.parse(stdout) as QueueLeader[];
+  }
+
+  /**
+   * A `rabbitmqctl` in `dir` that runs the real one against node `node` of this cluster, with its cookie and node
+   * name: put `dir` first on PATH for a program that calls `rabbitmqctl` (the server's rmq-setup imports its users and
+   * vhost that way), and it sets up this cluster, never the machine's own node.
+   */
+  rabbitmqctlShim(dir: string, node = 1): string {
+    mkdirSync(dir, { recursive: true });
+    const path = `${dir}/rabbitmqctl`;
+    const env = Object.entries({ BASE: this.base, PORT_BASE: this.portBase, DIST_BASE: this.distBase, NODE_PREFIX: this.nodePrefix })
+      .map(([name, value]) => `${name}='${String(value)}'`)
+      .join(' ');
+    writeFileSync(path, `#!/bin/sh\nexec env ${env} '${SCRIPT}' ctl ${node} "$@"\n`);
+    chmodSync(path, 0o755);
+    return path;
   }
 
   /** The number (1-3) of the node named `r2@localhost`. */
