@@ -5,7 +5,7 @@ import { DataSource } from 'typeorm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentRunNotifier, AGENT_RUN_EVENTS_CHANNEL } from '../../naalya-ai/events/agent-run-notifier.service.js';
 import { dispatchEnvelope } from '../../../testing/dispatch-envelope.js';
-import { startPgBouncer, type TestPgBouncer } from '../../../testing/pgbouncer.js';
+import { startPgBouncer, type TestPgBouncer } from '@naalya/test-stack';
 import { createTestApp, type TestApp } from '../../../testing/test-app.js';
 import { TEST_APP_ROLE, withOwnerClient } from '../../../testing/test-postgres.js';
 import { invokeTool } from '../../../testing/tool-handlers.js';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, serviceUser } from '../../../testing/local-service.js';
+import { freePort, serviceUser } from '@naalya/test-stack';
 import { makeTestCertificates, type TestCertificates } from '../../../testing/test-ca.js';
 import { createAppDataSource } from './data-source.js';
 
