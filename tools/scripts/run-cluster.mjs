@@ -51,7 +51,7 @@ const install = (program, pkg) => {
   const found = () => spawnSync('sh', ['-c', `command -v ${program} || test -x /usr/lib/rabbitmq/bin/${program}`], { stdio: 'ignore' }).status === 0;
   if (found()) return true;
   const apt = (args) => spawnSync('apt-get', args, { stdio: 'ignore', timeout: 120_000 }).status === 0;
-  if (!apt(['install', '-y', '-q', pkg])) apt(['update', '-q']) && apt(['install', '-y', '-q', pkg]);
+  if (!apt(['install', '-y', '-q', pkg]) && apt(['update', '-q'])) apt(['install', '-y', '-q', pkg]);
   return found();
 };
 
