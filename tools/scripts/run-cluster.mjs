@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { countsOf, vitestArgs } from './vitest-counts.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ROWS = `${ROOT}tmp/cluster/`;
@@ -83,20 +84,12 @@ rmSync(REPORT, { force: true });
 mkdirSync(ROWS, { recursive: true });
 say('test: 3 RabbitMQ nodes, PgBouncer, 2 servers, 2 workers, faults');
 // Its own process group, so a stop reaches the servers, workers and PgBouncer it spawned, by that one PID.
-const vitest = spawn(
-  process.execPath,
-  [
-    `${ROOT}node_modules/vitest/vitest.mjs`,
-    'run',
-    '--config',
-    'tools/reliability/vitest.cluster.config.mts',
-    '--reporter=default',
-    '--reporter=json',
-    `--outputFile.json=${REPORT}`,
-    ...process.argv.slice(2),
-  ],
-  { cwd: ROOT, stdio: 'inherit', detached: true, env: { ...process.env, RMQ_CLUSTER_BASE: CLUSTER_BASE } },
-);
+const vitest = spawn(process.execPath, vitestArgs('tools/reliability/vitest.cluster.config.mts', REPORT, process.argv.slice(2)), {
+  cwd: ROOT,
+  stdio: 'inherit',
+  detached: true,
+  env: { ...process.env, RMQ_CLUSTER_BASE: CLUSTER_BASE },
+});
 const stopAll = () => {
   try {
     process.kill(-vitest.pid, 'SIGKILL');
@@ -140,14 +133,5 @@ for (const row of rows) {
   if (row.verdict === 'FAIL') console.log(`${row.sabotage ? 'caught' : 'failed'}:\n  ${row.failures.join('\n  ')}`);
 }
 
-let passed = 0;
-let failed = 0;
-if (existsSync(REPORT)) {
-  const report = JSON.parse(readFileSync(REPORT, 'utf8'));
-  // A file that failed before any test ran (the cluster did not boot, a broken import) counts as one failure.
-  const broken = report.testResults.filter((suite) => suite.status === 'failed' && suite.assertionResults.length === 0).length;
-  passed = report.numPassedTests;
-  failed = report.numFailedTests + broken;
-}
-if (status !== 0 && failed === 0) failed = 1;
+const { passed, failed } = countsOf(REPORT, status);
 done(passed, failed);

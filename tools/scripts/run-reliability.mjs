@@ -3,6 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { countsOf, vitestArgs } from './vitest-counts.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ROWS = `${ROOT}tmp/reliability/`;
@@ -21,20 +22,10 @@ rmSync(ROWS, { recursive: true, force: true });
 rmSync(REPORT, { force: true });
 mkdirSync(ROWS, { recursive: true });
 const started = Date.now();
-const vitest = spawnSync(
-  process.execPath,
-  [
-    `${ROOT}node_modules/vitest/vitest.mjs`,
-    'run',
-    '--config',
-    'tools/reliability/vitest.reliability.config.mts',
-    '--reporter=default',
-    '--reporter=json',
-    `--outputFile.json=${REPORT}`,
-    ...process.argv.slice(2),
-  ],
-  { cwd: ROOT, stdio: 'inherit' },
-);
+const vitest = spawnSync(process.execPath, vitestArgs('tools/reliability/vitest.reliability.config.mts', REPORT, process.argv.slice(2)), {
+  cwd: ROOT,
+  stdio: 'inherit',
+});
 
 const rows = readdirSync(ROWS)
   .filter((file) => file.endsWith('.json'))
@@ -69,16 +60,7 @@ for (const row of [...sabotage.values()].filter((candidate) => !phases.some((pha
   console.log(`\n(sabotage of "${row.phase}" ran without its phase row)`);
 }
 
-let passed = 0;
-let failed = 0;
-if (existsSync(REPORT)) {
-  const report = JSON.parse(readFileSync(REPORT, 'utf8'));
-  // A file that failed before any test ran (a broken import, a failed beforeAll) counts as one failure.
-  const broken = report.testResults.filter((suite) => suite.status === 'failed' && suite.assertionResults.length === 0).length;
-  passed = report.numPassedTests;
-  failed = report.numFailedTests + broken;
-}
-if (vitest.status !== 0 && failed === 0) failed = 1;
+const { passed, failed } = countsOf(REPORT, vitest.status);
 console.log(`\nwall time ${((Date.now() - started) / 1000).toFixed(0)} s`);
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed === 0 ? 0 : 1);

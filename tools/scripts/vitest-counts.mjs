@@ -1,0 +1,32 @@
+// What the battery's and the cluster test's runners share: vitest run with a JSON report, and the counts read from it.
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** node's arguments for `vitest run --config <config>` with the default reporter and a JSON report at `report`. */
+export const vitestArgs = (config, report, extra = []) => [
+  `${ROOT}node_modules/vitest/vitest.mjs`,
+  'run',
+  '--config',
+  config,
+  '--reporter=default',
+  '--reporter=json',
+  `--outputFile.json=${report}`,
+  ...extra,
+];
+
+/** Passed and failed tests from the JSON report; a run that exited non-zero with nothing failed counts as one failure. */
+export const countsOf = (report, exitStatus) => {
+  let passed = 0;
+  let failed = 0;
+  if (existsSync(report)) {
+    const parsed = JSON.parse(readFileSync(report, 'utf8'));
+    // A file that failed before any test ran (a broken import, a failed beforeAll) counts as one failure.
+    const broken = parsed.testResults.filter((suite) => suite.status === 'failed' && suite.assertionResults.length === 0).length;
+    passed = parsed.numPassedTests;
+    failed = parsed.numFailedTests + broken;
+  }
+  if (exitStatus !== 0 && failed === 0) failed = 1;
+  return { passed, failed };
+};
