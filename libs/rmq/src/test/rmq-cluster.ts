@@ -78,9 +78,9 @@ export class RmqCluster {
     await this.script(['start', String(node)], timeoutMs);
   }
 
-  /** Which node leads each quorum queue, asked of a node that is up. */
-  async leaders(askNode: number): Promise<QueueLeader[]> {
-    const stdout = await this.script(['ctl', String(askNode), 'list_queues', 'name', 'type', 'leader', 'members', '--formatter', 'json'], 30_000);
+  /** Which node leads each quorum queue of `vhost`, asked of a node that is up. */
+  async leaders(askNode: number, vhost = '/'): Promise<QueueLeader[]> {
+    const stdout = await this.script(['ctl', String(askNode), 'list_queues', '-p', vhost, 'name', 'type', 'leader', 'members', '--formatter', 'json'], 30_000);
     return JSON.parse(stdout) as QueueLeader[];
   }
 

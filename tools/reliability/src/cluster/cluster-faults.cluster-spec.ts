@@ -132,7 +132,7 @@ export const clusterFaultsPhase = async (
   };
   /** The node leading `queue` now, asked of a node that is up. */
   const leaderOf = async (queue: string, askNode: number) => {
-    const found = (await cluster.leaders(askNode)).find((candidate) => candidate.name === queue);
+    const found = (await cluster.leaders(askNode, target.vhost)).find((candidate) => candidate.name === queue);
     if (!found) throw new Error(`${queue} is not on the cluster`);
     return cluster.nodeNumber(found.leader);
   };
@@ -220,7 +220,7 @@ describe(PHASE, () => {
 
   it('fails with the workers on a single node (no failover to the others)', async () => {
     const node = await (async () => {
-      const leaders = await target.cluster.leaders(1);
+      const leaders = await target.cluster.leaders(1, target.vhost);
       return target.cluster.nodeNumber(leaders.find((queue) => queue.name === target.queues.tools)?.leader ?? `${target.cluster.nodePrefix}1@localhost`);
     })();
     for (const worker of target.workers.splice(0)) await worker.process.stop('SIGKILL');

@@ -24,6 +24,8 @@ export type ClusterServer = ClusterApp & { process: ServerProcess; alive: boolea
 
 export type ClusterStack = {
   cluster: RmqCluster;
+  /** The apps' vhost on the cluster. */
+  vhost: string;
   stack: TestStack;
   pgbouncer: TestPgBouncer;
   servers: ClusterServer[];
@@ -95,7 +97,7 @@ export const createClusterStack = async (): Promise<ClusterStack> => {
         TOOL_CALLS_PER_MINUTE_PER_SCHOOL: '1000000000',
         TOOL_CALLS_PER_MINUTE_PER_USER: '1000000000',
         // "Connected to RabbitMQ at <node> (<connection>)." is a log line: the failover times are read from it.
-        LOG_LEVEL: 'log',
+        LOG_LEVEL: 'info',
       },
     });
     const started = stack;
@@ -114,6 +116,7 @@ export const createClusterStack = async (): Promise<ClusterStack> => {
     const caller = await createToolCaller({ brokerUrl: urls(WORKER_USER), toolsQueue: started.toolsQueue, timeoutMs: 5_000 });
     return {
       cluster,
+      vhost: VHOST,
       stack: started,
       pgbouncer,
       servers,
