@@ -4,11 +4,13 @@ import type pg from 'pg';
  * A digest of every row of every table a tool call can change, read as the owner: equal before and after a batch
  * of attacks means the attacks changed nothing anywhere, including effects no ledger row or marker would reveal (a
  * replayed delete, a member added in another school). The run tables are left out: opening runs for the attacks'
- * dispatch tokens writes them, and a run finishing on its own is not an effect of a tool call.
+ * dispatch tokens writes them, and a run finishing on its own is not an effect of a tool call. So are the shared
+ * tool-call quota counters: every call with a valid dispatch token spends allowance, refused or not (a flood brake, not
+ * an effect of the call).
  */
 export type Fingerprint = Map<string, string>;
 
-const IGNORED = /^(agent_|migrations$|typeorm_)/;
+const IGNORED = /^(agent_|migrations$|typeorm_|tool_call_quota_counters$)/;
 
 /** Every table, or with `schoolId` only that school's rows (its row in schools, and its rows of every tenant table). */
 export const domainFingerprint = async (owner: pg.Client, schoolId?: string): Promise<Fingerprint> => {
