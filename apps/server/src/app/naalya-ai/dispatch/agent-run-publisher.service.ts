@@ -15,6 +15,11 @@ import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-confi
 export const AGENT_UNAVAILABLE_ERROR = 'The assistant cannot be reached right now. Try again in a moment.';
 
 const CONFIRM_TIMEOUT_MS = 5_000;
+/**
+ * How long a run start made while the publisher is between nodes waits for it to reconnect before answering 503:
+ * moving to another cluster node took 270 ms to 1.3 s in the cluster test, so a node kill is bridged, not refused.
+ */
+const RECONNECT_WAIT_MS = 3_000;
 
 /**
  * Publishes run steps to the runs queue as Nest event packets `{ pattern: AGENT_RUN_PATTERN, data }`, which the
@@ -22,7 +27,7 @@ const CONFIRM_TIMEOUT_MS = 5_000;
  *
  * A ConfirmPublisher rather than a Nest ClientRMQ `emit`: the caller learns that the broker has taken the message
  * (persistent, durable queue, publisher confirm, `mandatory` so a missing queue is an error), and a broker that is
- * down fails the request at once (503, and the run, already committed, is marked failed) instead of being buffered
+ * down fails the request within RECONNECT_WAIT_MS (503, and the run, already committed, is marked failed) instead of being buffered
  * in memory by amqp-connection-manager and sent, or lost, later. Steps are published after their run's row commits
  * (AgentThreadsService.dispatch): the worker's first tool call must find the run in flight.
  *
@@ -52,6 +57,7 @@ export class AgentRunPublisher implements BeforeApplicationShutdown {
       recovery: { initialMaxRetries: 5 },
       check: (channel) => channel.checkQueue(queue),
       confirmTimeoutMs: CONFIRM_TIMEOUT_MS,
+      reconnectWaitMs: RECONNECT_WAIT_MS,
     });
   }
 
