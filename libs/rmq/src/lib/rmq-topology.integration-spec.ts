@@ -36,8 +36,9 @@ const getOne = async (queue: string, noAck = true): Promise<GetMessage | false> 
 };
 
 const workQueueArguments = (topologyNames: RmqNames) => ({ 'x-dead-letter-exchange': topologyNames.deadLetterExchange });
+const QUORUM = { 'x-queue-type': 'quorum', 'x-queue-leader-locator': 'balanced' };
 const runsQueueArguments = (topologyNames: RmqNames, deliveryLimit = 3) => ({
-  'x-queue-type': 'quorum',
+  ...QUORUM,
   'x-delivery-limit': deliveryLimit,
   'x-dead-letter-exchange': '',
   'x-dead-letter-routing-key': runsDeadLetterQueue(topologyNames),
@@ -196,14 +197,14 @@ describe('declareTopology', () => {
     await declareTopology(url, quorumNames, options);
     expect(await declareTopology(url, quorumNames, options)).toEqual([]);
 
-    const quorumArguments = { ...workQueueArguments(quorumNames), 'x-queue-type': 'quorum', 'x-delivery-limit': 3 };
+    const quorumArguments = { ...workQueueArguments(quorumNames), ...QUORUM, 'x-delivery-limit': 3 };
     expect(await hasArguments(quorumNames.toolsQueue, quorumArguments)).toBe(true);
     expect(await hasArguments(quorumNames.toolsQueue, workQueueArguments(quorumNames))).toBe(false);
     expect(await hasArguments(runEventsIngestQueue(quorumNames), { ...quorumArguments, 'x-single-active-consumer': true })).toBe(true);
     expect(await hasArguments(quorumNames.runsQueue, runsQueueArguments(quorumNames, 2))).toBe(true);
     // The dead-letter queues are replicated too, and stay bounded.
     for (const queue of [quorumNames.deadLetterQueue, runsDeadLetterQueue(quorumNames)]) {
-      expect(await hasArguments(queue, { 'x-queue-type': 'quorum', ...deadLetterQueueArguments() })).toBe(true);
+      expect(await hasArguments(queue, { ...QUORUM, ...deadLetterQueueArguments() })).toBe(true);
     }
   });
 
@@ -233,7 +234,7 @@ describe('declareTopology', () => {
       expect(migrated.map((migration) => migration.queue).sort()).toEqual(
         [migrating.deadLetterQueue, runsDeadLetterQueue(migrating), migrating.toolsQueue, runEventsIngestQueue(migrating)].sort(),
       );
-      expect(await hasArguments(migrating.toolsQueue, { ...workQueueArguments(migrating), 'x-queue-type': 'quorum', 'x-delivery-limit': 5 })).toBe(true);
+      expect(await hasArguments(migrating.toolsQueue, { ...workQueueArguments(migrating), ...QUORUM, 'x-delivery-limit': 5 })).toBe(true);
       expect(await declareTopology(url, migrating, { queueType: 'quorum' })).toEqual([]);
     } finally {
       await deleteTopology(url, migrating);

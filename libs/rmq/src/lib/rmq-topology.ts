@@ -50,6 +50,13 @@ export type QueueMigration = { queue: string; droppedMessages: number };
 type QueueType = NonNullable<RmqTopologyOptions['queueType']>;
 
 /**
+ * A replicated queue whose leader goes to the node leading the fewest queues (`balanced`, RabbitMQ 3.10+), not to the
+ * node the setup happened to connect to (`client-local`, the default): otherwise every queue of a topology is led by one
+ * node, which then carries all the traffic and whose loss makes every queue elect at once.
+ */
+const QUORUM = { 'x-queue-type': 'quorum', 'x-queue-leader-locator': 'balanced' } as const;
+
+/**
  * The one shape of a work queue (tools, runs, run events): durable, dead-lettering what it refuses, and, as a quorum
  * queue, replicated with a delivery limit. RabbitMQ 4 gives every quorum queue a delivery limit of 20 and drops what
  * passes it when no dead-letter exchange is set, so both are always set together here. No `x-message-ttl` (each call
@@ -65,7 +72,7 @@ const workQueue = (
   durable: true,
   arguments: {
     // No x-queue-type for classic: the argument set stays what older declarations of the same queue used.
-    ...(queueType === 'quorum' ? { 'x-queue-type': 'quorum', 'x-delivery-limit': deliveryLimit } : {}),
+    ...(queueType === 'quorum' ? { ...QUORUM, 'x-delivery-limit': deliveryLimit } : {}),
     'x-dead-letter-exchange': deadLetter.exchange,
     ...(deadLetter.routingKey === undefined ? {} : { 'x-dead-letter-routing-key': deadLetter.routingKey }),
     ...extra,
@@ -81,7 +88,7 @@ const workQueue = (
 const deadLetterQueueOptions = (options: RmqTopologyOptions): Options.AssertQueue => ({
   durable: true,
   arguments: {
-    ...(options.queueType === 'quorum' ? { 'x-queue-type': 'quorum' } : {}),
+    ...(options.queueType === 'quorum' ? QUORUM : {}),
     'x-max-length': options.deadLetterMaxLength ?? DEFAULT_DEAD_LETTER_MAX_LENGTH,
     'x-max-length-bytes': options.deadLetterMaxBytes ?? DEFAULT_DEAD_LETTER_MAX_BYTES,
     'x-overflow': 'drop-head',

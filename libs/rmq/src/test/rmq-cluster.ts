@@ -19,7 +19,8 @@ export type RmqClusterOptions = {
   nodePrefix?: string;
 };
 
-export type QueueLeader = { name: string; type: string; leader: string; members: string[] };
+/** A queue of a vhost as `rabbitmqctl list_queues` sees it: `leader` and `members` for quorum queues, `messages` ready + unacked. */
+export type QueueLeader = { name: string; type: string; leader: string; members: string[]; messages: number };
 
 /**
  * Three extra RabbitMQ nodes for failover tests and `npm run test:cluster` (as `@naalya/rmq/cluster`: test code only,
@@ -78,9 +79,9 @@ export class RmqCluster {
     await this.script(['start', String(node)], timeoutMs);
   }
 
-  /** Which node leads each quorum queue of `vhost`, asked of a node that is up. */
+  /** Which node leads each quorum queue of `vhost`, and how many messages each queue holds, asked of a node that is up. */
   async leaders(askNode: number, vhost = '/'): Promise<QueueLeader[]> {
-    const stdout = await this.script(['ctl', String(askNode), 'list_queues', '-p', vhost, 'name', 'type', 'leader', 'members', '--formatter', 'json'], 30_000);
+    const stdout = await this.script(['ctl', String(askNode), 'list_queues', '-p', vhost, 'name', 'type', 'leader', 'members', 'messages', '--formatter', 'json'], 30_000);
     return JSON.parse(stdout) as QueueLeader[];
   }
 

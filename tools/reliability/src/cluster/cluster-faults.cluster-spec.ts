@@ -211,11 +211,24 @@ describe(PHASE, () => {
     await target?.teardown();
   });
 
+  it("spreads the quorum queues' leaders over the three nodes (no node leads the whole topology)", async () => {
+    const quorum = (await target.cluster.leaders(1, target.vhost)).filter((queue) => queue.type === 'quorum');
+    expect(quorum.map((queue) => queue.name)).toEqual(expect.arrayContaining(Object.values(target.queues)));
+    expect(new Set(quorum.map((queue) => queue.leader)).size).toBe(3);
+  });
+
   it('kill -9 of the tools queue leader, then of the run-events leader with a server SIGKILLed: every conversation finishes, each write once, unknowns recovered', async () => {
     const row = await clusterFaultsPhase(target, { faults: ['tools-queue leader', 'run-events leader', 'server'], progressWithinMs: 30_000, progress: LANES });
     report(row);
     expect(row.verdict, row.failures.join('\n')).toBe('PASS');
     expect(row.conversations).toBeGreaterThan(LANES * 2);
+    // Nothing left behind on the restarted cluster: every call, step and event a fault interrupted was taken and acked.
+    const held = async () => {
+      const queues = await target.cluster.leaders(1, target.vhost);
+      return Object.values(target.queues).map((name) => ({ name, messages: queues.find((queue) => queue.name === name)?.messages ?? -1 }));
+    };
+    await waitFor(async () => (await held()).every((queue) => queue.messages === 0), 15_000, 'the work queues to drain').catch(() => undefined);
+    expect(await held()).toEqual(Object.values(target.queues).map((name) => ({ name, messages: 0 })));
   });
 
   it('fails with the workers on a single node (no failover to the others)', async () => {

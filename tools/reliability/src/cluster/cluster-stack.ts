@@ -30,8 +30,11 @@ export type ClusterStack = {
   pgbouncer: TestPgBouncer;
   servers: ClusterServer[];
   workers: ClusterApp[];
-  /** The quorum queues the faults aim at: the tools queue (calls to servers) and the run-events ingest queue. */
-  queues: { tools: string; runEvents: string };
+  /**
+   * The work queues: the tools queue (calls to servers) and the run-events ingest queue, which the faults aim at, and
+   * the runs queue (steps to workers).
+   */
+  queues: { tools: string; runs: string; runEvents: string };
   /** The worker's URL as a list of every node, or of the given nodes only (the sabotage's single-URL worker). */
   workerUrl: (nodes?: number[]) => string;
   /** Starts a worker on `nodes` (all three by default) and watches its output. */
@@ -121,7 +124,7 @@ export const createClusterStack = async (): Promise<ClusterStack> => {
       pgbouncer,
       servers,
       workers,
-      queues: { tools: names.toolsQueue, runEvents: runEventsIngestQueue(names) },
+      queues: { tools: names.toolsQueue, runs: names.runsQueue, runEvents: runEventsIngestQueue(names) },
       workerUrl: (nodes) => urls(WORKER_USER, nodes),
       startWorker,
       caller,
