@@ -8,21 +8,24 @@
 //   node bench/run.mjs --profile --label=before   CPU profile of the server at c64, self time by package
 //   node bench/run.mjs --scale-out   only the scale-out check
 //   node bench/run.mjs --stream      only the streaming measurement (tokens to SSE clients, ours against a baseline)
+//   node bench/run.mjs --cluster     (a) (b) (c) (d) (e) on the single node and on a 3-node quorum cluster + PgBouncer
 import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { Logger } from '@nestjs/common';
 import { createDepartmentTool, identityFromUserDetails, listDepartmentsTool } from '@naalya/agent-tools';
 import { brokerCredentialsOf, declareTopology, deleteTopology, rmqNames, runEventsIngestQueue } from '@naalya/rmq';
+import { RmqCluster } from '@naalya/rmq/cluster';
 import amqplib from 'amqplib';
-import { APP_ROLE, RABBITMQ_URL, converse, createTestStack, login, stopChild } from '@naalya/test-stack';
+import { APP_ROLE, RABBITMQ_URL, converse, createTestStack, login, startPgBouncer, stopChild } from '@naalya/test-stack';
 import { AgentToolService, callScopeFromContext, toRpcProxy, toolCallIdempotencyKey } from '@naalya/worker/testing';
 import { brokerPid, cpuMicros, rssBytes, selfCpuMicros } from './lib/proc.mjs';
 import { createRawClient } from './lib/raw-client.mjs';
-import { VARIANTS, aggregate, markdown, ratios, svgChart, targets } from './lib/report.mjs';
+import { CLUSTER_PAIRS, CLUSTER_VARIANTS, VARIANTS, aggregate, clusterMarkdown, markdown, ratios, svgChart, targets } from './lib/report.mjs';
 import { profileMarkdown, summariseProfile } from './lib/profile-summary.mjs';
 import { logOffset, readStatements, setStatementLogging } from './lib/statement-log.mjs';
 import { directRuns, measureStreaming, startEventPublisher, streamMarkdown } from './lib/stream.mjs';
@@ -31,12 +34,26 @@ const argv = process.argv.slice(2);
 const flag = (name) => argv.includes(`--${name}`);
 const option = (name, fallback) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback;
 const SMOKE = flag('smoke');
-const MODE = flag('soak') ? 'soak' : flag('profile') ? 'profile' : flag('scale-out') ? 'scale-out' : flag('stream') ? 'stream' : SMOKE ? 'smoke' : 'full';
+const CLUSTER = flag('cluster');
+const MODE = flag('soak')
+  ? 'soak'
+  : flag('profile')
+    ? 'profile'
+    : flag('scale-out')
+      ? 'scale-out'
+      : flag('stream')
+        ? 'stream'
+        : CLUSTER
+          ? 'cluster'
+          : SMOKE
+            ? 'smoke'
+            : 'full';
 const ROUNDS = Number(option('rounds', SMOKE ? 1 : 3));
 const PHASE_MS = Number(option('phase-ms', SMOKE ? 250 : 2500));
 const WARM_MS = SMOKE ? 150 : 1500;
 const SLICES = Number(option('slices', SMOKE ? 1 : 10));
-const CONCURRENCIES = option('concurrency', '1,16,64,256').split(',').map(Number);
+// The cluster run doubles every phase (each variant on both settings): c1 and c64 keep it within 6 minutes on 2 cores.
+const CONCURRENCIES = option('concurrency', CLUSTER ? '1,64' : '1,16,64,256').split(',').map(Number);
 const POOL_SIZE = Number(option('pool', 8)); // .env.example's DATABASE_POOL_SIZE; the transport's prefetch equals it
 const PREFETCH = POOL_SIZE;
 // The run-events ingest's prefetch (the server's RUN_EVENTS_PREFETCH, set here so that the streaming baseline's consumer
@@ -46,9 +63,18 @@ const TIMEOUT_MS = 15_000;
 const BENCH = fileURLToPath(new URL('./', import.meta.url));
 const RESULTS = `${BENCH}results/`;
 // --variants=a,b runs only those (e.g. to profile one of them); ratios and targets need both of their variants.
-const VARIANT_ORDER = option('variants', 'a0,a,b,bt,c,cm,d,dm,er,ew').split(',');
+const VARIANT_ORDER = option('variants', CLUSTER ? 'a,b,c,d,er,ew' : 'a0,a,b,bt,c,cm,d,dm,er,ew').split(',');
 // (c mem) and (d mem): the same built server with TOOL_CALL_QUOTA_STORE=memory, on queues of its own.
 const MEMORY_QUOTA_VARIANTS = ['cm', 'dm'];
+// The cluster run's second setting repeats (a) to (e), keyed `q<variant>` (report.mjs's CLUSTER_VARIANTS).
+const onCluster = (variant) => variant.startsWith('q');
+// Writes leave departments behind (see clearWrittenDepartments).
+const WRITE_VARIANTS = new Set(['d', 'dm', 'ew', 'qd', 'qew']);
+// The cluster's own ports, Erlang distribution ports and node names: beside `npm run test:cluster` (5691-5693, tc*) and
+// the failover spec (5681-5683, r*), so either may run at the same time as this.
+const BENCH_CLUSTER = { portBase: 5700, distBase: 25700, nodePrefix: 'bc' };
+/** The node (1-3) on which the bench declares the cluster's queues: quorum queues are led by the declaring node. */
+const LEADER_NODE = 1;
 
 Logger.overrideLogger(['error', 'warn']);
 const log = (line) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}`);
@@ -66,11 +92,70 @@ const forkServer = async (script, env, execArgv = []) => {
 
 const percentile = (sorted, q) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] : NaN);
 
+/**
+ * The cluster setting's infrastructure: three RabbitMQ nodes of the bench's own (RmqCluster, in a directory of its own
+ * under the OS tmpdir) and PgBouncer in transaction pooling with as many server connections as the database pool.
+ * stop() kills the nodes by the PIDs their script recorded (nothing on them is worth a graceful stop), lets the script
+ * stop what is left of them the same way, removes the directory, and stops PgBouncer.
+ */
+const startClusterInfrastructure = async () => {
+  const cluster = new RmqCluster({ base: join(tmpdir(), `naalya-bench-cluster-${process.pid}`), ...BENCH_CLUSTER });
+  let pgbouncer;
+  const stop = async () => {
+    await pgbouncer?.stop().catch(() => undefined);
+    for (const node of [1, 2, 3]) await cluster.kill(node).catch(() => undefined);
+    await cluster.down().catch(() => undefined);
+    rmSync(cluster.base, { recursive: true, force: true });
+  };
+  try {
+    const t0 = performance.now();
+    await cluster.up();
+    log(`cluster: 3 nodes up in ${((performance.now() - t0) / 1000).toFixed(0)} s, AMQP on ${cluster.portBase + 1}-${cluster.portBase + 3}`);
+    pgbouncer = await startPgBouncer({ poolSize: POOL_SIZE });
+    return { cluster, pgbouncer, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+};
+
+/**
+ * Everything the run starts, for its one teardown: at the end, on an error, and on SIGINT or SIGTERM. Set-ups still
+ * under way (the stack, the cluster's boot) are waited for, so that what they start is stopped too.
+ */
+const started = { stack: undefined, infrastructure: undefined, children: [], closers: [], queues: {} };
+let stopping;
+const teardown = () =>
+  (stopping ??= (async () => {
+    for (const close of started.closers.splice(0).reverse()) await close().catch(() => undefined);
+    for (const child of started.children.splice(0)) await child.stop('SIGKILL').catch(() => undefined);
+    for (const names of Object.values(started.queues)) await deleteTopology(RABBITMQ_URL, names).catch(() => undefined);
+    const stack = await started.stack?.catch(() => undefined);
+    if (stack) {
+      await setStatementLogging(stack.owner, APP_ROLE.name, stack.database, false).catch(() => undefined);
+      await stack.teardown().catch(() => undefined);
+    }
+    const infrastructure = await started.infrastructure?.catch(() => undefined);
+    await infrastructure?.stop();
+  })());
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    log(`${signal}: stopping what the bench started`);
+    teardown().finally(() => process.exit(1));
+  });
+}
+
 const main = async () => {
   const startedAt = new Date().toISOString();
   const loadBefore = loadavg().map((l) => l.toFixed(2)).join(' ');
   log(`mode ${MODE}; setting up a database and queues of the bench's own (load ${loadBefore})`);
-  const stack = await createTestStack({
+  // The cluster boots (~25 s) while the stack sets up its database: set-up both, timed neither.
+  if (CLUSTER) {
+    started.infrastructure = startClusterInfrastructure();
+    // Handled where it is awaited, after the stack; a failed boot meanwhile is not an unhandled rejection.
+    started.infrastructure.catch(() => undefined);
+  }
+  started.stack = createTestStack({
     name: 'bench',
     poolSize: POOL_SIZE,
     // One user at thousands of calls a second is a load test, not a person: the per-minute quotas still run on every
@@ -83,7 +168,18 @@ const main = async () => {
       LOG_LEVEL: 'error',
     },
   });
-  const suffix = stack.suffix;
+  try {
+    const stack = await started.stack;
+    const infrastructure = await started.infrastructure;
+    const queues = await queuesFor(stack.suffix);
+    return await runMode({ stack, infrastructure, queues, children: started.children, closers: started.closers, startedAt, loadBefore });
+  } finally {
+    await teardown();
+  }
+};
+
+/** The bench's own queues on the machine's node, declared now and deleted by the teardown. */
+const queuesFor = async (suffix) => {
   const queues = {
     a: rmqNames(`bench-a-${suffix}`, `bench-a-runs-${suffix}`),
     b: rmqNames(`bench-b-${suffix}`, `bench-b-runs-${suffix}`),
@@ -93,27 +189,15 @@ const main = async () => {
     // The streaming baseline's run events exchange and ingest queue: declared exactly as the server's are.
     s: rmqNames(`bench-s-${suffix}`, `bench-s-runs-${suffix}`),
   };
+  Object.assign(started.queues, queues);
   for (const names of Object.values(queues)) await declareTopology(RABBITMQ_URL, names);
-  const children = [];
-  const closers = [];
-  const cleanup = async () => {
-    for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
-    for (const child of children.splice(0)) await child.stop('SIGKILL').catch(() => undefined);
-    for (const names of Object.values(queues)) await deleteTopology(RABBITMQ_URL, names).catch(() => undefined);
-    await setStatementLogging(stack.owner, APP_ROLE.name, stack.database, false).catch(() => undefined);
-    await stack.teardown().catch(() => undefined);
-  };
-  try {
-    return await runMode({ stack, queues, children, closers, startedAt, loadBefore });
-  } finally {
-    await cleanup();
-  }
+  return queues;
 };
 
-const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore }) => {
+const runMode = async ({ stack, infrastructure, queues, children, closers, startedAt, loadBefore }) => {
   const profileIdeal = MODE === 'profile' && option('profile-target', 'server') === 'ideal';
   // The ideal follows the statements captured from the server, so a profile of it needs the capture too.
-  const capture = MODE === 'full' || MODE === 'smoke' || profileIdeal;
+  const capture = MODE === 'full' || MODE === 'smoke' || MODE === 'cluster' || profileIdeal;
   // Statement capture first: sessions opened from now on log every statement; servers are restarted after it.
   if (capture) await setStatementLogging(stack.owner, APP_ROLE.name, stack.database, true);
 
@@ -153,17 +237,17 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
   const startIdeal = () =>
     profileIdeal ? forkServer('ideal.mjs', { ...idealEnv, ...profiled.env }, profiled.nodeArgs) : forkServer('ideal.mjs', idealEnv);
 
-  const newToolService = async (queue) => {
-    const service = new AgentToolService({ rabbitmqUrl: RABBITMQ_URL, toolsQueue: queue, timeoutMs: TIMEOUT_MS });
+  // Where one setting's processes connect. `list` is what the project's processes are given (RABBITMQ_URL: one node, or
+  // every node of the cluster); the bench's own servers consume on node `serverNode` of it (0-based), where the
+  // project's server is, and every caller calls from node `callerNode`: the worker's client through the list with that
+  // first node, the raw clients on that node alone. So each ratio's two variants take the same way through the broker.
+  const SINGLE = { list: RABBITMQ_URL, node: () => RABBITMQ_URL, serverNode: 0, callerNode: 0 };
+  const newToolService = async (queue, broker = SINGLE) => {
+    const service = new AgentToolService({ rabbitmqUrl: broker.list, toolsQueue: queue, timeoutMs: TIMEOUT_MS, firstNode: broker.callerNode });
     await service.onModuleInit();
     closers.push(() => service.onModuleDestroy());
     return service;
   };
-  const serverCaller = await newToolService(stack.toolsQueue);
-  const readProxy = toRpcProxy(listDepartmentsTool, serverCaller);
-  const writeProxy = toRpcProxy(createDepartmentTool, serverCaller);
-  const rawE = await createRawClient({ url: RABBITMQ_URL, queue: queues.e.toolsQueue, timeoutMs: TIMEOUT_MS });
-  closers.push(rawE.close);
 
   let sequence = 0;
   const unique = () => `${process.pid}-${++sequence}`;
@@ -187,12 +271,44 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
     if (response && typeof response === 'object' && 'error' in response) throw new Error(String(response.error).slice(0, 300));
     return response;
   };
-  const callers = {
-    c: () => invoke(readProxy, {}, ctx.read),
-    d: () => invoke(writeProxy, { name: `Bench d ${unique()}` }, ctx.write),
-    er: () => rawCall(rawE, 'list.departments', envelope(ctx.read, {})),
-    ew: () => rawCall(rawE, 'create.department', envelope(ctx.write, { name: `Bench e ${unique()}` })),
+  /** (c), (d) and (e) of one setting: the worker's client to the server's queue, a raw client to the ideal's. */
+  const toolCallers = async (broker, toolsQueue, idealQueue) => {
+    const serverCaller = await newToolService(toolsQueue, broker);
+    const readProxy = toRpcProxy(listDepartmentsTool, serverCaller);
+    const writeProxy = toRpcProxy(createDepartmentTool, serverCaller);
+    const rawE = await createRawClient({ url: broker.node(broker.callerNode), queue: idealQueue, timeoutMs: TIMEOUT_MS });
+    closers.push(rawE.close);
+    return {
+      c: () => invoke(readProxy, {}, ctx.read),
+      d: () => invoke(writeProxy, { name: `Bench d ${unique()}` }, ctx.write),
+      er: () => rawCall(rawE, 'list.departments', envelope(ctx.read, {})),
+      ew: () => rawCall(rawE, 'create.department', envelope(ctx.write, { name: `Bench e ${unique()}` })),
+    };
   };
+  /** (a) and (b) of one setting: the raw echo and the project's transport as servers, a raw client and the worker's as callers. */
+  const echoVariants = async (broker, names) => {
+    const env = { RABBITMQ_URL: broker.node(broker.serverNode), BENCH_PREFETCH: String(PREFETCH) };
+    const rawEcho = await forkServer('raw-echo.mjs', { ...env, BENCH_QUEUE: names.a.toolsQueue });
+    children.push(rawEcho);
+    const nestEcho = await forkServer('nest-echo.mjs', {
+      ...env,
+      RABBITMQ_URL: broker.list,
+      BENCH_FIRST_NODE: String(broker.serverNode),
+      BENCH_QUEUE: names.b.toolsQueue,
+      BENCH_DLX: names.b.deadLetterExchange,
+      BENCH_EVENT: listDepartmentsTool.event,
+    });
+    children.push(nestEcho);
+    const rawA = await createRawClient({ url: broker.node(broker.callerNode), queue: names.a.toolsQueue, timeoutMs: TIMEOUT_MS });
+    closers.push(rawA.close);
+    const echoProxy = toRpcProxy(listDepartmentsTool, await newToolService(names.b.toolsQueue, broker));
+    return {
+      rawEcho,
+      nestEcho,
+      callers: { a: () => rawCall(rawA, 'list.departments', envelope(ctx.read, {})), b: () => invoke(echoProxy, {}, ctx.read) },
+    };
+  };
+  const callers = await toolCallers(SINGLE, stack.toolsQueue, queues.e.toolsQueue);
 
   // ---- statements per call, from PostgreSQL's statement log -------------------------------------------------------
   const statements = {};
@@ -251,26 +367,13 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
   }
 
   // ---- the other variants' servers and callers ------------------------------------------------------------------
-  const rawEcho = await forkServer('raw-echo.mjs', { ...baseEnv, BENCH_QUEUE: queues.a.toolsQueue });
-  children.push(rawEcho);
-  const nestEcho = await forkServer('nest-echo.mjs', {
-    ...baseEnv,
-    BENCH_QUEUE: queues.b.toolsQueue,
-    BENCH_DLX: queues.b.deadLetterExchange,
-    BENCH_EVENT: listDepartmentsTool.event,
-  });
-  children.push(nestEcho);
-  const rawA = await createRawClient({ url: RABBITMQ_URL, queue: queues.a.toolsQueue, timeoutMs: TIMEOUT_MS });
-  closers.push(rawA.close);
-  const echoCaller = await newToolService(queues.b.toolsQueue);
-  const echoProxy = toRpcProxy(listDepartmentsTool, echoCaller);
-  callers.a = () => rawCall(rawA, 'list.departments', envelope(ctx.read, {}));
+  const { rawEcho, nestEcho, callers: echoCallers } = await echoVariants(SINGLE, queues);
+  Object.assign(callers, echoCallers);
   // (a₀): the same echo reached through the default exchange, as the worker published before it lost write access to
   // amq.default; (a)/(a₀) is what the broker charges for the tools exchange and mandatory routing.
   const rawA0 = await createRawClient({ url: RABBITMQ_URL, queue: queues.a.toolsQueue, timeoutMs: TIMEOUT_MS, route: 'default-exchange' });
   closers.push(rawA0.close);
   callers.a0 = () => rawCall(rawA0, 'list.departments', envelope(ctx.read, {}));
-  callers.b = () => invoke(echoProxy, {}, ctx.read);
   // (b′): the same transport with (a)'s caller, to tell the server-side transport's cost from the worker-side proxy's.
   const rawB = await createRawClient({ url: RABBITMQ_URL, queue: queues.b.toolsQueue, timeoutMs: TIMEOUT_MS });
   closers.push(rawB.close);
@@ -299,8 +402,16 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
     er: () => ideal.pid,
     ew: () => ideal.pid,
   };
+  const singleBroker = brokerPid();
+  const brokerPids = { single: singleBroker ? [singleBroker] : [], cluster: [] };
+  let pooler;
+  let order = VARIANT_ORDER;
+  let placement;
+  if (MODE === 'cluster') {
+    ({ placement, pooler } = await clusterSetting({ stack, infrastructure, idealEnv, callers, serverPidOf, brokerPids, toolCallers, echoVariants, children }));
+    order = [...VARIANT_ORDER, ...VARIANT_ORDER.map((variant) => `q${variant}`).filter((variant) => variant in CLUSTER_VARIANTS)];
+  }
 
-  const broker = brokerPid();
   const dbPids = async () =>
     (await stack.owner.query(`SELECT pid FROM pg_stat_activity WHERE datname = $1 AND usename = $2`, [stack.database, APP_ROLE.name])).rows.map((r) => r.pid);
 
@@ -315,10 +426,14 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
   const runSlice = async (variant, concurrency, ms) => {
     const call = callers[variant];
     const serverPid = serverPidOf[variant]();
+    // The broker's CPU is every node of the variant's setting; the database's, on the cluster, PgBouncer's as well.
+    const brokers = brokerPids[onCluster(variant) ? 'cluster' : 'single'];
+    const brokerCpu = () => (brokers.length ? brokers.reduce((sum, pid) => sum + cpuMicros(pid), 0) : NaN);
+    const poolerCpu = () => (onCluster(variant) && pooler ? cpuMicros(pooler) : 0);
     // Pools open and close connections between slices: a backend counts from its CPU at the start (0 if it opened
     // during the slice) to its CPU at the end; one that exited during the slice is lost (pg's idle timeout is 10 s).
     const backendsBefore = new Map((await dbPids()).map((pid) => [pid, cpuMicros(pid)]));
-    const before = { client: selfCpuMicros(), server: cpuMicros(serverPid), broker: broker ? cpuMicros(broker) : NaN, db: 0 };
+    const before = { client: selfCpuMicros(), server: cpuMicros(serverPid), broker: brokerCpu(), db: poolerCpu() };
     const latencies = [];
     let errors = 0;
     let firstError;
@@ -339,13 +454,13 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
       }),
     );
     const seconds = (performance.now() - start) / 1000;
-    if (variant === 'd' || variant === 'dm' || variant === 'ew') await clearWrittenDepartments();
-    let db = 0;
+    if (WRITE_VARIANTS.has(variant)) await clearWrittenDepartments();
+    let db = poolerCpu();
     for (const pid of await dbPids()) {
       const now = cpuMicros(pid);
       db += Math.max(0, now - (backendsBefore.get(pid) ?? 0));
     }
-    const after = { client: selfCpuMicros(), server: cpuMicros(serverPid), broker: broker ? cpuMicros(broker) : NaN, db };
+    const after = { client: selfCpuMicros(), server: cpuMicros(serverPid), broker: brokerCpu(), db };
     const cpu = Object.fromEntries(Object.keys(before).map((k) => [k, after[k] - before[k]]));
     return { latencies, errors, firstError, seconds, cpu, rssMb: rssBytes(serverPid) / 2 ** 20 };
   };
@@ -371,23 +486,27 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
     };
   };
 
+  const loadBeforePhases = loadavg().map((l) => l.toFixed(2)).join(' ');
   log(`warming up every variant (${WARM_MS} ms at c16)`);
-  for (const variant of VARIANT_ORDER) await runSlice(variant, 16, WARM_MS);
+  for (const variant of order) await runSlice(variant, 16, WARM_MS);
 
   // Each round's phase of a variant is SLICES slices, interleaved with the other variants' slices (in an order that
   // rotates, so that no variant always follows the same one). This 2-core VM's speed drifts by up to 3x within seconds
   // (another tenant's load); short alternating slices expose every variant of a ratio to the same drift.
   const phases = [];
+  // The 1-minute load average after each round's phase: what else ran on the 2 cores meanwhile (this run included).
+  const loads = [];
   for (let round = 1; round <= ROUNDS; round++) {
     for (const concurrency of CONCURRENCIES) {
-      const slices = new Map(VARIANT_ORDER.map((variant) => [variant, []]));
+      const slices = new Map(order.map((variant) => [variant, []]));
       for (let s = 0; s < SLICES; s++) {
-        for (let i = 0; i < VARIANT_ORDER.length; i++) {
-          const variant = VARIANT_ORDER[(i + s) % VARIANT_ORDER.length];
+        for (let i = 0; i < order.length; i++) {
+          const variant = order[(i + s) % order.length];
           slices.get(variant).push(await runSlice(variant, concurrency, PHASE_MS / SLICES));
         }
       }
-      for (const variant of VARIANT_ORDER) {
+      loads.push({ round, concurrency, load: +loadavg()[0].toFixed(2) });
+      for (const variant of order) {
         const result = { round, ...phaseResult(variant, concurrency, slices.get(variant)) };
         phases.push(result);
         log(
@@ -397,11 +516,15 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
     }
   }
 
-  const rows = aggregate(phases, CONCURRENCIES, VARIANT_ORDER);
-  const ratioRows = ratios(phases, CONCURRENCIES);
+  const rows = aggregate(phases, CONCURRENCIES, order);
+  const ratioRows = ratios(phases, CONCURRENCIES, MODE === 'cluster' ? CLUSTER_PAIRS : undefined);
   const targetRows = targets(ratioRows);
   const meta = { startedAt, mode: MODE, rounds: ROUNDS, phaseMs: PHASE_MS, slices: SLICES, prefetch: PREFETCH, poolSize: POOL_SIZE, cpus: cpus().length, loadBefore };
   const table = markdown({ rows, ratioRows, targetRows, statements, meta });
+  if (MODE === 'cluster') {
+    Object.assign(meta, { loadBeforePhases, loadDuring: loads, loadAfter: loadavg().map((l) => l.toFixed(2)).join(' '), placement, concurrencies: CONCURRENCIES });
+    return clusterReport({ meta, statements, statementLists, phases, rows, ratioRows, table });
+  }
   // The streaming phases measure the first server's run-events ingest: the memory-quota server (its own queues) goes.
   if (memoryServer) await memoryServer.stop();
   const stream = flag('no-stream') ? undefined : await streaming({ stack, server, queues, children, closers });
@@ -410,7 +533,7 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
 
   mkdirSync(RESULTS, { recursive: true });
   // latest.* is the full run only: a run with other rounds, phases, variants or pool writes custom.* instead.
-  const custom = ['rounds', 'phase-ms', 'slices', 'concurrency', 'variants', 'pool'].some((name) => option(name) !== undefined);
+  const custom = customRun();
   const base = `${RESULTS}${SMOKE ? 'smoke' : custom ? 'custom' : 'latest'}`;
   const json = { meta, variants: VARIANTS, statements, statementLists, phases, rows, ratios: ratioRows, targets: targetRows, stream, scaleOut: scaleOutResult };
   writeFileSync(`${base}.json`, `${JSON.stringify(json, null, 2)}\n`);
@@ -430,6 +553,132 @@ const runMode = async ({ stack, queues, children, closers, startedAt, loadBefore
     else problems.push(message);
   }
   if (scaleOutResult && !scaleOutResult.ok) problems.push('the scale-out check lost or duplicated work');
+  return problems;
+};
+
+/** A run with other rounds, phases, variants or pool than the defaults writes `custom` results, never the reference ones. */
+const customRun = () => ['rounds', 'phase-ms', 'slices', 'concurrency', 'variants', 'pool'].some((name) => option(name) !== undefined);
+
+/**
+ * The cluster setting: (a) to (e) again, each keyed `q<variant>`, on the bench's three RabbitMQ nodes with quorum
+ * queues (the project's processes given the node list), the server's and the ideal's database connections through
+ * PgBouncer in transaction pooling, the server's LISTEN for run events direct (it needs a session). Adds the variants
+ * to `callers`, `serverPidOf` and `brokerPids`; resolves to where everything landed, checked with the broker.
+ */
+const clusterSetting = async ({ stack, infrastructure, idealEnv, callers, serverPidOf, brokerPids, toolCallers, echoVariants, children }) => {
+  const { cluster, pgbouncer } = infrastructure;
+  const suffix = stack.suffix;
+  const names = {
+    server: rmqNames(`bench-q-${suffix}`, `bench-q-runs-${suffix}`),
+    a: rmqNames(`bench-qa-${suffix}`, `bench-qa-runs-${suffix}`),
+    b: rmqNames(`bench-qb-${suffix}`, `bench-qb-runs-${suffix}`),
+    e: rmqNames(`bench-qe-${suffix}`, `bench-qe-runs-${suffix}`),
+  };
+  // Through one node: a quorum queue is led by the node that declares it, so every variant's tools queue has the same
+  // leader. (They go with the nodes at the end.)
+  for (const queueNames of Object.values(names)) await declareTopology(cluster.url(LEADER_NODE), queueNames, { queueType: 'quorum' });
+  const serverEnv = {
+    RABBITMQ_URL: cluster.urls(),
+    RABBITMQ_QUEUE_TYPE: 'quorum',
+    AGENT_TOOLS_QUEUE: names.server.toolsQueue,
+    AGENT_RUNS_QUEUE: names.server.runsQueue,
+    DATABASE_URL: pgbouncer.appUrl(stack.database),
+    DATABASE_LISTEN_URL: stack.env.DATABASE_URL,
+  };
+  const transportNode = async () => {
+    // /ready answers once the broker is connected; the broker lists the connection a moment later at most.
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const found = (await cluster.connections(LEADER_NODE)).filter((connection) => connection.name === 'naalya-server');
+      if (found.length === 1) return found[0].node;
+      await sleep(250);
+    }
+    throw new Error("the server's tool transport is not connected to the cluster (or more than once)");
+  };
+  // The server picks its first node at random, as every replica does. The bench keeps it off the leader's node and
+  // puts the callers on the third: a call then crosses the cluster at every step (caller's node → leader → consumer's
+  // node, the reply back to the caller's node), the costliest placement, and the same in every run. Up to 5 starts
+  // (each lands off the leader 2 times in 3); after that the run goes on with the placement it got, and says so.
+  let server;
+  let serverNode;
+  for (let attempt = 1; ; attempt++) {
+    server = await stack.startServer({ env: serverEnv });
+    children.push(server);
+    serverNode = await transportNode();
+    if (serverNode !== LEADER_NODE || attempt === 5) break;
+    await server.stop();
+  }
+  const callerNode = [1, 2, 3].find((node) => node !== serverNode && node !== LEADER_NODE);
+  const broker = { list: cluster.urls(), node: (index) => cluster.url(index + 1), serverNode: serverNode - 1, callerNode: callerNode - 1 };
+  const ideal = await forkServer('ideal.mjs', {
+    ...idealEnv,
+    RABBITMQ_URL: broker.node(broker.serverNode),
+    BENCH_QUEUE: names.e.toolsQueue,
+    DATABASE_URL: pgbouncer.appUrl(stack.database),
+  });
+  children.push(ideal);
+  const tools = await toolCallers(broker, names.server.toolsQueue, names.e.toolsQueue);
+  const echoes = await echoVariants(broker, names);
+  for (const [variant, call] of Object.entries({ ...tools, ...echoes.callers })) callers[`q${variant}`] = call;
+  Object.assign(serverPidOf, {
+    qa: () => echoes.rawEcho.pid,
+    qb: () => echoes.nestEcho.pid,
+    qc: () => server.pid,
+    qd: () => server.pid,
+    qer: () => ideal.pid,
+    qew: () => ideal.pid,
+  });
+  brokerPids.cluster = await Promise.all([1, 2, 3].map((node) => cluster.pid(node)));
+
+  // Where everything landed, as the broker sees it: a ratio compares like with like only if its two variants took the
+  // same way (the server's other connections, for runs and run events, are off the tool path and land anywhere).
+  // Connection name: [node, how many] (the worker's client and the raw client: one each for the echo and the tool calls).
+  const expected = {
+    'naalya-server': [serverNode, 1],
+    'naalya-bench-nest-echo': [serverNode, 1],
+    'naalya-bench-raw-echo': [serverNode, 1],
+    'naalya-bench-ideal': [serverNode, 1],
+    'naalya-worker': [callerNode, 2],
+    'naalya-bench-raw-client': [callerNode, 2],
+  };
+  const connections = (await cluster.connections(LEADER_NODE)).filter((connection) => connection.name in expected);
+  const toolsQueues = new Set(Object.values(names).map((queueNames) => queueNames.toolsQueue));
+  const leaders = (await cluster.leaders(LEADER_NODE)).filter((queue) => toolsQueues.has(queue.name));
+  const leader = `${cluster.nodePrefix}${LEADER_NODE}@localhost`;
+  const wrong = [
+    ...connections.filter((connection) => connection.node !== expected[connection.name][0]).map((c) => `${c.name} on node ${c.node}`),
+    ...Object.entries(expected)
+      .filter(([name, [, count]]) => connections.filter((connection) => connection.name === name).length !== count)
+      .map(([name, [, count]]) => `${name}: ${connections.filter((connection) => connection.name === name).length} connection(s), ${count} expected`),
+    ...leaders.filter((queue) => queue.type !== 'quorum' || queue.leader !== leader).map((q) => `${q.name}: ${q.type}, led by ${q.leader}`),
+    ...(leaders.length === toolsQueues.size ? [] : [`${leaders.length} tools queues found, ${toolsQueues.size} expected`]),
+  ];
+  if (wrong.length) throw new Error(`cluster placement is not what the bench set up: ${wrong.join('; ')}`);
+  const placement = {
+    leaderNode: LEADER_NODE,
+    serverNode,
+    callerNode,
+    spread: serverNode !== LEADER_NODE,
+    members: leaders[0].members.length,
+    pgbouncer: { poolMode: 'transaction', poolSize: POOL_SIZE },
+  };
+  log(
+    `cluster: tools queues led by node ${LEADER_NODE} (${placement.members} members), the servers on node ${serverNode}, the callers on node ${callerNode}; PgBouncer (transaction pooling, ${POOL_SIZE} server connections) in front of the cluster setting's servers`,
+  );
+  return { placement, pooler: pgbouncer.pid };
+};
+
+/** The cluster run's results: the per-setting summary printed and written with every phase's detail to results/cluster.*. */
+const clusterReport = ({ meta, statements, statementLists, phases, rows, ratioRows, table }) => {
+  const base = `${RESULTS}cluster${customRun() ? '-custom' : ''}`;
+  const summary = clusterMarkdown({ rows, ratioRows, meta, statements });
+  writeFileSync(`${base}.json`, `${JSON.stringify({ meta, variants: { ...VARIANTS, ...CLUSTER_VARIANTS }, statements, statementLists, phases, rows, ratios: ratioRows }, null, 2)}\n`);
+  writeFileSync(`${base}.md`, `# Tool-call hop benchmark: single node and cluster\n\n${summary}\n\n## Every phase\n\n${table}\n`);
+  console.log(`\n${summary}\n`);
+  log(`wrote ${base}.json and .md`);
+  const problems = [];
+  const errors = phases.reduce((sum, p) => sum + p.errors, 0);
+  if (errors > 0) problems.push(`${errors} call(s) failed`);
+  if (!(statements.match.read && statements.match.write)) problems.push('the ideal pipeline no longer issues the statements the server issues (update bench/servers/ideal.mjs)');
   return problems;
 };
 

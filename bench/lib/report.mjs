@@ -12,7 +12,21 @@ export const VARIANTS = {
   ew: 'ideal for (d): raw amqplib + pg, the same statements',
 };
 
-const TAGS = { a0: '(a₀)', bt: '(b′)', cm: '(c mem)', dm: '(d mem)', er: '(e)', ew: '(e)' };
+/**
+ * The cluster run's second setting (`npm run bench -- --cluster`): (a) to (e) again on three RabbitMQ nodes with quorum
+ * queues, the server's and the ideal's database connections through PgBouncer (transaction pooling).
+ */
+export const CLUSTER_VARIANTS = {
+  qa: 'as (a), on the 3-node cluster (quorum queues)',
+  qb: 'as (b), on the 3-node cluster (quorum queues)',
+  qc: 'as (c), on the cluster, database through PgBouncer',
+  qd: 'as (d), on the cluster, database through PgBouncer',
+  qer: 'as (e) for (c), on the cluster, database through PgBouncer',
+  qew: 'as (e) for (d), on the cluster, database through PgBouncer',
+};
+const describe = (variant) => VARIANTS[variant] ?? CLUSTER_VARIANTS[variant];
+
+const TAGS = { a0: '(a₀)', bt: '(b′)', cm: '(c mem)', dm: '(d mem)', er: '(e)', ew: '(e)', qa: '(a q)', qb: '(b q)', qc: '(c q)', qd: '(d q)', qer: '(e q)', qew: '(e q)' };
 export const tag = (variant) => TAGS[variant] ?? `(${variant})`;
 
 export const median = (values) => {
@@ -59,20 +73,38 @@ export const aggregate = (phases, concurrencies, variants) => {
   return rows;
 };
 
+/** [numerator, denominator, label (default: their tags)]: the ratios a run reports. */
+const PAIRS = [
+  ['a', 'a0'],
+  ['b', 'a'],
+  ['bt', 'a'],
+  ['c', 'er'],
+  ['d', 'ew'],
+  // The shared quota count (PostgreSQL, every replica) against the in-memory one, same server build, same run.
+  ['c', 'cm'],
+  ['d', 'dm'],
+];
+
+/** The cluster run's: the same ratios in each setting, then each variant on the cluster over itself on the single node. */
+export const CLUSTER_PAIRS = [
+  ['b', 'a'],
+  ['c', 'er'],
+  ['d', 'ew'],
+  ['qb', 'qa'],
+  ['qc', 'qer'],
+  ['qd', 'qew'],
+  ['qa', 'a'],
+  ['qb', 'b'],
+  ['qc', 'c'],
+  ['qd', 'd'],
+  ['qer', 'er', '(e q)/(e) read'],
+  ['qew', 'ew', '(e q)/(e) write'],
+];
+
 /** Ratios within each round (adjacent phases), then the median over rounds. */
-export const ratios = (phases, concurrencies) => {
-  const pairs = [
-    ['a', 'a0'],
-    ['b', 'a'],
-    ['bt', 'a'],
-    ['c', 'er'],
-    ['d', 'ew'],
-    // The shared quota count (PostgreSQL, every replica) against the in-memory one, same server build, same run.
-    ['c', 'cm'],
-    ['d', 'dm'],
-  ];
+export const ratios = (phases, concurrencies, pairs = PAIRS) => {
   const out = [];
-  for (const [num, den] of pairs) {
+  for (const [num, den, label] of pairs) {
     for (const concurrency of concurrencies) {
       const perRound = [];
       for (const p of phases.filter((x) => x.variant === num && x.concurrency === concurrency)) {
@@ -81,7 +113,9 @@ export const ratios = (phases, concurrencies) => {
       }
       if (perRound.length === 0) continue;
       out.push({
-        pair: `${tag(num)}/${tag(den)}`,
+        pair: label ?? `${tag(num)}/${tag(den)}`,
+        num,
+        den,
         concurrency,
         p50: median(perRound.map((r) => r.p50)),
         p50s: perRound.map((r) => r.p50),
@@ -122,7 +156,7 @@ export const markdown = ({ rows, ratioRows, targetRows, statements, meta }) => {
   for (const row of rows) {
     const stmts = statements?.[row.variant];
     lines.push(
-      `| ${tag(row.variant)} ${VARIANTS[row.variant]} | ${row.concurrency} | ${fmt(row.p50)}${range(row.p50s, 2)} | ${fmt(row.p99)} | ${fmt(row.callsPerSec, 0)}${range(row.callsPerSecs, 0)} | ${fmt(row.cpu.client, 0)} / ${fmt(row.cpu.server, 0)} / ${fmt(row.cpu.broker, 0)} / ${fmt(row.cpu.db, 0)} | ${stmts === undefined ? '–' : fmt(stmts, 1)} | ${fmt(row.rssMb, 0)} | ${row.errors} |`,
+      `| ${tag(row.variant)} ${describe(row.variant)} | ${row.concurrency} | ${fmt(row.p50)}${range(row.p50s, 2)} | ${fmt(row.p99)} | ${fmt(row.callsPerSec, 0)}${range(row.callsPerSecs, 0)} | ${fmt(row.cpu.client, 0)} / ${fmt(row.cpu.server, 0)} / ${fmt(row.cpu.broker, 0)} / ${fmt(row.cpu.db, 0)} | ${stmts === undefined ? '–' : fmt(stmts, 1)} | ${fmt(row.rssMb, 0)} | ${row.errors} |`,
     );
   }
   lines.push('');
@@ -133,6 +167,81 @@ export const markdown = ({ rows, ratioRows, targetRows, statements, meta }) => {
   lines.push('| target | measured | met |');
   lines.push('|---|---|---|');
   for (const t of targetRows) lines.push(`| ${t.label} | ${fmt(t.value)} | ${t.met === null ? '–' : t.met ? 'yes' : 'no'} |`);
+  return lines.join('\n');
+};
+
+const SHORT = { a: '(a) raw amqplib', b: '(b) the hop', c: '(c) read', d: '(d) audited write', er: '(e) ideal read', ew: '(e) ideal write' };
+const SETTINGS = [
+  ['single node', ''],
+  ['cluster + PgBouncer', 'q'],
+];
+
+/**
+ * The cluster run's summary: per setting the ratios (b)/(a) (p50, calls/s), (c)/(e) and (d)/(e) (calls/s); the
+ * absolute p50 and calls/s; each variant on the cluster over itself on the single node; medians of the rounds with
+ * their (min–max); the load before, during and after.
+ */
+export const clusterMarkdown = ({ rows, ratioRows, meta, statements }) => {
+  const concurrencies = meta.concurrencies;
+  const ratio = (num, den, concurrency) => ratioRows.find((r) => r.num === num && r.den === den && r.concurrency === concurrency);
+  const row = (variant, concurrency) => rows.find((r) => r.variant === variant && r.concurrency === concurrency);
+  const cell = (value, values, digits) => (value === undefined ? '–' : `${fmt(value, digits)}${range(values ?? [], digits)}`);
+  const loads = meta.loadDuring.map((l) => l.load);
+  const first = (loadLine) => loadLine.split(' ')[0];
+  const p = meta.placement;
+  const lines = [];
+  lines.push(
+    `Run ${meta.startedAt} · ${meta.rounds} round(s) × ${meta.phaseMs} ms per phase in ${meta.slices} interleaved slices, both settings' variants interleaved in the same rounds · prefetch ${meta.prefetch} · database pool ${meta.poolSize} · ${meta.cpus} CPUs`,
+  );
+  lines.push('');
+  lines.push(
+    `Load average (1 min) on the ${meta.cpus} cores: ${first(meta.loadBefore)} at the start, ${first(meta.loadBeforePhases)} before the phases, ${fmt(Math.min(...loads))}–${fmt(Math.max(...loads))} during (after each round's phase), ${first(meta.loadAfter)} after.`,
+  );
+  lines.push('');
+  lines.push(
+    `**Single node**: the machine's RabbitMQ node (classic queues), PostgreSQL direct. **Cluster + PgBouncer**: three RabbitMQ nodes, quorum queues (${p.members} members) all led by node ${p.leaderNode}; the servers (the project's and the bench's) consume on node ${p.serverNode}, every caller calls from node ${p.callerNode}${p.spread ? ', so a call crosses the cluster at every step' : ` (the server landed on the leader's node in 5 starts: not spread)`}; the project's processes are given the node list; the server's and the ideal's database connections go through PgBouncer (${p.pgbouncer.poolMode} pooling, ${p.pgbouncer.poolSize} server connections), the server's LISTEN direct. Statements per call: read ${fmt(statements.c, 1)}, audited write ${fmt(statements.d, 1)}; the ideal issues the same: read ${statements.match.read}, write ${statements.match.write}.`,
+  );
+  lines.push('');
+  lines.push('Ratios per setting (median of rounds, min–max; each ratio taken within a round):');
+  lines.push('');
+  lines.push('| setting | conc | (b)/(a) p50 (lower is better) | (b)/(a) calls/s | (c)/(e) calls/s | (d)/(e) calls/s |');
+  lines.push('|---|---|---|---|---|---|');
+  for (const [setting, key] of SETTINGS) {
+    for (const concurrency of concurrencies) {
+      const hop = ratio(`${key}b`, `${key}a`, concurrency);
+      const read = ratio(`${key}c`, `${key}er`, concurrency);
+      const write = ratio(`${key}d`, `${key}ew`, concurrency);
+      lines.push(
+        `| ${setting} | ${concurrency} | ${cell(hop?.p50, hop?.p50s, 2)} | ${cell(hop?.throughput, hop?.throughputs, 2)} | ${cell(read?.throughput, read?.throughputs, 2)} | ${cell(write?.throughput, write?.throughputs, 2)} |`,
+      );
+    }
+  }
+  lines.push('');
+  lines.push('Absolute (median of rounds, min–max):');
+  lines.push('');
+  lines.push(`| variant | setting | ${concurrencies.map((c) => `c${c} p50 ms | c${c} calls/s`).join(' | ')} |`);
+  lines.push(`|---|---|${concurrencies.map(() => '---|---|').join('')}`);
+  for (const variant of Object.keys(SHORT)) {
+    for (const [setting, key] of SETTINGS) {
+      const cells = concurrencies.map((concurrency) => {
+        const r = row(`${key}${variant}`, concurrency);
+        return `${cell(r?.p50, r?.p50s, 2)} | ${cell(r?.callsPerSec, r?.callsPerSecs, 0)}`;
+      });
+      lines.push(`| ${SHORT[variant]} | ${setting} | ${cells.join(' | ')} |`);
+    }
+  }
+  lines.push('');
+  lines.push('What the cluster and PgBouncer cost: each variant on the cluster over itself on the single node, within each round:');
+  lines.push('');
+  lines.push(`| variant | ${concurrencies.map((c) => `c${c} p50 cluster/single | c${c} calls/s cluster/single`).join(' | ')} |`);
+  lines.push(`|---|${concurrencies.map(() => '---|---|').join('')}`);
+  for (const variant of Object.keys(SHORT)) {
+    const cells = concurrencies.map((concurrency) => {
+      const r = ratio(`q${variant}`, variant, concurrency);
+      return `${cell(r?.p50, r?.p50s, 2)} | ${cell(r?.throughput, r?.throughputs, 2)}`;
+    });
+    lines.push(`| ${SHORT[variant]} | ${cells.join(' | ')} |`);
+  }
   return lines.join('\n');
 };
 

@@ -12,7 +12,9 @@ const { DATABASE_URL, DATABASE_POOL_SIZE, BENCH_DISPATCH_KEY, BENCH_IDEAL_DISPAT
 const SQL = {
   begin: 'START TRANSACTION',
   dispatchState: 'SELECT status, owner_id, thread_id, epoch, lease_live FROM agent_run_dispatch_state($1)',
-  tenant: `SELECT set_config('app.school_id', $1, true), set_config('app.platform', $2, true), set_config('app.user_id', $3, true)`,
+  // The server's time limits ride in the tenant's statement (transaction-local: PgBouncer's transaction pooling allows
+  // neither startup parameters nor session settings); the values are its defaults, which the bench does not change.
+  tenant: `SELECT set_config('app.school_id', $1, true), set_config('app.platform', $2, true), set_config('app.user_id', $3, true), set_config('statement_timeout', $4, true), set_config('idle_in_transaction_session_timeout', $5, true)`,
   lock: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
   ledgerLookup: 'SELECT request_hash, result FROM tool_call_ledger WHERE call_id = $1',
   user: `SELECT "UserEntity"."id" AS "UserEntity_id", "UserEntity"."school_id" AS "UserEntity_school_id", "UserEntity"."campus_id" AS "UserEntity_campus_id", "UserEntity"."email" AS "UserEntity_email", "UserEntity"."full_name" AS "UserEntity_full_name", "UserEntity"."user_type" AS "UserEntity_user_type", "UserEntity"."is_active" AS "UserEntity_is_active", "UserEntity"."created_at" AS "UserEntity_created_at" FROM "users" "UserEntity" WHERE (("UserEntity"."id" = $1)) LIMIT 1`,
@@ -38,6 +40,9 @@ const SQL = {
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
   insertLedger: `INSERT INTO tool_call_ledger (call_id, school_id, event, request_hash, actor_id, result, run_id) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 };
+// DATABASE_STATEMENT_TIMEOUT_MS's default, and twice it for an idle transaction (transaction-timeouts.ts).
+const STATEMENT_TIMEOUT_MS = '10000';
+const IDLE_IN_TRANSACTION_TIMEOUT_MS = '20000';
 // The SQL dialect the project reads (pg-sql-template spaces are normalised by run.mjs before comparing).
 export const IDEAL_SQL = SQL;
 
@@ -82,7 +87,7 @@ const inTransaction = async ({ identity, meta }, work) => {
   const client = await pool.connect();
   try {
     await client.query(SQL.begin);
-    await client.query(SQL.tenant, [identity.schoolId, '', identity.sub]);
+    await client.query(SQL.tenant, [identity.schoolId, '', identity.sub, STATEMENT_TIMEOUT_MS, IDLE_IN_TRANSACTION_TIMEOUT_MS]);
     if (BENCH_IDEAL_DISPATCH_STATE === '1') {
       const { rows: [run] } = await client.query(SQL.dispatchState, [claims?.runId]);
       if (!(run?.status === 'running' && run.epoch === claims?.epoch && run.lease_live && run.owner_id === identity.sub && run.thread_id === claims?.threadId)) {

@@ -5,9 +5,9 @@ import 'reflect-metadata';
 import { Controller, Logger, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { MessagePattern } from '@nestjs/microservices';
-import { AckAfterReplyTransport } from '@naalya/rmq';
+import { AckAfterReplyTransport, brokerCredentialsOf } from '@naalya/rmq';
 
-const { RABBITMQ_URL, BENCH_QUEUE, BENCH_PREFETCH, BENCH_DLX, BENCH_EVENT } = process.env;
+const { RABBITMQ_URL, BENCH_QUEUE, BENCH_PREFETCH, BENCH_DLX, BENCH_EVENT, BENCH_FIRST_NODE } = process.env;
 
 class BenchEchoController {
   async echo(payload) {
@@ -30,8 +30,10 @@ const transport = new AckAfterReplyTransport({
   drainTimeoutMs: 3_000,
   logger: new Logger('BenchEchoTransport'),
   connectionName: 'naalya-bench-nest-echo',
+  // On a cluster RABBITMQ_URL lists the nodes, as the server's does; the bench says which one to start on (the server's).
+  firstNode: BENCH_FIRST_NODE === undefined ? undefined : Number(BENCH_FIRST_NODE),
   // As the server's tool transport: only the worker's broker user may publish (ignored by a transport without the option).
-  requireUserId: decodeURIComponent(new URL(RABBITMQ_URL).username || 'guest'),
+  requireUserId: brokerCredentialsOf(RABBITMQ_URL).user,
 });
 const app = await NestFactory.createMicroservice(BenchEchoModule, { strategy: transport, logger: ['error'] });
 app.enableShutdownHooks(['SIGTERM']);

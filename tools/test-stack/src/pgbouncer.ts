@@ -13,6 +13,8 @@ const STOP_TIMEOUT_MS = 3_000;
 
 export type TestPgBouncer = {
   port: number;
+  /** PgBouncer's process: the bench charges its CPU to the database path. */
+  pid: number | undefined;
   /** The app role's URL for `database` through the pooler. */
   appUrl: (database: string) => string;
   /** The owner's URL for `database` through the pooler. */
@@ -29,13 +31,22 @@ const accepts = (port: number) =>
     socket.once('error', () => resolve(false));
   });
 
+export type PgBouncerOptions = {
+  /**
+   * Server connections per database and role (`default_pool_size`). Default 2, so that the tests' clients really
+   * share them; the bench gives its database pool size, so that PostgreSQL sees as many connections as without the
+   * pooler and the difference is the pooler's hop alone.
+   */
+  poolSize?: number;
+};
+
 /**
  * A throwaway PgBouncer (the `pgbouncer` binary on PATH) on a free port in front of the test PostgreSQL, in
- * transaction pooling with two server connections per database and role, so clients really share them. Strict
- * about startup parameters (no ignore_startup_parameters), as PgBouncer is by default. Its files live in a temp dir
- * that stop() removes. The server's PgBouncer tests and `npm run test:cluster` use it.
+ * transaction pooling. Strict about startup parameters (no ignore_startup_parameters), as PgBouncer is by default. Its
+ * files live in a temp dir that stop() removes. The server's PgBouncer tests, `npm run test:cluster` and
+ * `npm run bench -- --cluster` use it.
  */
-export const startPgBouncer = async (): Promise<TestPgBouncer> => {
+export const startPgBouncer = async ({ poolSize = 2 }: PgBouncerOptions = {}): Promise<TestPgBouncer> => {
   const target = new URL(OWNER_URL);
   const owner = decodeURIComponent(target.username);
   const dir = mkdtempSync(join(tmpdir(), 'naalya-pgbouncer-'));
@@ -55,7 +66,7 @@ export const startPgBouncer = async (): Promise<TestPgBouncer> => {
       'auth_type = scram-sha-256',
       `auth_file = ${join(dir, 'userlist.txt')}`,
       'pool_mode = transaction',
-      'default_pool_size = 2',
+      `default_pool_size = ${poolSize}`,
       'max_client_conn = 200',
       'query_wait_timeout = 10',
       `logfile = ${logFile}`,
@@ -102,6 +113,7 @@ export const startPgBouncer = async (): Promise<TestPgBouncer> => {
   };
   return {
     port,
+    pid: child.pid,
     appUrl: (database) => urlFor(database, APP_ROLE.name, APP_ROLE.password),
     ownerUrl: (database) => urlFor(database, owner, OWNER_POOLER_PASSWORD),
     log,

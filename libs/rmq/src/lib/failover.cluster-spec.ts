@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RmqCluster } from '../test/rmq-cluster.js';
+import { RmqCluster } from '../cluster/rmq-cluster.js';
 import { AckAfterReplyTransport } from './ack-after-reply.transport.js';
 import { ConfirmPublisher } from './confirm-publisher.js';
 import { rmqNames } from './rmq-names.js';

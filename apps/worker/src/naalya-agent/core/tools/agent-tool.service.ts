@@ -15,6 +15,8 @@ export type AgentToolServiceOptions = {
   rabbitmqUrl: string;
   toolsQueue: string;
   timeoutMs: number;
+  /** Which node of a RABBITMQ_URL list the first connection goes to; random by default. For the bench, whose raw baseline must call from the same node. */
+  firstNode?: number;
 };
 
 export const AGENT_TOOL_SERVICE_OPTIONS = Symbol('AgentToolServiceOptions');
@@ -66,6 +68,7 @@ export class AgentToolService implements AgentToolCaller, OnModuleInit, OnModule
       userId: brokerUserOf(options.rabbitmqUrl),
       connectionName: 'naalya-worker',
       logger: this.logger,
+      firstNode: options.firstNode,
     });
   }
 

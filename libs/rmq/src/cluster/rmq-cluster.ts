@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 
-/** tools/cluster/rmq-cluster.sh, from this file (libs/rmq/src/test). */
+/** tools/cluster/rmq-cluster.sh, from this file (libs/rmq/src/cluster, or libs/rmq/dist/cluster once built: the same depth). */
 const SCRIPT = resolve(import.meta.dirname, '../../../../tools/cluster/rmq-cluster.sh');
 
 export type RmqClusterOptions = {
@@ -22,9 +22,13 @@ export type RmqClusterOptions = {
 /** A queue of a vhost as `rabbitmqctl list_queues` sees it: `leader` and `members` for quorum queues, `messages` ready + unacked. */
 export type QueueLeader = { name: string; type: string; leader: string; members: string[]; messages: number };
 
+/** A client connection to the cluster: its `connection_name` client property and the node (1-3) it is on. */
+export type ClusterConnection = { name: string | undefined; node: number };
+
 /**
- * Three extra RabbitMQ nodes for failover tests and `npm run test:cluster` (as `@naalya/rmq/cluster`: test code only,
- * under the `@naalya/source` condition; it is not built): started, killed and stopped
+ * Three extra RabbitMQ nodes for failover tests, `npm run test:cluster` and `npm run bench -- --cluster` (as
+ * `@naalya/rmq/cluster`: test and bench code only, never in the package's index; built to dist/cluster so that the bench,
+ * plain Node, can import it): started, killed and stopped
  * through tools/cluster/rmq-cluster.sh, every step bounded in time. Needs rabbitmq-server on this machine; the
  * machine's own node is never touched.
  */
@@ -83,6 +87,26 @@ export class RmqCluster {
   async leaders(askNode: number, vhost = '/'): Promise<QueueLeader[]> {
     const stdout = await this.script(['ctl', String(askNode), 'list_queues', '-p', vhost, 'name', 'type', 'leader', 'members', 'messages', '--formatter', 'json'], 30_000);
     return JSON.parse(stdout) as QueueLeader[];
+  }
+
+  /** The OS pid of node i's Erlang VM (beam.smp), from the pid file the script keeps: for the CPU a bench charges to the broker. */
+  async pid(node: number): Promise<number> {
+    const pid = Number((await this.script(['pid', String(node)], 10_000)).trim());
+    if (!Number.isInteger(pid) || pid <= 0) throw new Error(`no pid recorded for ${this.nodePrefix}${node}`);
+    return pid;
+  }
+
+  /**
+   * Every client connection to the cluster and the node it is on (by the listener port it reached), asked of a node
+   * that is up: where a process that was given the whole node list actually connected.
+   */
+  async connections(askNode: number): Promise<ClusterConnection[]> {
+    const stdout = await this.script(['ctl', String(askNode), 'list_connections', 'port', 'client_properties', '--formatter', 'json'], 30_000);
+    const rows = JSON.parse(stdout) as Array<{ port: number; client_properties: Array<[string, string, unknown]> }>;
+    return rows.map((row) => {
+      const name = row.client_properties.find(([key]) => key === 'connection_name')?.[2];
+      return { name: typeof name === 'string' ? name : undefined, node: row.port - this.portBase };
+    });
   }
 
   /**
