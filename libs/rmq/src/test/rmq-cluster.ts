@@ -17,14 +17,21 @@ export type RmqClusterOptions = {
   distBase?: number;
   /** Node i is `${nodePrefix}i@localhost` (default r). */
   nodePrefix?: string;
+  /** How many nodes (default 3): nodes 2.. join node 1. */
+  nodes?: number;
+  /**
+   * rabbitmq.conf lines for every node, after the script's own (a TLS listener, `ssl_options.*`). Lines that set
+   * `listeners.tcp` replace the plain listener on portBase + i (`listeners.tcp = none`: TLS only).
+   */
+  config?: string[];
 };
 
 export type QueueLeader = { name: string; type: string; leader: string; members: string[] };
 
 /**
- * Three extra RabbitMQ nodes for failover tests and `npm run test:cluster` (as `@naalya/rmq/cluster`: test code only,
- * under the `@naalya/source` condition; it is not built): started, killed and stopped
- * through tools/cluster/rmq-cluster.sh, every step bounded in time. Needs rabbitmq-server on this machine; the
+ * Extra RabbitMQ nodes (three by default) for failover and TLS tests and `npm run test:cluster` (as
+ * `@naalya/rmq/cluster`: test code only, under the `@naalya/source` condition; it is not built): started, killed and
+ * stopped through tools/cluster/rmq-cluster.sh, every step bounded in time. Needs rabbitmq-server on this machine; the
  * machine's own node is never touched.
  */
 export class RmqCluster {
@@ -33,18 +40,22 @@ export class RmqCluster {
   readonly distBase: number;
   readonly nodePrefix: string;
   readonly base: string;
+  readonly nodes: number;
 
   constructor(options: RmqClusterOptions) {
     this.base = options.base;
     this.portBase = options.portBase ?? 5680;
     this.distBase = options.distBase ?? 25680;
     this.nodePrefix = options.nodePrefix ?? 'r';
+    this.nodes = options.nodes ?? 3;
     this.env = {
       ...process.env,
       BASE: options.base,
       PORT_BASE: String(this.portBase),
       DIST_BASE: String(this.distBase),
       NODE_PREFIX: this.nodePrefix,
+      NODE_COUNT: String(this.nodes),
+      EXTRA_CONF: (options.config ?? []).join('\n'),
     };
   }
 
@@ -53,12 +64,12 @@ export class RmqCluster {
     return `amqp://${credentials}@127.0.0.1:${this.portBase + node}`;
   }
 
-  /** The comma-separated list of the three nodes, as RABBITMQ_URL takes it. */
+  /** The comma-separated list of every node, as RABBITMQ_URL takes it. */
   urls(credentials?: string): string {
-    return [1, 2, 3].map((node) => this.url(node, credentials)).join(',');
+    return Array.from({ length: this.nodes }, (_, index) => index + 1).map((node) => this.url(node, credentials)).join(',');
   }
 
-  /** Boots the three nodes and joins 2 and 3 to 1 (about 23 s on an idle two-core machine, over a minute when busy). */
+  /** Boots the nodes and joins the others to 1 (three: about 23 s on an idle two-core machine, over a minute when busy). */
   async up(timeoutMs = 180_000): Promise<void> {
     await this.script(['up'], timeoutMs);
   }
@@ -100,9 +111,9 @@ export class RmqCluster {
     return path;
   }
 
-  /** The number (1-3) of the node named `r2@localhost`. */
+  /** The number of the node named `r2@localhost`. */
   nodeNumber(nodeName: string): number {
-    const match = new RegExp(`^${this.nodePrefix}(\\d)@`).exec(nodeName);
+    const match = new RegExp(`^${this.nodePrefix}(\\d+)@`).exec(nodeName);
     if (!match) throw new Error(`${nodeName} is not a node of this cluster`);
     return Number(match[1]);
   }
