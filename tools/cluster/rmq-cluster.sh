@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
-# A throwaway RabbitMQ cluster of three nodes beside the machine's own node (5672 and its cookie untouched), for the
-# failover tests. From reference/distributed (rmq-cluster.sh), with the ports, node names and directory configurable.
+# A throwaway RabbitMQ cluster of three nodes (or NODE_COUNT) beside the machine's own node (5672 and its cookie
+# untouched), for the failover and TLS tests. From reference/distributed (rmq-cluster.sh), with the ports, node names,
+# directory and configuration configurable.
 # usage: rmq-cluster.sh up|down|status|kill N|start N|pid N|ctl N args...
 #   BASE       working directory (config, cookie, mnesia, logs, pid files); default ${TMPDIR:-/tmp}/naalya-rmq-cluster
 #   PORT_BASE  node i listens for AMQP on PORT_BASE+i (default 5680: 5681-5683)
 #   DIST_BASE  node i's Erlang distribution port is DIST_BASE+i (default 25680)
 #   NODE_PREFIX node i is named ${NODE_PREFIX}i@localhost (default r)
+#   NODE_COUNT how many nodes (default 3); nodes 2.. join node 1
+#   EXTRA_CONF rabbitmq.conf lines added to every node's (a TLS listener, ssl_options...); when they set listeners.tcp,
+#              the default plain listener on PORT_BASE+i is left out (`listeners.tcp = none`: TLS only)
 set -euo pipefail
 BASE=${BASE:-${TMPDIR:-/tmp}/naalya-rmq-cluster}
 PORT_BASE=${PORT_BASE:-5680}
 DIST_BASE=${DIST_BASE:-25680}
 NODE_PREFIX=${NODE_PREFIX:-r}
+NODE_COUNT=${NODE_COUNT:-3}
+EXTRA_CONF=${EXTRA_CONF:-}
 # Not /usr/sbin/*: those wrappers su to the rabbitmq user (its HOME, the system node's cookie) and log to /var/log.
 RMQ_BIN=${RMQ_BIN:-/usr/lib/rabbitmq/bin}
 export HOME=$BASE/home                  # an Erlang cookie of its own, never the system node's
-NODES=(1 2 3)
+NODES=($(seq 1 "$NODE_COUNT"))
 
 node_env() { # $1 = index
   local i=$1 d=$BASE/n$1
@@ -50,14 +56,16 @@ prep() {
     echo '[].' > "$d/enabled_plugins"   # no management plugin: no 15672 clash with the system node
     echo '[].' > "$d/advanced.config"
     # Absolute limits: relative ones would size alarms on the whole host's memory.
-    cat > "$d/rabbitmq.conf" <<CONF
-listeners.tcp.1 = 127.0.0.1:$((PORT_BASE + i))
+    if grep -q '^listeners\.tcp' <<< "$EXTRA_CONF"; then : > "$d/rabbitmq.conf"
+    else echo "listeners.tcp.1 = 127.0.0.1:$((PORT_BASE + i))" > "$d/rabbitmq.conf"; fi
+    cat >> "$d/rabbitmq.conf" <<CONF
 loopback_users = none
 disk_free_limit.absolute = 50MB
 vm_memory_high_watermark.absolute = 512MiB
 log.console = false
 log.file.level = info
 CONF
+    if [ -n "$EXTRA_CONF" ]; then printf '%s\n' "$EXTRA_CONF" >> "$d/rabbitmq.conf"; fi
   done
 }
 
@@ -77,14 +85,14 @@ await() { # await_startup fails at once while the node is not yet registered wit
 
 case "${1:-}" in
   up)
-    rm -rf "$BASE/n1" "$BASE/n2" "$BASE/n3"   # fresh mnesia: no stale cluster membership
+    for i in "${NODES[@]}"; do rm -rf "$BASE/n$i"; done   # fresh mnesia: no stale cluster membership
     prep
     for i in "${NODES[@]}"; do start "$i"; done
     for i in "${NODES[@]}"; do await "$i"; done
-    for i in 2 3; do
+    for i in "${NODES[@]:1}"; do
       ctl "$i" stop_app >/dev/null; ctl "$i" join_cluster "${NODE_PREFIX}1@localhost" >/dev/null; ctl "$i" start_app >/dev/null
     done
-    echo "cluster up: AMQP on $((PORT_BASE + 1))-$((PORT_BASE + 3))"
+    echo "cluster up: $NODE_COUNT node(s), ${NODE_PREFIX}1..${NODE_PREFIX}$NODE_COUNT@localhost"
     ;;
   down) # graceful, then by the PIDs this script recorded: never by process name
     for i in "${NODES[@]}"; do

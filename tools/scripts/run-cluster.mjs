@@ -1,6 +1,7 @@
 // `npm run test:cluster`: the platform on a three-node RabbitMQ cluster and behind PgBouncer, with nodes and a server
-// killed under load (tools/reliability/src/cluster). Installs what it needs from Debian (as .ci/run installs chromium),
-// builds, runs the test, prints its reconciliation table and failover times, and ends with "N passed, N failed".
+// killed under load, and the broker clients and apps over amqps:// to a TLS-only node (tools/reliability/src/cluster).
+// Installs what it needs from Debian (as .ci/run installs chromium), builds, runs the tests, prints the reconciliation
+// table and failover times, and ends with "N passed, N failed".
 // Whatever happens (a failure, a timeout's SIGTERM), it stops what it started by PID: the test's process group, and the
 // RabbitMQ nodes by the PID files in the cluster's own directory (they run in sessions of their own).
 import { spawn, spawnSync } from 'node:child_process';
@@ -31,18 +32,23 @@ const ours = (pid) => {
   }
 };
 
+/** The PID files of every node under the cluster's directory: the three nodes in it, the TLS test's node a level down. */
+const pidFiles = (dir, depth = 0) => {
+  if (depth > 2 || !existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    if (entry.isDirectory()) return pidFiles(join(dir, entry.name), depth + 1);
+    return entry.name === 'beam.pid' || entry.name === 'wrapper.pid' ? [join(dir, entry.name)] : [];
+  });
+};
+
 /** Kills -9 the nodes the test started, from their PID files, and removes their directory. Never by process name. */
 const stopNodes = () => {
-  for (const node of ['n1', 'n2', 'n3']) {
-    for (const file of ['beam.pid', 'wrapper.pid']) {
-      const path = join(CLUSTER_BASE, node, file);
-      if (!existsSync(path)) continue;
-      const pid = Number(readFileSync(path, 'utf8').trim());
-      try {
-        if (pid > 0 && ours(pid)) process.kill(pid, 'SIGKILL');
-      } catch {
-        // Already gone: the test stopped it.
-      }
+  for (const path of pidFiles(CLUSTER_BASE)) {
+    const pid = Number(readFileSync(path, 'utf8').trim());
+    try {
+      if (pid > 0 && ours(pid)) process.kill(pid, 'SIGKILL');
+    } catch {
+      // Already gone: the test stopped it.
     }
   }
   rmSync(CLUSTER_BASE, { recursive: true, force: true });
@@ -82,7 +88,7 @@ if (build.status !== 0) {
 rmSync(ROWS, { recursive: true, force: true });
 rmSync(REPORT, { force: true });
 mkdirSync(ROWS, { recursive: true });
-say('test: 3 RabbitMQ nodes, PgBouncer, 2 servers, 2 workers, faults');
+say('test: 3 RabbitMQ nodes, PgBouncer, 2 servers, 2 workers, faults; a TLS-only node, amqps://');
 // Its own process group, so a stop reaches the servers, workers and PgBouncer it spawned, by that one PID.
 const vitest = spawn(process.execPath, vitestArgs('tools/reliability/vitest.cluster.config.mts', REPORT, process.argv.slice(2)), {
   cwd: ROOT,

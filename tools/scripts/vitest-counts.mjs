@@ -22,8 +22,9 @@ export const countsOf = (report, exitStatus) => {
   let failed = 0;
   if (existsSync(report)) {
     const parsed = JSON.parse(readFileSync(report, 'utf8'));
-    // A file that failed before any test ran (a broken import, a failed beforeAll) counts as one failure.
-    const broken = parsed.testResults.filter((suite) => suite.status === 'failed' && suite.assertionResults.length === 0).length;
+    // A file that failed outside its tests (a broken import, a failed beforeAll, whose tests are then reported
+    // skipped) counts as one failure.
+    const broken = parsed.testResults.filter((suite) => suite.status === 'failed' && !suite.assertionResults.some((test) => test.status === 'failed')).length;
     passed = parsed.numPassedTests;
     failed = parsed.numFailedTests + broken;
   }

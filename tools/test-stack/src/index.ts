@@ -3,3 +3,4 @@ export * from './local-service.js';
 export * from './pgbouncer.js';
 export * from './processes.js';
 export * from './stack.js';
+export * from './test-ca.js';

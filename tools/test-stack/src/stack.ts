@@ -159,6 +159,8 @@ export const createTestStack = async (options: TestStackOptions): Promise<TestSt
     const workerEnv = {
       ...process.env,
       RABBITMQ_URL: env['RABBITMQ_URL'],
+      // The CA of an amqps:// broker the stack was given (libs/rmq reads it for every connection).
+      ...(env['RABBITMQ_CA_FILE'] ? { RABBITMQ_CA_FILE: env['RABBITMQ_CA_FILE'] } : {}),
       AGENT_TOOLS_QUEUE: toolsQueue,
       AGENT_RUNS_QUEUE: runsQueue,
       SERVER_BROKER_USER: brokerCredentialsOf(env['RABBITMQ_URL'] ?? RABBITMQ_URL).user,

@@ -17,6 +17,13 @@ export type RmqClusterOptions = {
   distBase?: number;
   /** Node i is `${nodePrefix}i@localhost` (default r). */
   nodePrefix?: string;
+  /** How many nodes (default 3): nodes 2.. join node 1. */
+  nodes?: number;
+  /**
+   * rabbitmq.conf lines for every node, after the script's own (a TLS listener, `ssl_options.*`). Lines that set
+   * `listeners.tcp` replace the plain listener on portBase + i (`listeners.tcp = none`: TLS only).
+   */
+  config?: string[];
 };
 
 /** A queue of a vhost as `rabbitmqctl list_queues` sees it: `leader` and `members` for quorum queues, `messages` ready + unacked. */
@@ -26,10 +33,10 @@ export type QueueLeader = { name: string; type: string; leader: string; members:
 export type ClusterConnection = { name: string | undefined; node: number };
 
 /**
- * Three extra RabbitMQ nodes for failover tests, `npm run test:cluster` and `npm run bench -- --cluster` (as
- * `@naalya/rmq/cluster`: test and bench code only, never in the package's index; built to dist/cluster so that the bench,
- * plain Node, can import it): started, killed and stopped
- * through tools/cluster/rmq-cluster.sh, every step bounded in time. Needs rabbitmq-server on this machine; the
+ * Extra RabbitMQ nodes (three by default) for failover and TLS tests, `npm run test:cluster` and `npm run bench -- --cluster`
+ * (as `@naalya/rmq/cluster`: test and bench code only, never in the package's index; built to dist/cluster so that the
+ * bench, plain Node, can import it): started, killed and stopped through tools/cluster/rmq-cluster.sh, every step bounded
+ * in time. Needs rabbitmq-server on this machine; the
  * machine's own node is never touched.
  */
 export class RmqCluster {
@@ -38,18 +45,22 @@ export class RmqCluster {
   readonly distBase: number;
   readonly nodePrefix: string;
   readonly base: string;
+  readonly nodes: number;
 
   constructor(options: RmqClusterOptions) {
     this.base = options.base;
     this.portBase = options.portBase ?? 5680;
     this.distBase = options.distBase ?? 25680;
     this.nodePrefix = options.nodePrefix ?? 'r';
+    this.nodes = options.nodes ?? 3;
     this.env = {
       ...process.env,
       BASE: options.base,
       PORT_BASE: String(this.portBase),
       DIST_BASE: String(this.distBase),
       NODE_PREFIX: this.nodePrefix,
+      NODE_COUNT: String(this.nodes),
+      EXTRA_CONF: (options.config ?? []).join('\n'),
     };
   }
 
@@ -58,12 +69,12 @@ export class RmqCluster {
     return `amqp://${credentials}@127.0.0.1:${this.portBase + node}`;
   }
 
-  /** The comma-separated list of the three nodes, as RABBITMQ_URL takes it. */
+  /** The comma-separated list of every node, as RABBITMQ_URL takes it. */
   urls(credentials?: string): string {
-    return [1, 2, 3].map((node) => this.url(node, credentials)).join(',');
+    return Array.from({ length: this.nodes }, (_, index) => index + 1).map((node) => this.url(node, credentials)).join(',');
   }
 
-  /** Boots the three nodes and joins 2 and 3 to 1 (about 23 s on an idle two-core machine, over a minute when busy). */
+  /** Boots the nodes and joins the others to 1 (three: about 23 s on an idle two-core machine, over a minute when busy). */
   async up(timeoutMs = 180_000): Promise<void> {
     await this.script(['up'], timeoutMs);
   }
@@ -125,9 +136,9 @@ export class RmqCluster {
     return path;
   }
 
-  /** The number (1-3) of the node named `r2@localhost`. */
+  /** The number of the node named `r2@localhost`. */
   nodeNumber(nodeName: string): number {
-    const match = new RegExp(`^${this.nodePrefix}(\\d)@`).exec(nodeName);
+    const match = new RegExp(`^${this.nodePrefix}(\\d+)@`).exec(nodeName);
     if (!match) throw new Error(`${nodeName} is not a node of this cluster`);
     return Number(match[1]);
   }

@@ -4,8 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, serviceUser } from '@naalya/test-stack';
-import { makeTestCertificates, type TestCertificates } from '../../../testing/test-ca.js';
+import { freePort, makeTestCertificates, serviceUser, type TestCertificates } from '@naalya/test-stack';
 import { createAppDataSource } from './data-source.js';
 
 // A throwaway PostgreSQL cluster (initdb + pg_ctl on PATH) on a free port that accepts TLS connections only, with a
