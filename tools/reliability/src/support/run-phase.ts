@@ -1,4 +1,4 @@
-import type { CallOutcome, ToolCaller } from './caller.js';
+import type { CallerWeakening, CallOutcome, ToolCaller } from './caller.js';
 import { reconcile, type EffectProbe } from './reconcile.js';
 import { addCounts, verdictOf, type PhaseCounts, type PhaseRow } from './phase-row.js';
 import type { ReliabilityStack, Weakening } from './stack.js';
@@ -7,7 +7,13 @@ import type { ReliabilityStack, Weakening } from './stack.js';
  * What a phase runs against: the stack (processes, proxies, owner connection) and a caller, either of them weakened.
  * A phase that restarts the server starts it with `weakening` again, so a sabotaged target stays sabotaged.
  */
-export type PhaseTarget = { stack: ReliabilityStack; caller: ToolCaller; weakening?: Weakening };
+export type PhaseTarget = {
+  stack: ReliabilityStack;
+  caller: ToolCaller;
+  weakening?: Weakening;
+  /** How `caller` was weakened, for a phase that makes callers of its own (they must be weakened the same way). */
+  callerWeakening?: CallerWeakening;
+};
 
 export type PhaseContext = PhaseTarget & {
   /** Keeps an outcome for the reconciliation and returns it. */
@@ -26,7 +32,7 @@ export const runPhase = async (
   phase: string,
   target: PhaseTarget,
   body: (context: PhaseContext) => Promise<void>,
-  options: { effects?: EffectProbe } = {},
+  options: { effects?: EffectProbe; maxUnknownShare?: number } = {},
 ): Promise<PhaseRow> => {
   const started = Date.now();
   const since = new Date((await target.stack.owner.query<{ now: Date }>('SELECT now()')).rows[0].now);
@@ -49,6 +55,10 @@ export const runPhase = async (
   });
   const { counts, details } = await reconcile({ owner: target.stack.owner, outcomes, since, ...(options.effects ? { effects: options.effects } : {}) });
   for (const more of extra) addCounts(counts, more);
+  // The platform settles what a fault interrupted; only what the deadline left unsettled reaches the model as unknown.
+  if (options.maxUnknownShare !== undefined && counts.unknown > options.maxUnknownShare * counts.calls) {
+    failures.push(`${counts.unknown} of ${counts.calls} calls ended "outcome unknown", more than ${options.maxUnknownShare * 100} %`);
+  }
   return verdictOf(phase, counts, [...failures, ...details], Date.now() - started);
 };
 
