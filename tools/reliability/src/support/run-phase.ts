@@ -55,12 +55,17 @@ export const runPhase = async (
   });
   const { counts, details } = await reconcile({ owner: target.stack.owner, outcomes, since, ...(options.effects ? { effects: options.effects } : {}) });
   for (const more of extra) addCounts(counts, more);
-  // The platform settles what a fault interrupted; only what the deadline left unsettled reaches the model as unknown.
-  if (options.maxUnknownShare !== undefined && counts.unknown > options.maxUnknownShare * counts.calls) {
-    failures.push(`${counts.unknown} of ${counts.calls} calls ended "outcome unknown", more than ${options.maxUnknownShare * 100} %`);
-  }
+  const tooManyUnknown = options.maxUnknownShare === undefined ? undefined : unknownShareFailure(counts, options.maxUnknownShare);
+  if (tooManyUnknown) failures.push(tooManyUnknown);
   return verdictOf(phase, counts, [...failures, ...details], Date.now() - started);
 };
+
+/**
+ * The platform settles what a fault interrupted; only what the deadline left unsettled reaches the model as "outcome
+ * unknown". A failure line when more than `maxShare` of the calls did.
+ */
+export const unknownShareFailure = (counts: Pick<PhaseCounts, 'calls' | 'unknown'>, maxShare: number): string | undefined =>
+  counts.unknown > maxShare * counts.calls ? `${counts.unknown} of ${counts.calls} calls ended "outcome unknown", more than ${maxShare * 100} %` : undefined;
 
 /** Runs `task(i)` for i in [0, count) with at most `concurrency` at a time; resolves with the results in order. */
 export const inParallel = async <T>(count: number, concurrency: number, task: (index: number) => Promise<T>): Promise<T[]> => {
