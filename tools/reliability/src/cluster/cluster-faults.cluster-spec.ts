@@ -197,7 +197,11 @@ export const clusterFaultsPhase = async (
   for (const disagreement of disagreements) check(false, disagreement);
   const { counts, details } = await reconcile({ owner, outcomes, since, effects });
   const tooManyUnknown = unknownShareFailure(counts, 0.01);
-  if (tooManyUnknown) check(false, tooManyUnknown);
+  if (tooManyUnknown) {
+    // What the workers' send loops saw, so a failure says which fault left the calls unsettled.
+    const sends = target.workers.flatMap((worker) => worker.lines.filter(({ line }) => /Re-sending tool call|failed in transport/.test(line)).map(({ at, line }) => `${worker.label} +${at - started} ms: ${line.slice(0, 240)}`));
+    check(false, [tooManyUnknown, ...sends.slice(0, 12)].join('\n  '));
+  }
   return { ...verdictOf(PHASE, counts, [...failures, ...details], Date.now() - started), failover, conversations: runIds.length };
 };
 
