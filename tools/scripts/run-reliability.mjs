@@ -30,19 +30,21 @@ const vitest = spawnSync(process.execPath, vitestArgs('tools/reliability/vitest.
 const rows = readdirSync(ROWS)
   .filter((file) => file.endsWith('.json'))
   .map((file) => JSON.parse(readFileSync(`${ROWS}${file}`, 'utf8')));
-const sabotage = new Map(rows.filter((row) => row.sabotage).map((row) => [row.phase, row]));
+// A phase may have several sabotage tests, one per protection it checks.
+const sabotage = new Map();
+for (const row of rows.filter((candidate) => candidate.sabotage)) sabotage.set(row.phase, [...(sabotage.get(row.phase) ?? []), row]);
 const phases = rows.filter((row) => !row.sabotage);
 
 const COLUMNS = ['calls', 'ok', 'refused', 'unknown', 'lost', 'duplicated', 'ghost', 'recovered', 'unexpected', 'leaked', 'unmasked'];
 const table = [
   ['phase', ...COLUMNS, 'verdict', 'switched off', 'seconds'],
   ...phases.map((row) => {
-    const weakened = sabotage.get(row.phase);
+    const weakened = sabotage.get(row.phase) ?? [];
     return [
       row.phase,
       ...COLUMNS.map((column) => String(row[column])),
       row.verdict,
-      weakened ? `${weakened.verdict === 'FAIL' ? 'caught' : 'MISSED'}: ${weakened.sabotage}` : '-',
+      weakened.length ? weakened.map((run) => `${run.verdict === 'FAIL' ? 'caught' : 'MISSED'}: ${run.sabotage}`).join('; ') : '-',
       (row.ms / 1000).toFixed(1),
     ];
   }),
@@ -56,7 +58,7 @@ for (const cells of table.slice(1)) console.log(line(cells));
 for (const row of phases.filter((candidate) => candidate.verdict === 'FAIL')) {
   console.log(`\n${row.phase} failed:\n  ${row.failures.join('\n  ')}`);
 }
-for (const row of [...sabotage.values()].filter((candidate) => !phases.some((phase) => phase.phase === candidate.phase))) {
+for (const row of [...sabotage.values()].flat().filter((candidate) => !phases.some((phase) => phase.phase === candidate.phase))) {
   console.log(`\n(sabotage of "${row.phase}" ran without its phase row)`);
 }
 

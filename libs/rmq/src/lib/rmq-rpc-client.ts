@@ -76,6 +76,8 @@ export class RmqRpcClient {
   /** Calls nacked while the replacement channel opens: published again on it. */
   private readonly toResend = new Map<string, { body: Buffer; deadline: number }>();
   private replaced = 0;
+  /** Callers of whenConnected() waiting for a channel: woken with true when one opens, false when the client closes. */
+  private readonly connectionWaiters = new Set<(connected: boolean) => void>();
 
   constructor(private readonly options: RmqRpcClientOptions) {
     const { url, connectionName, reconnect, exchange, firstNode } = options;
@@ -106,11 +108,34 @@ export class RmqRpcClient {
     return this.channel !== null;
   }
 
-  /** Resolves with the server's `response`; rejects with an RmqRpcError, never with anything else. */
-  call(pattern: string, data: unknown, timeoutMs: number): Promise<unknown> {
+  /**
+   * Resolves once a call could be published (at once when connected) with true, or with false when `timeoutMs` passes
+   * or the client closes first. For a caller that sends a lost call again once the connection is back.
+   */
+  whenConnected(timeoutMs: number): Promise<boolean> {
+    if (this.channel) return Promise.resolve(true);
+    if (this.closing || timeoutMs <= 0) return Promise.resolve(false);
+    return new Promise<boolean>((resolve) => {
+      const settle = (connected: boolean) => {
+        clearTimeout(timer);
+        this.connectionWaiters.delete(settle);
+        resolve(connected);
+      };
+      const timer = setTimeout(() => settle(false), timeoutMs);
+      this.connectionWaiters.add(settle);
+    });
+  }
+
+  /**
+   * Resolves with the server's `response`; rejects with an RmqRpcError, never with anything else. `correlationId`
+   * (random by default) lets a caller that sends one request again after a failure give every send the same one, so a
+   * reply to an earlier send still settles the later one; two calls waiting at once must not share it.
+   */
+  call(pattern: string, data: unknown, timeoutMs: number, options: { correlationId?: string } = {}): Promise<unknown> {
     const channel = this.channel;
     if (!channel) return Promise.reject(new RmqRpcError('unreachable', 'not connected to RabbitMQ'));
-    const id = randomUUID();
+    const id = options.correlationId ?? randomUUID();
+    if (this.pending.has(id)) return Promise.reject(new RmqRpcError('unreachable', 'a call with this correlation id is already waiting'));
     const deadline = Date.now() + timeoutMs;
     const body = Buffer.from(JSON.stringify({ pattern, data, id } satisfies RmqIncomingPacket));
     return new Promise<unknown>((resolve, reject) => {
@@ -202,6 +227,7 @@ export class RmqRpcClient {
   async close(): Promise<void> {
     this.closing = true;
     this.failAll('the client closed');
+    for (const settle of [...this.connectionWaiters]) settle(false);
     this.channel = null;
     await this.connection.close();
   }
@@ -221,6 +247,7 @@ export class RmqRpcClient {
     // Direct reply-to: the consumer must exist, on the channel that publishes, before the first call.
     await channel.consume(DIRECT_REPLY_TO, (message) => message && this.receive(message), { noAck: true });
     this.channel = channel;
+    for (const settle of [...this.connectionWaiters]) settle(true);
     // The calls nacked while this channel opened.
     for (const [id, { body, deadline }] of [...this.toResend]) {
       this.toResend.delete(id);

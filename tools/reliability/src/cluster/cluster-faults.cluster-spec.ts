@@ -11,6 +11,7 @@ import {
   resolveUnknowns,
   sleep,
   storedEvents,
+  unknownShareFailure,
   verdictOf,
   waitFor,
   writePhaseRow,
@@ -25,8 +26,9 @@ import { createClusterStack, type ClusterApp, type ClusterServer, type ClusterSt
 // tools queue, later of the run-events ingest queue, and SIGKILL of one server; each killed node is started again once
 // conversations begun after the kill have finished without it (the survivors must carry the load, not the restart).
 // Then it reconciles like the reliability battery: lost = duplicated = ghost = unexpected = 0, every conversation
-// finished, each write reported done has exactly one department, audit row and ledger row, and each write reported
-// "outcome unknown" is resolved through get_tool_call_outcome in agreement with the database (recovered).
+// finished, each write reported done has exactly one department, audit row and ledger row, at most 1 % of the writes
+// end "outcome unknown" (the worker sends an interrupted call again until its deadline), and each that does is
+// resolved through get_tool_call_outcome in agreement with the database (recovered).
 //
 // Sabotage: both workers given RABBITMQ_URL with only the node the tools queue's leader is on (the single-URL client
 // every app was before the node lists): when that node dies no conversation can finish until it is back, so the
@@ -194,6 +196,12 @@ export const clusterFaultsPhase = async (
   const { disagreements } = await resolveUnknowns({ caller: target.caller, context, outcomes, effects });
   for (const disagreement of disagreements) check(false, disagreement);
   const { counts, details } = await reconcile({ owner, outcomes, since, effects });
+  const tooManyUnknown = unknownShareFailure(counts, 0.01);
+  if (tooManyUnknown) {
+    // What the workers' send loops saw, so a failure says which fault left the calls unsettled.
+    const sends = target.workers.flatMap((worker) => worker.lines.filter(({ line }) => /Re-sending tool call|failed in transport/.test(line)).map(({ at, line }) => `${worker.label} +${at - started} ms: ${line.slice(0, 240)}`));
+    check(false, [tooManyUnknown, ...sends.slice(0, 12)].join('\n  '));
+  }
   return { ...verdictOf(PHASE, counts, [...failures, ...details], Date.now() - started), failover, conversations: runIds.length };
 };
 

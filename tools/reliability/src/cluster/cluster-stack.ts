@@ -113,8 +113,10 @@ export const createClusterStack = async (): Promise<ClusterStack> => {
       });
       servers.unshift({ ...watch(label, process), process, alive: true, inFlight: 0 });
     }
+    // The worker's default tool call deadline (the test stack's is 5 s): a call a leader election interrupts is sent
+    // again within it, as in production; a 5 s one can end before the new leader takes it.
     const startWorker = async (label: string, nodes?: number[]) =>
-      watch(label, await started.startWorker({ RABBITMQ_URL: urls(WORKER_USER, nodes) }));
+      watch(label, await started.startWorker({ RABBITMQ_URL: urls(WORKER_USER, nodes), TOOL_CALL_TIMEOUT_MS: '15000' }));
     const workers = [await startWorker('worker 1'), await startWorker('worker 2')];
     const caller = await createToolCaller({ brokerUrl: urls(WORKER_USER), toolsQueue: started.toolsQueue, timeoutMs: 5_000 });
     return {

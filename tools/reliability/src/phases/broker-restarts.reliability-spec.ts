@@ -14,6 +14,7 @@ import {
   stepSucceeded,
   usePhaseTarget,
   waitFor,
+  withWeakenedCaller,
   type CallOutcome,
   type PhaseRow,
   type PhaseTarget,
@@ -24,15 +25,18 @@ import {
 // never restarted: other suites use it). Meanwhile lanes of writes and reads keep calling as the worker does, and at
 // each restart two branding updates are held inside their transactions (a table lock) when the broker goes: the
 // server's transport does not abort a running handler when its channel dies, so the broker redelivers those calls
-// while their first run is still going.
-// The protections, from issue 7 part 4: the server and the worker reconnect by themselves; a call during the outage
-// gets the infrastructure sentence within its timeout (no call hangs, p100 <= timeout + 1 s); a call after it works
-// again within 10 s, and so does a whole conversation step through the server, the runs queue and the worker
-// process; and no write is lost, duplicated or a ghost across the restarts, the redelivered ones included.
+// while their first run is still going, and the worker sends them again as well.
+// The protections, from issues 7 (part 4) and 26: the server and the worker reconnect by themselves; a call the
+// outage interrupts, or made during it, is sent again unchanged once the connection is back and answered within its
+// deadline (the worker's default 15 s), so at most 1 % of calls end "outcome unknown" (before issue 26 a third did,
+// under a 3 s timeout); no call hangs (p100 <= timeout + 1 s), and nothing is answered during the outage; a call after
+// it works again within 10 s, and so does a whole conversation step through the server, the runs queue and the worker
+// process; and no write is lost, duplicated or a ghost across the restarts, the redelivered and re-sent ones included.
 //
 // Sabotage: the server without its idempotency ledger (weakened-server.mjs, 'no-ledger'): a redelivered branding
-// update runs a second time and writes a second audit row for the same call. (Switching off the client's timeout is
-// not caught here, and honestly so: a dropped connection fails the calls waiting on it at once, timeout or not.)
+// update runs a second time and writes a second audit row for the same call. And the caller re-sending a lost call
+// under a new call id each time (caller.ts, 'new-call-id-per-resend'): the held branding updates, committed once the
+// lock goes, run again under their new ids (two ledger and audit rows for one call).
 
 const PHASE = 'broker restarts';
 const BACK_WITHIN_MS = 10_000;
@@ -45,9 +49,13 @@ export const brokerRestartsPhase = (target: PhaseTarget, size: { restarts: numbe
       const context = await stack.contextFor('admin@greenhill.school');
       const token = await stack.login('admin@greenhill.school');
       const tag = randomUUID().slice(0, 8);
-      // The held updates wait as long as the worker does by default, so their redelivery is still within the deadline
-      // and the expiration (with a short timeout the broker would drop them, and the server refuse them, unrun).
-      const patient = await createToolCaller({ brokerUrl: stack.workerBrokerUrl, toolsQueue: stack.toolsQueue, timeoutMs: 15_000 });
+      // The held updates get the lanes' deadline, weakened as the lanes' caller is for a sabotage test.
+      const patient = await createToolCaller({
+        brokerUrl: stack.workerBrokerUrl,
+        toolsQueue: stack.toolsQueue,
+        timeoutMs: caller.timeoutMs,
+        ...(target.callerWeakening ? { weakening: target.callerWeakening } : {}),
+      });
       const seen: (CallOutcome & { endedAt: number })[] = [];
       let hung = 0;
       // A call that outlives its promise by 5 s is abandoned and counted as hung.
@@ -107,7 +115,11 @@ export const brokerRestartsPhase = (target: PhaseTarget, size: { restarts: numbe
             async () => (await guarded(caller.call(listDepartmentsTool, {}, context)))?.kind === 'ok',
             BACK_WITHIN_MS,
           ).catch(() => undefined);
-          check(callBack !== undefined, `restart ${restart}: no call worked within ${BACK_WITHIN_MS / 1000} s of the broker coming back`);
+          // A call now waits for the connection within its deadline, so one that answers can still be late: timed here.
+          check(
+            callBack !== undefined && Date.now() - up <= BACK_WITHIN_MS,
+            `restart ${restart}: no call worked within ${BACK_WITHIN_MS / 1000} s of the broker coming back`,
+          );
           let conversed = false;
           while (!conversed && Date.now() - up < BACK_WITHIN_MS) {
             conversed = await converse(stack.server().baseUrl, token, 'list departments', BACK_WITHIN_MS - (Date.now() - up)).then(stepSucceeded, () => false);
@@ -143,15 +155,22 @@ export const brokerRestartsPhase = (target: PhaseTarget, size: { restarts: numbe
       const late = seen.filter((outcome) => outcome.ms > caller.timeoutMs + 1_000);
       check(late.length === 0, `${late.length} calls took longer than the timeout + 1 s (slowest ${Math.max(0, ...late.map((outcome) => outcome.ms))} ms)`);
     },
-    { effects: departmentsByName(target.stack.owner) },
+    { effects: departmentsByName(target.stack.owner), maxUnknownShare: 0.01 },
   );
 
 describe(PHASE, () => {
-  const target = usePhaseTarget({ timeoutMs: 3_000, worker: true });
+  // The worker's default tool call timeout: an outage of a few seconds is settled by the platform within it.
+  const target = usePhaseTarget({ timeoutMs: 15_000, worker: true });
 
-  it('3 broker restarts under load: the infrastructure sentence in time during each, calls and a conversation work again within 10 s', async () => {
+  it('3 broker restarts under load: interrupted calls sent again and answered (at most 1 % unknown), calls and a conversation work again within 10 s', async () => {
     const row = await brokerRestartsPhase(target, { restarts: 3, outageMs: 3_000, lanes: 6 });
     expectPassed(row);
+  });
+
+  it('fails when a lost call is sent again under a new call id', async () => {
+    const row = await withWeakenedCaller(target, 'new-call-id-per-resend', (weakened) => brokerRestartsPhase(weakened, { restarts: 1, outageMs: 2_000, lanes: 2 }));
+    expectCaught(row, 're-sent under a new call id');
+    expect(row.duplicated).toBeGreaterThan(0);
   });
 
   it('fails with the idempotency ledger switched off', async () => {

@@ -12,6 +12,7 @@ import {
   sleep,
   usePhaseTarget,
   waitFor,
+  withWeakenedCaller,
   type CallOutcome,
   type PhaseContext,
   type PhaseRow,
@@ -24,15 +25,19 @@ import {
 // - unreachable: connections drop and new ones are refused for two seconds while writes arrive;
 // - COMMIT lost: the connection drops before the write's COMMIT reaches the database (it rolls back);
 // - answer to COMMIT lost: the COMMIT reaches the database and commits, the connection drops before its answer, so
-//   the server cannot know: the call must say "unknown", never "failed", and get_tool_call_outcome must resolve it;
+//   the server cannot know: it answers "outcome unknown", never "failed";
 // - backend terminated: pg_terminate_backend on the server's sessions while they wait inside their transactions.
 // The protections: one transaction per call holding the write, its audit row and its ledger row (no partial write,
-// no audit row without its effect), an unknown commit reported as unknown, masked errors, and a pool that recovers:
-// a call after each fault works again within 5 s.
+// no audit row without its effect); a commit the server could not confirm settled by the platform, not the model (the
+// worker sends the call again, and the ledger answers it if it committed, or it runs once if it did not: at most 1 %
+// of calls end "outcome unknown", and get_tool_call_outcome agrees with the database on any that do); masked errors;
+// and a pool that recovers: a call after each fault works again within 5 s.
 //
 // Sabotage: the same server with the audit row written on its own connection, outside the call's transaction
 // (weakened-server.mjs, 'audit-outside-transaction'): a lost COMMIT then leaves an audit row for a write that never
-// happened.
+// happened, and once the call is sent again and runs, a second audit row for one call. And the caller sending an unconfirmed commit again under a new call id (caller.ts,
+// 'new-call-id-per-resend'): the ledger cannot recognise it, so a department that did commit is created again, which
+// its unique name refuses: the model is told the call failed while it happened (a ghost).
 
 const PHASE = 'database faults';
 const RECOVERY_MS = 5_000;
@@ -103,10 +108,11 @@ export const databaseFaultsPhase = (target: PhaseTarget, size: { rounds: number;
         for (const fault of size.faults ?? DATABASE_FAULTS) {
           const outcomes = await inject[fault](phase, writes);
           all.push(...outcomes);
-          if (fault === 'answer to COMMIT lost') {
+          if (fault === 'answer to COMMIT lost' || fault === 'COMMIT lost') {
+            // Unconfirmed either way: sent again, it is answered from the ledger (committed) or runs once (not).
             check(
-              outcomes.every((outcome) => outcome.kind === 'unknown'),
-              `${fault}: a commit the server could not confirm was reported as ${outcomes.map((outcome) => outcome.kind).join(', ')}, not unknown`,
+              outcomes.every((outcome) => outcome.kind === 'ok'),
+              `${fault}: a commit the server could not confirm ended ${outcomes.map((outcome) => outcome.kind).join(', ')}, not settled as done`,
             );
           }
           // The pool finds its way back: a call works again within RECOVERY_MS of the fault's end.
@@ -121,7 +127,7 @@ export const databaseFaultsPhase = (target: PhaseTarget, size: { rounds: number;
       const { disagreements } = await resolveUnknowns({ caller, context, outcomes: all, effects });
       for (const disagreement of disagreements) check(false, disagreement);
     },
-    { effects },
+    { effects, maxUnknownShare: 0.01 },
   );
 };
 
@@ -129,15 +135,23 @@ describe(PHASE, () => {
   // A small pool, so a fault reaches every connection the server has.
   const target = usePhaseTarget({ timeoutMs: 8_000, stack: { poolSize: 4 } });
 
-  it('5 kinds of database fault, 4 rounds: no partial write, no audit row without its effect, unknown commits resolved by call id', async () => {
+  it('5 kinds of database fault, 4 rounds: no partial write, no audit row without its effect, unconfirmed commits settled by sending again (at most 1 % unknown)', async () => {
     const row = await databaseFaultsPhase(target, { rounds: 4 });
     expectPassed(row);
+  });
+
+  it('fails when an unconfirmed commit is sent again under a new call id', async () => {
+    const row = await withWeakenedCaller(target, 'new-call-id-per-resend', (weakened) =>
+      databaseFaultsPhase(weakened, { rounds: 2, faults: ['answer to COMMIT lost'] }),
+    );
+    expectCaught(row, 're-sent under a new call id');
+    expect(row.ghost + row.duplicated).toBeGreaterThan(0);
   });
 
   it('fails with the audit row written outside the call transaction', async () => {
     await restartWeakened(target.stack, 'audit-outside-transaction');
     const row = await databaseFaultsPhase({ ...target, weakening: 'audit-outside-transaction' }, { rounds: 2, faults: ['COMMIT lost'] });
     expectCaught(row, 'audit outside the transaction');
-    expect(row.unexpected).toBeGreaterThan(0);
+    expect(row.unexpected + row.duplicated).toBeGreaterThan(0);
   });
 });

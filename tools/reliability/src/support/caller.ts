@@ -29,7 +29,15 @@ export type CallOutcome = {
   ms: number;
   /** Set by the phase: the key its effect probe counts this call's domain effect by (for example a unique name). */
   effectKey?: string;
+  /** Other call ids this one call went out under (only a caller weakened to re-send under new ids has any). */
+  sentAs?: string[];
 };
+
+/**
+ * A caller with the worker's protection switched off, for a sabotage test: 'new-call-id-per-resend' sends a lost call
+ * again as the worker does, but under a fresh call id each time, as a retry without the ledger's key would.
+ */
+export type CallerWeakening = 'new-call-id-per-resend';
 
 const UNKNOWN_CODES: ReadonlySet<ToolErrorCode> = new Set(OUTCOME_UNKNOWN_CODES);
 
@@ -48,10 +56,11 @@ export type ToolCaller = {
  * A caller that publishes as the worker does: the worker's AgentToolService and toRpcProxy from the built worker, on
  * the worker's broker user, with its timeout and expiration. Every outcome is classified as the model would read it.
  */
-export const createToolCaller = async (options: { brokerUrl: string; toolsQueue: string; timeoutMs: number }): Promise<ToolCaller> => {
+export const createToolCaller = async (options: { brokerUrl: string; toolsQueue: string; timeoutMs: number; weakening?: CallerWeakening }): Promise<ToolCaller> => {
   // The worker's client logs a warning per failed call: thousands under faults, and the table says it better.
   Logger.overrideLogger(['error', 'fatal']);
   const service = new AgentToolService({ rabbitmqUrl: options.brokerUrl, toolsQueue: options.toolsQueue, timeoutMs: options.timeoutMs });
+  const sentAs = options.weakening === 'new-call-id-per-resend' ? renameResends(service) : undefined;
   await service.onModuleInit();
 
   // "Unknown" is anything that tells the model the platform could not say: the worker's transport failures and the
@@ -60,7 +69,9 @@ export const createToolCaller = async (options: { brokerUrl: string; toolsQueue:
     const event = tool.event as AgentToolEvent;
     const failure = 'error' in result ? { error: result.error, code: result.code } : undefined;
     const kind: OutcomeKind = failure === undefined ? 'ok' : UNKNOWN_CODES.has(failure.code) ? 'unknown' : 'refused';
-    return { callId, tool: tool.name, event, mutating: isMutatingEvent(event), kind, ...failure, result, ms: Date.now() - started };
+    const others = sentAs?.get(callId);
+    sentAs?.delete(callId);
+    return { callId, tool: tool.name, event, mutating: isMutatingEvent(event), kind, ...failure, result, ms: Date.now() - started, ...(others ? { sentAs: others } : {}) };
   };
 
   // What toRpcProxy builds, from the same helpers, for phases that must send one envelope more than once.
@@ -92,4 +103,30 @@ export const createToolCaller = async (options: { brokerUrl: string; toolsQueue:
     envelope,
     close: () => service.onModuleDestroy(),
   };
+};
+
+type RpcCall = (pattern: string, data: unknown, timeoutMs: number, options?: { correlationId?: string }) => Promise<unknown>;
+
+/**
+ * The sabotage of 'new-call-id-per-resend', on this one service's RPC client (a private field of the built worker's
+ * class: nothing in production can switch this): every send after a call's first (the same correlation id again)
+ * carries a fresh call id. Returns the ids each call went out under besides its own, by its own.
+ */
+const renameResends = (service: AgentToolService): Map<string, string[]> => {
+  const client = (service as unknown as { client: { call: RpcCall } }).client;
+  const original = client.call.bind(client);
+  const seen = new Set<string>();
+  const renamed = new Map<string, string[]>();
+  client.call = (pattern, data, timeoutMs, callOptions) => {
+    const key = callOptions?.correlationId;
+    if (key === undefined || !seen.has(key)) {
+      if (key !== undefined) seen.add(key);
+      return original(pattern, data, timeoutMs, callOptions);
+    }
+    const request = data as AgentToolRequest<unknown>;
+    const fresh = `rel-resent-${randomUUID()}`;
+    renamed.set(request.meta.callId, [...(renamed.get(request.meta.callId) ?? []), fresh]);
+    return original(pattern, { ...request, meta: { ...request.meta, callId: fresh } }, timeoutMs, callOptions);
+  };
+  return renamed;
 };

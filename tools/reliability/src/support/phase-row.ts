@@ -62,13 +62,14 @@ export const verdictOf = (phase: string, counts: PhaseCounts, checkFailures: str
 
 /**
  * Writes the row of a phase run against the real target. A sabotage run (the same phase against a target with its
- * protection switched off) writes `<phase>.sabotage.json`, so the table can show that the phase caught it. `dir` (ending
+ * protection switched off) writes `<phase>.sabotage-<what>.json`, so the table can show that the phase caught it. `dir` (ending
  * in /) is another table's folder: `npm run test:cluster` writes its rows to tmp/cluster/.
  */
 export const writePhaseRow = (row: PhaseRow, options: { sabotage?: string; dir?: string } = {}): void => {
   const dir = options.dir ?? ROWS_DIR;
   mkdirSync(dir, { recursive: true });
   const slug = row.phase.toLowerCase().replace(/[^a-z0-9]+/g, '-');
-  const file = options.sabotage ? `${slug}.sabotage.json` : `${slug}.json`;
+  // One file per sabotage of a phase: a phase may check more than one protection.
+  const file = options.sabotage ? `${slug}.sabotage-${options.sabotage.toLowerCase().replace(/[^a-z0-9]+/g, '-')}.json` : `${slug}.json`;
   writeFileSync(`${dir}${file}`, `${JSON.stringify({ ...row, ...(options.sabotage ? { sabotage: options.sabotage } : {}) }, null, 2)}\n`);
 };

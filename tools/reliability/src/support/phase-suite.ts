@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect } from 'vitest';
-import { createToolCaller } from './caller.js';
+import { createToolCaller, type CallerWeakening } from './caller.js';
 import { writePhaseRow, type PhaseRow } from './phase-row.js';
 import type { PhaseTarget } from './run-phase.js';
 import { createReliabilityStack, type ReliabilityStack, type Weakening } from './stack.js';
@@ -41,6 +41,19 @@ export const expectPassed = (row: PhaseRow): void => {
 export const restartWeakened = async (stack: ReliabilityStack, weakening: Weakening): Promise<void> => {
   await stack.server().stop();
   await stack.startServer({ weakening });
+};
+
+/**
+ * Runs a sabotage test's phase with a caller weakened one way (caller.ts) on the same stack and timeout, the server left
+ * as it is; the weakened caller is closed afterwards.
+ */
+export const withWeakenedCaller = async <T>(target: PhaseTarget, weakening: CallerWeakening, run: (weakened: PhaseTarget) => Promise<T>): Promise<T> => {
+  const caller = await createToolCaller({ brokerUrl: target.stack.workerBrokerUrl, toolsQueue: target.stack.toolsQueue, timeoutMs: target.caller.timeoutMs, weakening });
+  try {
+    return await run({ ...target, caller, callerWeakening: weakening });
+  } finally {
+    await caller.close();
+  }
 };
 
 /** Puts the sabotage row in the table and fails the test unless the phase caught what was switched off. */

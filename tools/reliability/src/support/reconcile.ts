@@ -58,22 +58,26 @@ export const reconcile = async (input: {
     writes.set(outcome.callId, [...(writes.get(outcome.callId) ?? []), outcome]);
   }
   const callIds = [...writes.keys()];
-  const ledger = await countBy(owner, `SELECT call_id, count(*) FROM tool_call_ledger WHERE call_id = ANY($1) GROUP BY call_id`, callIds);
-  const audits = await countBy(owner, `SELECT call_id, count(*) FROM audit_log WHERE call_id = ANY($1) GROUP BY call_id`, callIds);
+  // Every id a call went out under (a caller that re-sent under new ids): its rows under any of them are its rows.
+  const idsOf = (callId: string) => [callId, ...new Set((writes.get(callId) ?? []).flatMap((copy) => copy.sentAs ?? []))];
+  const allIds = callIds.flatMap(idsOf);
+  const ledger = await countBy(owner, `SELECT call_id, count(*) FROM tool_call_ledger WHERE call_id = ANY($1) GROUP BY call_id`, allIds);
+  const audits = await countBy(owner, `SELECT call_id, count(*) FROM audit_log WHERE call_id = ANY($1) GROUP BY call_id`, allIds);
+  const sum = (counts: Map<string, number>, callId: string) => idsOf(callId).reduce((total, id) => total + (counts.get(id) ?? 0), 0);
   const keys = [...new Set(outcomes.flatMap((outcome) => (outcome.effectKey ? [outcome.effectKey] : [])))];
   const effects = input.effects && keys.length ? await input.effects(keys) : new Map<string, number>();
 
   for (const [callId, copies] of writes) {
     const key = copies.find((copy) => copy.effectKey)?.effectKey;
-    const inLedger = ledger.get(callId) ?? 0;
-    const audited = audits.get(callId) ?? 0;
+    const inLedger = sum(ledger, callId);
+    const audited = sum(audits, callId);
     // Without an effect key the ledger row stands for the effect (the phase has no domain probe for this tool).
     const effect = key === undefined ? inLedger : (effects.get(key) ?? 0);
     const kinds = new Set(copies.map((copy) => copy.kind));
     const label = `${copies[0].tool} ${callId.slice(0, 12)}`;
-    if (effect > 1 || audited > 1) {
+    if (effect > 1 || audited > 1 || inLedger > 1) {
       counts.duplicated += 1;
-      note(`duplicated: ${label} has ${effect} effects and ${audited} audit rows`);
+      note(`duplicated: ${label} has ${effect} effects, ${audited} audit rows and ${inLedger} ledger rows`);
     }
     if (kinds.has('ok') && effect === 0) {
       counts.lost += 1;
@@ -100,7 +104,7 @@ export const reconcile = async (input: {
   const { rows: strays } = await owner.query<{ source: string; count: string }>(
     `SELECT 'ledger' AS source, count(*) FROM tool_call_ledger WHERE created_at >= $1 AND NOT (call_id = ANY($2))
      UNION ALL SELECT 'audit', count(*) FROM audit_log WHERE created_at >= $1 AND source = 'agent' AND (call_id IS NULL OR NOT (call_id = ANY($2)))`,
-    [input.since, callIds],
+    [input.since, allIds],
   );
   for (const stray of strays) {
     const count = Number(stray.count);

@@ -1,4 +1,4 @@
-import type { CallOutcome, ToolCaller } from './caller.js';
+import type { CallerWeakening, CallOutcome, ToolCaller } from './caller.js';
 import { reconcile, type EffectProbe } from './reconcile.js';
 import { addCounts, verdictOf, type PhaseCounts, type PhaseRow } from './phase-row.js';
 import type { ReliabilityStack, Weakening } from './stack.js';
@@ -7,7 +7,13 @@ import type { ReliabilityStack, Weakening } from './stack.js';
  * What a phase runs against: the stack (processes, proxies, owner connection) and a caller, either of them weakened.
  * A phase that restarts the server starts it with `weakening` again, so a sabotaged target stays sabotaged.
  */
-export type PhaseTarget = { stack: ReliabilityStack; caller: ToolCaller; weakening?: Weakening };
+export type PhaseTarget = {
+  stack: ReliabilityStack;
+  caller: ToolCaller;
+  weakening?: Weakening;
+  /** How `caller` was weakened, for a phase that makes callers of its own (they must be weakened the same way). */
+  callerWeakening?: CallerWeakening;
+};
 
 export type PhaseContext = PhaseTarget & {
   /** Keeps an outcome for the reconciliation and returns it. */
@@ -26,7 +32,7 @@ export const runPhase = async (
   phase: string,
   target: PhaseTarget,
   body: (context: PhaseContext) => Promise<void>,
-  options: { effects?: EffectProbe } = {},
+  options: { effects?: EffectProbe; maxUnknownShare?: number } = {},
 ): Promise<PhaseRow> => {
   const started = Date.now();
   const since = new Date((await target.stack.owner.query<{ now: Date }>('SELECT now()')).rows[0].now);
@@ -49,8 +55,17 @@ export const runPhase = async (
   });
   const { counts, details } = await reconcile({ owner: target.stack.owner, outcomes, since, ...(options.effects ? { effects: options.effects } : {}) });
   for (const more of extra) addCounts(counts, more);
+  const tooManyUnknown = options.maxUnknownShare === undefined ? undefined : unknownShareFailure(counts, options.maxUnknownShare);
+  if (tooManyUnknown) failures.push(tooManyUnknown);
   return verdictOf(phase, counts, [...failures, ...details], Date.now() - started);
 };
+
+/**
+ * The platform settles what a fault interrupted; only what the deadline left unsettled reaches the model as "outcome
+ * unknown". A failure line when more than `maxShare` of the calls did.
+ */
+export const unknownShareFailure = (counts: Pick<PhaseCounts, 'calls' | 'unknown'>, maxShare: number): string | undefined =>
+  counts.unknown > maxShare * counts.calls ? `${counts.unknown} of ${counts.calls} calls ended "outcome unknown", more than ${maxShare * 100} %` : undefined;
 
 /** Runs `task(i)` for i in [0, count) with at most `concurrency` at a time; resolves with the results in order. */
 export const inParallel = async <T>(count: number, concurrency: number, task: (index: number) => Promise<T>): Promise<T[]> => {

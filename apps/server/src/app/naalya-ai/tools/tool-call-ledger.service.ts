@@ -7,6 +7,18 @@ import { canonicalHash } from './canonical-hash.js';
 
 export const CALL_ID_REUSED_ERROR = ERROR_SENTENCES.CALL_ID_REUSED;
 
+/**
+ * A repeat of a call gave up waiting for the call's first delivery, which still holds the call id (the statement time
+ * limit bounds the wait): that one may yet commit, so the answer is "outcome unknown", never a failure. The worker
+ * sends the call again while its deadline allows, and a later repeat finds the stored outcome.
+ */
+export class CallStillRunningError extends Error {
+  override readonly name = 'CallStillRunningError';
+}
+
+/** statement_timeout (query_canceled) and lock_timeout (lock_not_available): the wait for the claim ran out. */
+const WAIT_RAN_OUT = new Set(['57014', '55P03']);
+
 export const requestHash = (request: { event: string; identity: unknown; scope: unknown; args: unknown }): string => canonicalHash(request);
 
 @Injectable()
@@ -16,7 +28,12 @@ export class ToolCallLedgerService {
    * then finds the first one's stored outcome instead of racing it on the domain's own constraints.
    */
   async claim(callId: string): Promise<void> {
-    await currentManager().query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [callId]);
+    try {
+      await currentManager().query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [callId]);
+    } catch (error) {
+      if (WAIT_RAN_OUT.has((error as { code?: string }).code ?? '')) throw new CallStillRunningError(`call ${callId} is still running in another delivery`, { cause: error });
+      throw error;
+    }
   }
 
   /** The stored outcome of this call id, or a refusal when the id was used for another request. */

@@ -3,6 +3,7 @@ import { httpErrorCodeForStatus } from '@naalya/access';
 import { ERROR_SENTENCES, isToolErrorCode, toolError, type AgentToolError } from '@naalya/agent-tools';
 import { errorCodeOf } from '../../core/http/error-code.js';
 import { CommitOutcomeUnknownError } from '../../core/tenancy/tenant-context.js';
+import { CallStillRunningError } from './tool-call-ledger.service.js';
 
 const logger = new Logger('AgentTools');
 
@@ -17,6 +18,10 @@ export const toToolError = (error: unknown, context?: string): AgentToolError =>
   if (error instanceof HttpException) {
     const code = errorCodeOf(error);
     return { error: error.message, code: isToolErrorCode(code) ? code : httpErrorCodeForStatus(error.getStatus()) };
+  }
+  if (error instanceof CallStillRunningError) {
+    logger.warn({ msg: `Agent tool call still running in another delivery${context ? ` (${context})` : ''}`, err: error.message });
+    return toolError('OUTCOME_UNKNOWN');
   }
   if (error instanceof CommitOutcomeUnknownError) {
     logger.error({ msg: `Agent tool commit outcome unknown${context ? ` (${context})` : ''}`, err: error.cause });

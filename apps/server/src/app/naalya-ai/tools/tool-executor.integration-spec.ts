@@ -15,7 +15,7 @@ import { DataSource } from 'typeorm';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { AuditLogService } from '../../core/audit/audit-log.service.js';
 import { IDENTITY_REFUSED_ERROR } from '../../core/auth/identity.service.js';
-import { withSchool } from '../../core/tenancy/tenant-context.js';
+import { currentManager, withSchool } from '../../core/tenancy/tenant-context.js';
 import { PLATFORM_WRITE_NEEDS_SCHOOL_ERROR } from '../../core/tenancy/tenant-scope.js';
 import type { DemoPersona } from '../../seed/demo-seed.js';
 import { DepartmentService } from '../../departments/department.service.js';
@@ -24,8 +24,8 @@ import { createTestApp, type TestApp } from '../../../testing/test-app.js';
 import { inMessageFrame, invokeHandler, invokeTool, messageFrame } from '../../../testing/tool-handlers.js';
 import { TOOL_FIXTURES } from './fixtures/tool-fixtures.js';
 import type { ToolFixture } from './fixtures/tool-fixture.js';
-import { CALL_ID_REUSED_ERROR } from './tool-call-ledger.service.js';
-import { MASKED_TOOL_ERROR } from './tool-error.js';
+import { CALL_ID_REUSED_ERROR, ToolCallLedgerService } from './tool-call-ledger.service.js';
+import { MASKED_TOOL_ERROR, OUTCOME_UNKNOWN_ERROR } from './tool-error.js';
 import { DEADLINE_PASSED_ERROR, MALFORMED_ENVELOPE_ERROR, MISSING_IDENTITY_ERROR, TOOL_MISMATCH_ERROR, ToolExecutor } from './tool-executor.js';
 import { NO_TENANT_SCOPE_ERROR } from './tool-scope.js';
 
@@ -352,6 +352,86 @@ describe('idempotency ledger', () => {
     expect(ids.size).toBe(1);
     expect(await departmentsNamed('Raced')).toBe(1);
     expect(await count(`SELECT count(*) FROM audit_log WHERE call_id = $1`, [envelope.meta.callId])).toBe(1);
+  });
+
+  it('a repeat that arrives while the first delivery still runs waits for it and answers from the ledger: one department, one audit row, one ledger row, one audit id', async () => {
+    // The worker sends a call again when its reply was lost; the first delivery may still be running on another
+    // replica. Here the first is held inside its transaction, after its insert, until the repeat is seen waiting.
+    const service = testApp.module.get(DepartmentService);
+    const original = service.create.bind(service);
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const create = vi.spyOn(service, 'create').mockImplementation(async (dto, jwt) => {
+      const created = await original(dto, jwt);
+      await gate;
+      return created;
+    });
+    const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Repeated In Flight' });
+    const first = call(createDepartmentTool, envelope);
+    await vi.waitFor(() => expect(create).toHaveBeenCalledTimes(1));
+    const repeat = call(createDepartmentTool, envelope);
+    // The repeat waits on the call id's lock, not on the department's name.
+    await vi.waitFor(async () => expect(await count(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`)).toBe(1), { timeout: 5_000 });
+    open();
+
+    const [one, two] = await Promise.all([first, repeat]);
+    const auditId = (one as { auditId?: string }).auditId;
+    expect(auditId).toEqual(expect.any(String));
+    expect((two as { auditId?: string }).auditId).toBe(auditId);
+    expect(data<{ id: string }>(two).id).toBe(data<{ id: string }>(one).id);
+    expect(create).toHaveBeenCalledTimes(1);
+    expect(await departmentsNamed('Repeated In Flight')).toBe(1);
+    expect(await count(`SELECT count(*) FROM audit_log WHERE call_id = $1`, [envelope.meta.callId])).toBe(1);
+    expect(await count(`SELECT count(*) FROM tool_call_ledger WHERE call_id = $1`, [envelope.meta.callId])).toBe(1);
+  });
+
+  it('a repeat that gives up waiting for a first delivery still running answers "outcome unknown", never a failure; a later repeat gets the stored answer', async () => {
+    const service = testApp.module.get(DepartmentService);
+    const original = service.create.bind(service);
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const create = vi.spyOn(service, 'create').mockImplementation(async (dto, jwt) => {
+      const created = await original(dto, jwt);
+      await gate;
+      return created;
+    });
+    // The repeat's wait for the call id is cut short (the statement time limit, lowered for it alone), as a first
+    // delivery held longer than the limit would cut it.
+    const ledger = testApp.module.get(ToolCallLedgerService);
+    const claim = ledger.claim.bind(ledger);
+    let repeating = false;
+    vi.spyOn(ledger, 'claim').mockImplementation(async (callId) => {
+      if (repeating) await currentManager().query(`SET LOCAL statement_timeout = 300`);
+      return claim(callId);
+    });
+    const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Still Running' });
+    const first = call(createDepartmentTool, envelope);
+    await vi.waitFor(() => expect(create).toHaveBeenCalledTimes(1));
+    repeating = true;
+
+    expect(await call(createDepartmentTool, envelope)).toEqual({ error: OUTCOME_UNKNOWN_ERROR, code: 'OUTCOME_UNKNOWN' });
+    repeating = false;
+    open();
+    const committed = await first;
+    expect((await call(createDepartmentTool, envelope)) as object).toMatchObject({ auditId: (committed as { auditId: string }).auditId });
+    expect(create).toHaveBeenCalledTimes(1);
+    expect(await departmentsNamed('Still Running')).toBe(1);
+    expect(await count(`SELECT count(*) FROM tool_call_ledger WHERE call_id = $1`, [envelope.meta.callId])).toBe(1);
+  });
+
+  it('a repeat past its deadline of a call that never committed is refused and runs nothing', async () => {
+    const service = testApp.module.get(DepartmentService);
+    const create = vi.spyOn(service, 'create').mockRejectedValueOnce(new Error('connection lost mid-write'));
+    const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Never Committed' }, { timeoutMs: 300 });
+    expect(await call(createDepartmentTool, envelope)).toEqual({ error: MASKED_TOOL_ERROR, code: 'TOOL_FAILED' });
+    // Past the deadline and its clock-skew allowance.
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+
+    expect(await call(createDepartmentTool, envelope)).toEqual({ error: DEADLINE_PASSED_ERROR, code: 'DEADLINE_PASSED' });
+    expect(create).toHaveBeenCalledTimes(1);
+    expect(await departmentsNamed('Never Committed')).toBe(0);
+    expect(await count(`SELECT count(*) FROM audit_log WHERE call_id = $1`, [envelope.meta.callId])).toBe(0);
+    expect(await count(`SELECT count(*) FROM tool_call_ledger WHERE call_id = $1`, [envelope.meta.callId])).toBe(0);
   });
 
   it('a call past its deadline runs nothing', async () => {

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { connect, type Channel, type ChannelModel, type MessageProperties } from 'amqplib';
 import { Logger } from '@nestjs/common';
 import { rmqNames } from '@naalya/rmq';
+import { closeConnectionByName } from '@naalya/rmq/test-broker';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AgentToolService } from './agent-tool.service.js';
 import { createDepartmentPayload, listStaffPayload } from './tool-context.fixture.js';
@@ -107,12 +108,13 @@ describe('AgentToolService against real RabbitMQ', () => {
     expect(received[0].data).toEqual(payload);
   });
 
-  it('publishes with direct reply-to, an expiration equal to the timeout and the validated broker user', async () => {
+  it("publishes with direct reply-to, an expiration equal to the time left until the call's deadline (at most the timeout) and the validated broker user", async () => {
     const received = await respond(() => ({ response: { data: [], scopeContext: 'ok' } }));
     await service.call('list.staff', listStaffPayload());
 
     expect(received[0].properties.replyTo).toMatch(/^amq\.rabbitmq\.reply-to/);
-    expect(received[0].properties.expiration).toBe(String(TIMEOUT_MS));
+    expect(Number(received[0].properties.expiration)).toBeLessThanOrEqual(TIMEOUT_MS);
+    expect(Number(received[0].properties.expiration)).toBeGreaterThan(TIMEOUT_MS - 100);
     expect(received[0].properties.userId).toBe('guest');
   });
 
@@ -225,5 +227,100 @@ describe('AgentToolService with the broker unreachable', () => {
     const starting = new AgentToolService({ rabbitmqUrl: UNREACHABLE_URL, toolsQueue: 'agent-tools.unreachable', timeoutMs: TIMEOUT_MS });
 
     await expect(starting.onModuleInit()).rejects.toThrow(/Cannot connect to RabbitMQ for the "agent-tools\.unreachable" queue/);
+  });
+});
+
+describe('AgentToolService across a dropped connection (real RabbitMQ)', () => {
+  const queue = `agent-tools.test-resend-${randomUUID().slice(0, 8)}`;
+  const exchange = rmqNames(queue).toolsExchange;
+  const connectionName = `naalya-worker-test-${randomUUID().slice(0, 8)}`;
+  let connection: ChannelModel;
+  let channel: Channel;
+  let service: AgentToolService;
+
+  beforeAll(async () => {
+    connection = await connect(RABBITMQ_URL);
+    channel = await connection.createChannel();
+    await channel.assertQueue(queue, { durable: false });
+    await channel.assertExchange(exchange, 'direct', { durable: false });
+    await channel.bindQueue(queue, exchange, queue);
+    service = new AgentToolService({ rabbitmqUrl: RABBITMQ_URL, toolsQueue: queue, timeoutMs: 10_000, connectionName });
+    await service.onModuleInit();
+  });
+
+  afterAll(async () => {
+    await service?.onModuleDestroy();
+    await channel?.deleteQueue(queue);
+    await channel?.deleteExchange(exchange);
+    await connection?.close();
+  });
+
+  it('a write whose reply the dropped connection lost is sent again unchanged and answered from the ledger: one effect, one answer', async () => {
+    // The server as far as this rule goes: a ledger by call id, whose first run commits and whose reply is then lost.
+    const ledger = new Map<string, unknown>();
+    let effects = 0;
+    const deliveries: Received[] = [];
+    const answer = { data: { id: 'dept-1' }, scopeContext: 'ok', auditId: 'audit-1' };
+    const { consumerTag } = await channel.consume(
+      queue,
+      (message) => {
+        if (!message) return;
+        const packet = JSON.parse(message.content.toString()) as Omit<Received, 'properties'>;
+        deliveries.push({ ...packet, properties: message.properties });
+        const { callId } = (packet.data as { meta: { callId: string } }).meta;
+        if (!ledger.has(callId)) {
+          effects += 1;
+          ledger.set(callId, answer);
+          return; // committed; the reply never leaves
+        }
+        channel.sendToQueue(message.properties.replyTo, Buffer.from(JSON.stringify({ id: packet.id, response: ledger.get(callId), isDisposed: true })), {
+          correlationId: message.properties.correlationId,
+        });
+      },
+      { noAck: true },
+    );
+    try {
+      const payload = { ...createDepartmentPayload(), meta: { callId: randomUUID(), deadline: Date.now() + 10_000, dispatchToken: 'token-1' } };
+      const started = Date.now();
+      const pending = service.call('create.department', payload);
+      for (let waited = 0; deliveries.length === 0 && waited < 5_000; waited += 25) await sleep(25);
+      await closeConnectionByName(connectionName);
+
+      expect(await pending).toEqual(answer);
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(effects).toBe(1);
+      expect(deliveries).toHaveLength(2);
+      // The same call: call id, arguments, identity and dispatch token, under the same correlation id.
+      expect(deliveries[1].data).toEqual(deliveries[0].data);
+      expect(deliveries[1].properties.correlationId).toBe(deliveries[0].properties.correlationId);
+      // The re-send expires with the time left, never later than the first.
+      expect(Number(deliveries[1].properties.expiration)).toBeLessThan(Number(deliveries[0].properties.expiration));
+      expect(service.resends).toBe(1);
+    } finally {
+      await channel.cancel(consumerTag);
+    }
+  });
+
+  it('a read made as the connection drops waits for it within its deadline and is answered, not refused at once', async () => {
+    const { consumerTag } = await channel.consume(
+      queue,
+      (message) => {
+        if (!message) return;
+        const packet = JSON.parse(message.content.toString()) as { id: string };
+        channel.sendToQueue(message.properties.replyTo, Buffer.from(JSON.stringify({ id: packet.id, response: { data: [], scopeContext: 'ok' }, isDisposed: true })), {
+          correlationId: message.properties.correlationId,
+        });
+      },
+      { noAck: true },
+    );
+    try {
+      await closeConnectionByName(connectionName);
+      expect(await service.call('list.staff', { ...listStaffPayload(), meta: { callId: randomUUID(), deadline: Date.now() + 10_000 } })).toEqual({
+        data: [],
+        scopeContext: 'ok',
+      });
+    } finally {
+      await channel.cancel(consumerTag);
+    }
   });
 });

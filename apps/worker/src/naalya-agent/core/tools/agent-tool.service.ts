@@ -6,10 +6,12 @@ import {
   type AgentToolPayload,
   type AgentToolResult,
 } from '@naalya/agent-tools';
+import { randomUUID } from 'node:crypto';
 import { Inject, Injectable, Logger, type OnModuleDestroy, type OnModuleInit } from '@nestjs/common';
 import { RmqRpcClient, RmqRpcError, rmqNames } from '@naalya/rmq';
 import { brokerUserOf, describeBrokerError as describeError } from '../broker-credentials.js';
 import type { AgentToolCaller } from './agent-tool-caller.js';
+import { sendUntilDeadline, type ResendClock, type ResendPolicy, type SendOutcome } from './send-until-deadline.js';
 
 export type AgentToolServiceOptions = {
   rabbitmqUrl: string;
@@ -17,6 +19,10 @@ export type AgentToolServiceOptions = {
   timeoutMs: number;
   /** Which node of a RABBITMQ_URL list the first connection goes to; random by default. For the bench, whose raw baseline must call from the same node. */
   firstNode?: number;
+  /** Shown by `rabbitmqctl list_connections client_properties`; 'naalya-worker' by default. */
+  connectionName?: string;
+  /** How lost calls are sent again (TOOL_CALL_RESENDS by default); the clock is a seam for the loop's unit tests. */
+  resends?: { policy?: ResendPolicy; clock?: ResendClock };
 };
 
 export const AGENT_TOOL_SERVICE_OPTIONS = Symbol('AgentToolServiceOptions');
@@ -25,8 +31,8 @@ type TransportFailure = 'timeout' | 'unreachable';
 
 const INFRASTRUCTURE_ISSUE = 'This is an infrastructure issue, not a problem with your request.';
 
-// A write that got no answer may still have happened (the request can sit in the broker or run
-// late), so it is reported as "outcome unknown", never as a failure.
+// A write that got no answer within its deadline, after every send the deadline allowed, may still have happened (the
+// request can sit in the broker or run late), so it is reported as "outcome unknown", never as a failure.
 export const transportFailureMessage = (event: AgentToolEvent, failure: TransportFailure, callId?: string): string => {
   const what =
     failure === 'timeout'
@@ -50,12 +56,32 @@ const isAgentToolResult = (reply: unknown): reply is AgentToolResult => {
   return (typeof candidate['error'] === 'string' && isToolErrorCode(candidate['code'])) || ('data' in candidate && typeof candidate['scopeContext'] === 'string');
 };
 
-// The RMQ adapter behind the AgentToolCaller port. Semantic errors ({ error } results) pass through
-// untouched; only transport failures are caught and mapped to a non-retryable sentence.
+// The server could not confirm its commit: the same call sent again is answered from the ledger if it committed, and
+// runs (once) if it did not.
+const outcomeUnknownReply = (reply: unknown): boolean => isAgentToolResult(reply) && 'error' in reply && reply.code === 'OUTCOME_UNKNOWN';
+
+const sendOutcomeOf = (error: unknown): SendOutcome<never> => {
+  const reason = describeError(error);
+  if (!(error instanceof RmqRpcError)) return { kind: 'lost', reason };
+  if (error.failure === 'timeout') return { kind: 'timeout', reason };
+  return error.failure === 'error-reply' ? { kind: 'failed', reason } : { kind: 'lost', reason };
+};
+
+// The RMQ adapter behind the AgentToolCaller port. Semantic errors ({ error } results) pass through untouched. A call
+// whose request or reply a fault lost, or whose commit the server could not confirm, is sent again unchanged (same call
+// id, arguments and dispatch token) until an answer comes or its deadline passes: the ledger makes a repeat safe, and
+// the platform, not the model, settles the outcome. Only what is still unsettled at the deadline is mapped to the
+// "outcome unknown" sentence.
+//
+// The loop lives here, not in RmqRpcClient: this is where a request is known to be a tool call, whose repeats the
+// server answers as one by call id, and where its deadline is (the envelope's meta). The client stays a one-send
+// transport for every request and reply of the worker (the run lease must not be sent again blindly); its own re-send
+// of a publish the broker nacked stays inside one send.
 @Injectable()
 export class AgentToolService implements AgentToolCaller, OnModuleInit, OnModuleDestroy {
   readonly timeoutMs: number;
   private readonly client: RmqRpcClient;
+  private resent = 0;
   private readonly logger = new Logger(AgentToolService.name);
 
   constructor(@Inject(AGENT_TOOL_SERVICE_OPTIONS) private readonly options: AgentToolServiceOptions) {
@@ -66,7 +92,7 @@ export class AgentToolService implements AgentToolCaller, OnModuleInit, OnModule
       exchange: rmqNames(options.toolsQueue).toolsExchange,
       routingKey: options.toolsQueue,
       userId: brokerUserOf(options.rabbitmqUrl),
-      connectionName: 'naalya-worker',
+      connectionName: options.connectionName ?? 'naalya-worker',
       logger: this.logger,
       firstNode: options.firstNode,
     });
@@ -105,18 +131,41 @@ export class AgentToolService implements AgentToolCaller, OnModuleInit, OnModule
     return this.client.call(pattern, data, timeoutMs);
   }
 
+  /** Sends of tool calls after their first, since start: what an operator reads (logged one line each as well). */
+  get resends(): number {
+    return this.resent;
+  }
+
   async call<E extends AgentToolEvent>(event: E, payload: AgentToolPayload[E]): Promise<AgentToolResult> {
-    try {
-      // The message expires with the timeout, so a server that comes back later cannot perform a call
-      // whose caller already gave up (reliability.md, finding 2).
-      const reply = await this.client.call(event, payload, this.timeoutMs);
-      if (isAgentToolResult(reply)) return reply;
-      this.logger.warn(`Tool call "${event}" (callId ${payload.meta.callId}) got an unreadable reply`);
-      return transportFailure(event, 'unreachable', payload.meta.callId);
-    } catch (error) {
-      const failure: TransportFailure = error instanceof RmqRpcError && error.failure === 'timeout' ? 'timeout' : 'unreachable';
-      this.logger.warn(`Tool call "${event}" (callId ${payload.meta.callId}) failed in transport (${failure}): ${describeError(error)}`);
-      return transportFailure(event, failure, payload.meta.callId);
+    const { callId } = payload.meta;
+    // The envelope's deadline is the one limit, and never later than this worker's own timeout from now.
+    const deadline = Math.min(payload.meta.deadline, Date.now() + this.timeoutMs);
+    // One correlation id for every send: a reply to an earlier send still settles the call, once.
+    const correlationId = randomUUID();
+    const { outcome, sends } = await sendUntilDeadline<unknown>({
+      deadline,
+      // Each message expires with the time left, so a server that comes back later cannot perform a call whose caller
+      // already gave up (reliability.md, finding 2).
+      send: (timeLeftMs) =>
+        this.client.call(event, payload, timeLeftMs, { correlationId }).then(
+          (reply): SendOutcome<unknown> => ({ kind: 'reply', reply }),
+          sendOutcomeOf,
+        ),
+      resendReply: outcomeUnknownReply,
+      waitForConnection: (timeoutMs) => this.client.whenConnected(timeoutMs),
+      onResend: (sendNumber, reason, timeLeftMs) => {
+        this.resent += 1;
+        this.logger.warn(`Re-sending tool call "${event}" (callId ${callId}), send ${sendNumber}, ${timeLeftMs} ms left: ${reason}`);
+      },
+      ...(this.options.resends ? this.options.resends : {}),
+    });
+    if (outcome.kind === 'reply') {
+      if (isAgentToolResult(outcome.reply)) return outcome.reply;
+      this.logger.warn(`Tool call "${event}" (callId ${callId}) got an unreadable reply`);
+      return transportFailure(event, 'unreachable', callId);
     }
+    const failure: TransportFailure = outcome.kind === 'timeout' ? 'timeout' : 'unreachable';
+    this.logger.warn(`Tool call "${event}" (callId ${callId}) failed in transport after ${sends} sends (${failure}): ${outcome.reason}`);
+    return transportFailure(event, failure, callId);
   }
 }
