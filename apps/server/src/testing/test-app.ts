@@ -7,6 +7,7 @@ import { AppModule } from '../app/app.module.js';
 import type { ServerConfig } from '../app/core/config/server-config.js';
 import { createOwnerDataSource } from '../app/core/database/data-source.js';
 import { seedDemo, type DemoData } from '../app/seed/demo-seed.js';
+import { useStrictBodyParsers } from '../app/core/http/hostile-input.js';
 import { StrayQueryLogger } from '../app/core/database/stray-query.logger.js';
 import { TEST_DISPATCH_SIGNING_KEY, ensureDispatchRuns } from './dispatch-envelope.js';
 import { createTestDatabase, type TestDatabase } from './test-database.js';
@@ -81,6 +82,7 @@ export const createTestApp = async (
     .compile();
   // Quiet by default; TEST_LOGS=1 shows the server's logs when a test needs explaining.
   const app = module.createNestApplication({ logger: process.env['TEST_LOGS'] ? ['error', 'warn'] : false });
+  useStrictBodyParsers(app);
   await app.init();
   await app.listen(0, '127.0.0.1');
   const logger = module.get(DataSource).logger as StrayQueryLogger;
