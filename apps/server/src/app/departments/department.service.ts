@@ -95,7 +95,9 @@ export class DepartmentService {
     if (!(await this.isHead(department.id, jwt)) && !currentAbility().can(Action.DELETE, subject(Resource.DEPARTMENT, { ...department }))) {
       throw new ForbiddenException('Only the head of this department or an administrator can delete it.');
     }
-    await repo(DepartmentEntity).delete({ id: department.id });
+    // A concurrent delete that committed after the read above leaves nothing here: the loser reads as not found, unaudited.
+    const { affected } = await repo(DepartmentEntity).delete({ id: department.id });
+    if (affected !== 1) throw new NotFoundException('Department not found.');
     return department.id;
   }
 
