@@ -56,6 +56,10 @@ export const testConfig = (database: TestDatabase, overrides: Partial<ServerConf
   RUN_EVENTS_PREFETCH: 256,
   AGENT_QUESTION_TTL_SECONDS: 86_400,
   AGENT_DIRECT_RUNS_PER_USER: 1_000,
+  // Suites start many threads and runs as one persona; the limits suite sets its own.
+  AGENT_THREADS_PER_USER: 1_000_000,
+  AGENT_RUNS_IN_FLIGHT_PER_USER: 1_000,
+  AGENT_EVENT_STREAMS_PER_USER: 1_000,
   AGENT_MODELS_ALLOWED: '*',
   AGENT_SCHOOL_DAILY_TOKEN_BUDGET: null,
   AGENT_STEP_TOKEN_BUDGET: 200_000,

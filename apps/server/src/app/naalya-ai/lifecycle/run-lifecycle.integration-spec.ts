@@ -20,6 +20,7 @@ import { RmqRpcClient, brokerCredentialsOf, runEventsIngestQueue } from '@naalya
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { DemoPersona } from '../../seed/demo-seed.js';
 import { dispatchEnvelope } from '../../../testing/dispatch-envelope.js';
+import { raceOnLockedRow } from '../../../testing/row-race.js';
 import type { TestApp } from '../../../testing/test-app.js';
 import { DataSource } from 'typeorm';
 import { SERVER_CONFIG } from '../../core/config/server-config.js';
@@ -596,6 +597,18 @@ describe('cancel', () => {
     await storeAsWorker(testApp, done, eventsOf(done).finished());
     expect((await cancelRun(owner, done)).body).toEqual({ runId: done.runId, status: 'finished', cancelled: false, committedWrites: [] });
     expect((await runRow(done.runId)).status).toBe('finished');
+  });
+
+  it('of two concurrent cancels of one run exactly one cancels it; the other answers cancelled false, and one RUN_FINISHED is stored', async () => {
+    const owner = schoolA.personas.teacher;
+    const run = await newRun(owner);
+    const answers = await raceOnLockedRow(testApp.owner, { sql: `SELECT id FROM agent_runs WHERE id = $1 FOR NO KEY UPDATE`, parameters: [run.runId] }, () => [
+      cancelRun(owner, run),
+      cancelRun(owner, run),
+    ]);
+    expect(answers.map((answer) => answer.status)).toEqual([200, 200]);
+    expect(answers.map((answer) => (answer.body as { cancelled: boolean }).cancelled).sort()).toEqual([false, true]);
+    expect((await storedEvents(run.runId)).map((event) => (event.payload as { type: string }).type)).toEqual(['RUN_FINISHED']);
   });
 
   it('cancelling a run waiting on a question voids it (a resume is then 409 STALE_INTERRUPT) and ends its stream with RUN_FINISHED cancelled', async () => {
