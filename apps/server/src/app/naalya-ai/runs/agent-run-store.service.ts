@@ -2,6 +2,7 @@ import { ConflictException, HttpException, HttpStatus, Inject, Injectable, NotFo
 import { ERROR_SENTENCES, type AgentRunKind, type AgentRunStatus, type CommittedWrite, type LeaseRefusal, type RunUsage } from '@naalya/agent-tools';
 import { DataSource } from 'typeorm';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
+import { lockUntilCommit } from '../../core/database/advisory-lock.js';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { withCode } from '../../core/http/error-code.js';
 import { currentManager, repo } from '../../core/tenancy/tenant-context.js';
@@ -178,8 +179,8 @@ export class AgentRunStore {
    * every server replica: two concurrent requests cannot both see the last free slot. A transaction advisory lock, so it
    * is never left held, and keyed by the user alone, so other users never wait.
    */
-  async lockUserLimits(ownerId: string): Promise<void> {
-    await currentManager().query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`agent-user-limits:${ownerId}`]);
+  lockUserLimits(ownerId: string): Promise<void> {
+    return lockUntilCommit(`agent-user-limits:${ownerId}`);
   }
 
   /** The user's conversation threads (AGENT_THREADS_PER_USER); the thread a direct run opens is not one. */
