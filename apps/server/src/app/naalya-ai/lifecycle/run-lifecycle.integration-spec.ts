@@ -995,4 +995,24 @@ describe('direct runs (POST /agent/context)', () => {
     expect((await openDirect(persona)).status).toBe(200);
     expect((await openDirect(persona)).status).toBe(429);
   });
+
+  it(`concurrent opens never pass ${DIRECT_RUNS_PER_USER} open direct runs`, async () => {
+    const persona = schoolB.personas.teacher;
+    const before = await openDirectRuns(persona);
+    const answers = await Promise.all(Array.from({ length: DIRECT_RUNS_PER_USER + 3 }, () => openDirect(persona)));
+    expect(answers.filter((answer) => answer.status === 200)).toHaveLength(Math.max(0, DIRECT_RUNS_PER_USER - before));
+    expect(answers.filter((answer) => answer.status !== 200).map((answer) => answer.status)).toEqual(answers.filter((answer) => answer.status !== 200).map(() => 429));
+    expect(await openDirectRuns(persona)).toBe(DIRECT_RUNS_PER_USER);
+  });
+
+  it('of two concurrent closes of one direct run both answer 204 and one RUN_FINISHED is stored', async () => {
+    const persona = schoolA.personas.departmentHead;
+    const { runId } = ((await openDirect(persona)).body as AgentRuntimeContext).run;
+    const answers = await raceOnLockedRow(testApp.owner, { sql: `SELECT id FROM agent_runs WHERE id = $1 FOR NO KEY UPDATE`, parameters: [runId] }, () => [
+      closeDirect(persona, runId),
+      closeDirect(persona, runId),
+    ]);
+    expect(answers.map((answer) => answer.status)).toEqual([204, 204]);
+    expect((await storedEvents(runId)).map((event) => (event.payload as { type: string }).type)).toEqual(['RUN_FINISHED']);
+  });
 });

@@ -230,6 +230,7 @@ export class AgentThreadsService {
   openDirectRun(dto: { campusId?: string; targetSchoolId?: string }, caller: JwtPayload): Promise<AgentRuntimeContext> {
     return asCaller(caller, async () => {
       const user = await this.identityService.assertCurrent(caller);
+      await this.runs.lockUserLimits(user.id);
       if ((await this.runs.openDirectRuns(user.id)) >= this.config.AGENT_DIRECT_RUNS_PER_USER) throw directRunLimit();
       const threadId = randomUUID();
       const runId = randomUUID();
