@@ -164,6 +164,8 @@ const main = async () => {
     env: {
       TOOL_CALLS_PER_MINUTE_PER_SCHOOL: '1000000000',
       TOOL_CALLS_PER_MINUTE_PER_USER: '1000000000',
+      // The streaming phases hold up to 64 streams over two logins, past a person's AGENT_EVENT_STREAMS_PER_USER.
+      AGENT_EVENT_STREAMS_PER_USER: '1000',
       RUN_EVENTS_PREFETCH: String(RUN_EVENTS_PREFETCH),
       LOG_LEVEL: 'error',
     },

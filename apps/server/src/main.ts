@@ -3,6 +3,7 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app/app.module.js';
 import { ConfigError, loadServerConfig, nestLogLevels } from './app/core/config/server-config.js';
+import { useStrictBodyParsers } from './app/core/http/hostile-input.js';
 import { serveHub } from './app/core/http/hub-static.js';
 import { connectToolTransport } from './app/core/transport/tool-transport.js';
 import { startAgentRunMessaging } from './app/naalya-ai/agent-run-messaging.js';
@@ -10,6 +11,7 @@ import { startAgentRunMessaging } from './app/naalya-ai/agent-run-messaging.js';
 const bootstrap = async () => {
   const config = loadServerConfig();
   const app = await NestFactory.create(AppModule.forRoot(config), { abortOnError: false, logger: nestLogLevels(config.LOG_LEVEL) });
+  useStrictBodyParsers(app);
   // SIGTERM: stop consuming, finish the calls in flight, close the database, then exit.
   app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
   connectToolTransport(app, config);

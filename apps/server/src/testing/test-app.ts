@@ -7,6 +7,7 @@ import { AppModule } from '../app/app.module.js';
 import type { ServerConfig } from '../app/core/config/server-config.js';
 import { createOwnerDataSource } from '../app/core/database/data-source.js';
 import { seedDemo, type DemoData } from '../app/seed/demo-seed.js';
+import { useStrictBodyParsers } from '../app/core/http/hostile-input.js';
 import { StrayQueryLogger } from '../app/core/database/stray-query.logger.js';
 import { TEST_DISPATCH_SIGNING_KEY, ensureDispatchRuns } from './dispatch-envelope.js';
 import { createTestDatabase, type TestDatabase } from './test-database.js';
@@ -55,6 +56,10 @@ export const testConfig = (database: TestDatabase, overrides: Partial<ServerConf
   RUN_EVENTS_PREFETCH: 256,
   AGENT_QUESTION_TTL_SECONDS: 86_400,
   AGENT_DIRECT_RUNS_PER_USER: 1_000,
+  // Suites start many threads and runs as one persona; the limits suite sets its own.
+  AGENT_THREADS_PER_USER: 1_000_000,
+  AGENT_RUNS_IN_FLIGHT_PER_USER: 1_000,
+  AGENT_EVENT_STREAMS_PER_USER: 1_000,
   AGENT_MODELS_ALLOWED: '*',
   AGENT_SCHOOL_DAILY_TOKEN_BUDGET: null,
   AGENT_STEP_TOKEN_BUDGET: 200_000,
@@ -81,6 +86,7 @@ export const createTestApp = async (
     .compile();
   // Quiet by default; TEST_LOGS=1 shows the server's logs when a test needs explaining.
   const app = module.createNestApplication({ logger: process.env['TEST_LOGS'] ? ['error', 'warn'] : false });
+  useStrictBodyParsers(app);
   await app.init();
   await app.listen(0, '127.0.0.1');
   const logger = module.get(DataSource).logger as StrayQueryLogger;

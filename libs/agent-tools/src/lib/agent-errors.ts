@@ -46,6 +46,9 @@ export const CONVERSATION_ERROR_CODES = [
   'QUESTION_PENDING',
   'RUN_QUEUE_FULL',
   'DIRECT_RUN_LIMIT',
+  'THREAD_LIMIT',
+  'RUNS_IN_FLIGHT_LIMIT',
+  'EVENT_STREAM_LIMIT',
   // A new message is refused while the school's day is spent: the same code and sentence as the run it would end.
   'SCHOOL_TOKEN_BUDGET_SPENT',
 ] as const;
@@ -120,6 +123,9 @@ export const ERROR_SENTENCES = {
     'This conversation is waiting for an answer to a question. Answer it, or send your message with "interrupt" to stop the current run.',
   RUN_QUEUE_FULL: 'Too many messages are already waiting in this conversation. Wait for them to start, or stop the current run.',
   DIRECT_RUN_LIMIT: 'You have too many direct tool sessions open. Close one before opening another.',
+  THREAD_LIMIT: 'You have too many conversations. Continue one of them instead of starting another.',
+  RUNS_IN_FLIGHT_LIMIT: 'You have too many messages being worked on at once. Wait for one to finish, or stop one, before sending another.',
+  EVENT_STREAM_LIMIT: 'You have too many live views of conversations open. Close one before opening another.',
   RUN_ABANDONED: 'The assistant stopped responding while working on this message, so it was stopped. Please send it again.',
   STEP_DEAD_LETTERED: 'The assistant failed on this message several times, so it was stopped. Please send it again or rephrase it.',
   QUESTION_EXPIRED: 'This question was not answered in time, so the run ended. Send a new message to continue.',

@@ -376,6 +376,26 @@ describe('AckAfterReplyTransport', () => {
     for (const correlationId of sent) expect(settlementsOf(server.transport.wire, correlationId)).toEqual(['nack']);
   });
 
+  it('dead-letters a body that is not valid UTF-8 with an error reply naming it, and never runs its handler', async () => {
+    server.transport.wire.length = 0;
+    const deadBefore = await deadLetterCount();
+    const repliesBefore = rawReplies.length;
+    const echoRunsBefore = runsOf('echo.thing');
+    const correlationId = 'not-utf8-1';
+    // 0xC3 0x28: a two-byte lead followed by no continuation byte; toString('utf8') would make it U+FFFD and run the call.
+    const body = Buffer.concat([Buffer.from('{"pattern":"echo.thing","data":"a'), Buffer.from([0xc3, 0x28]), Buffer.from('","id":"u1"}')]);
+    publishRaw(body, { correlationId });
+    await inspector.waitForConfirms();
+    await waitUntil(async () => (await deadLetterCount()) === deadBefore + 1 && rawReplies.length === repliesBefore + 1);
+    expect(runsOf('echo.thing')).toBe(echoRunsBefore);
+    const reply = rawReplies.at(-1);
+    expect(reply?.properties.correlationId).toBe(correlationId);
+    expect(JSON.parse(reply?.content.toString() ?? '{}')).toEqual({ err: { status: 'error', message: 'Message body is not valid UTF-8.' }, isDisposed: true });
+    expect(settlementsOf(server.transport.wire, correlationId)).toEqual(['nack']);
+    const deadLetters = await drainDeadLetters();
+    expect(deadLetters.map((message) => message.properties.correlationId)).toContain(correlationId);
+  });
+
   it('dead-letters a call without replyTo without running its handler', async () => {
     const echoRunsBefore = runsOf('echo.thing');
 

@@ -13,6 +13,11 @@ describe('parseRmqPacket', () => {
     expect(parse(JSON.stringify({ pattern: 'p', data: 'x'.repeat(100) }), 50)).toMatchObject({ ok: false, reason: expect.stringContaining('exceeds the limit of 50 bytes') });
   });
 
+  it('refuses a body that is not valid UTF-8 instead of decoding it with replacement characters', () => {
+    const body = Buffer.concat([Buffer.from('{"pattern":"p","data":"a'), Buffer.from([0xff]), Buffer.from('"}')]);
+    expect(parseRmqPacket(body, 1024)).toEqual({ ok: false, reason: 'Message body is not valid UTF-8.' });
+  });
+
   it.each([
     ['not JSON', 'not json {'],
     ['a JSON string', '"echo.thing"'],

@@ -1,3 +1,5 @@
+import { isUtf8 } from 'node:buffer';
+
 /** The body Nest's ClientRMQ publishes: `id` is present for a call and absent for an event. */
 export type RmqIncomingPacket = {
   pattern: string | number | Record<string, unknown>;
@@ -26,6 +28,8 @@ export const parseRmqPacket = (content: Buffer, maxMessageBytes: number): RmqPac
   if (content.length > maxMessageBytes) {
     return { ok: false, reason: `Message of ${content.length} bytes exceeds the limit of ${maxMessageBytes} bytes.` };
   }
+  // toString would replace bad bytes silently: a handler must never see a message other than the one sent.
+  if (!isUtf8(content)) return { ok: false, reason: 'Message body is not valid UTF-8.' };
   let body: unknown;
   try {
     body = JSON.parse(content.toString('utf8'));

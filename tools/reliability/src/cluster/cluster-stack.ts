@@ -99,6 +99,9 @@ export const createClusterStack = async (): Promise<ClusterStack> => {
         // The faults load the servers far beyond a person's rate; quotas have their own phase in the battery.
         TOOL_CALLS_PER_MINUTE_PER_SCHOOL: '1000000000',
         TOOL_CALLS_PER_MINUTE_PER_USER: '1000000000',
+        // One login drives every lane's conversations: the per-user limits are tested in the server's own suite.
+        AGENT_THREADS_PER_USER: '1000000',
+        AGENT_RUNS_IN_FLIGHT_PER_USER: '1000',
         // "Connected to RabbitMQ at <node> (<connection>)." is a log line: the failover times are read from it.
         LOG_LEVEL: 'info',
       },

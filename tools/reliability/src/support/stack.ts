@@ -64,6 +64,10 @@ const WEAKENED_SERVER = fileURLToPath(new URL('./weakened-server.mjs', import.me
 const RELIABILITY_SERVER_ENV: Record<string, string> = {
   TOOL_CALLS_PER_MINUTE_PER_SCHOOL: '1000000000',
   TOOL_CALLS_PER_MINUTE_PER_USER: '1000000000',
+  // One login drives many conversations at once here: the per-user limits are tested in the server's own suite.
+  AGENT_THREADS_PER_USER: '1000000',
+  AGENT_RUNS_IN_FLIGHT_PER_USER: '1000',
+  AGENT_EVENT_STREAMS_PER_USER: '1000',
   LOG_LEVEL: 'error',
 };
 

@@ -1,4 +1,5 @@
 import { BadRequestException, Injectable } from '@nestjs/common';
+import { lockUntilCommit } from '../core/database/advisory-lock.js';
 import type { JwtPayload } from '../core/auth/jwt-payload.js';
 import { currentScope, repo } from '../core/tenancy/tenant-context.js';
 import { SchoolBrandingEntity } from './school-branding.entity.js';
@@ -20,6 +21,9 @@ export class BrandingService {
 
   async update(dto: UpdateBrandingDto, jwt: JwtPayload): Promise<SchoolBranding> {
     const schoolId = this.schoolId();
+    // A school's first branding is an insert, with no row to lock: concurrent updates would both insert (a unique
+    // violation) or merge over each other's fields.
+    await lockUntilCommit(`school-branding:${schoolId}`);
     const current = await this.get(jwt);
     await repo(SchoolBrandingEntity).save({ ...current, ...dto, schoolId });
     return this.get(jwt);

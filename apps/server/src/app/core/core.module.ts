@@ -16,6 +16,7 @@ import { SERVER_CONFIG, type ServerConfig } from './config/server-config.js';
 import type { EntityList } from './database/data-source.js';
 import { DatabaseModule } from './database/database.module.js';
 import { ErrorCodeFilter } from './http/error-code.js';
+import { NulCharacterGuard } from './http/hostile-input.js';
 import { UnitOfWorkInterceptor } from './http/unit-of-work.interceptor.js';
 
 /** Plumbing shared by every domain: config, database, auth, the unit of work, permissions and audit. */
@@ -36,6 +37,8 @@ export class CoreModule {
         AuditLogService,
         BrokerStatus,
         DeadLetterDepths,
+        // Before authentication: a NUL character is refused the same way whoever sends it.
+        { provide: APP_GUARD, useClass: NulCharacterGuard },
         { provide: APP_GUARD, useClass: JwtAuthGuard },
         { provide: APP_FILTER, useClass: ErrorCodeFilter },
         // Order matters: the unit of work opens first, so the audit row lands in its transaction.

@@ -9,6 +9,7 @@ import { currentManager, currentSchoolId, repo } from '../core/tenancy/tenant-co
 import { UserEntity } from '../core/identity/user.entity.js';
 import { DepartmentMemberEntity } from './department-member.entity.js';
 import { DepartmentEntity } from './department.entity.js';
+import { lockUntilCommit } from '../core/database/advisory-lock.js';
 
 export type ListDepartmentsDto = { campusId?: string };
 export type CreateDepartmentDto = { name: string; campusId?: string };
@@ -95,7 +96,9 @@ export class DepartmentService {
     if (!(await this.isHead(department.id, jwt)) && !currentAbility().can(Action.DELETE, subject(Resource.DEPARTMENT, { ...department }))) {
       throw new ForbiddenException('Only the head of this department or an administrator can delete it.');
     }
-    await repo(DepartmentEntity).delete({ id: department.id });
+    // A concurrent delete that committed after the read above leaves nothing here: the loser reads as not found, unaudited.
+    const { affected } = await repo(DepartmentEntity).delete({ id: department.id });
+    if (affected !== 1) throw new NotFoundException('Department not found.');
     return department.id;
   }
 
@@ -110,6 +113,9 @@ export class DepartmentService {
     if (!staff.isActive) throw new BadRequestException(`${staff.fullName} is deactivated and cannot join a department.`);
 
     const members = repo(DepartmentMemberEntity);
+    // Membership is read, then inserted or updated, and one head replaces another: a department's member changes run
+    // one at a time, or concurrent ones insert the same member twice or two heads (unique violations).
+    await lockUntilCommit(`department-members:${department.id}`);
     if (dto.asHead) await members.update({ departmentId: department.id, isHead: true }, { isHead: false });
     const existing = await members.findOneBy({ departmentId: department.id, userId: staff.id });
     const isHead = dto.asHead || (existing?.isHead ?? false);

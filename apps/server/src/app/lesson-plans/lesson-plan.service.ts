@@ -28,6 +28,8 @@ export type LessonPlanSummary = {
   teacherName: string;
 };
 
+const alreadyReviewed = (status: LessonPlanStatus) => new ConflictException(`That lesson plan is already ${status}.`);
+
 @Injectable()
 export class LessonPlanService {
   constructor(private readonly campusService: CampusService) {}
@@ -80,12 +82,15 @@ export class LessonPlanService {
     if (found.createdBy === jwt.sub) throw new ForbiddenException('You cannot approve your own lesson plan.');
     // A review is an act of the school's own staff: it names a reviewer who belongs to the school.
     if (jwt.type !== UserType.STAFF) throw new ForbiddenException("Lesson plans are reviewed by the school's own staff.");
-    if (found.status !== 'pending') throw new ConflictException(`That lesson plan is already ${found.status}.`);
+    if (found.status !== 'pending') throw alreadyReviewed(found.status);
     const plans = repo(LessonPlanEntity);
-    await plans.update(
-      { id: found.id },
+    // Conditional: a concurrent approval that committed after the read above leaves this one nothing to update (the row
+    // lock makes it wait, then re-check the status), so exactly one approval wins and is audited.
+    const { affected } = await plans.update(
+      { id: found.id, status: 'pending' },
       { status: 'approved', reviewedBy: jwt.sub, reviewedAt: new Date(), reviewComment: dto.comment ?? null },
     );
+    if (affected !== 1) throw alreadyReviewed((await plans.findOneByOrFail({ id: found.id })).status);
     return plans.findOneByOrFail({ id: found.id });
   }
 

@@ -10,6 +10,7 @@ import { currentManager, currentSchoolId, repo } from '../core/tenancy/tenant-co
 import { UserEntity } from '../core/identity/user.entity.js';
 import { SubjectEntity } from '../subjects/subject.entity.js';
 import { TeachingAssignmentEntity } from './teaching-assignment.entity.js';
+import { lockUntilCommit } from '../core/database/advisory-lock.js';
 
 export type ListMyTeachingAssignmentsDto = { campusId?: string };
 export type AssignSubjectTeacherDto = { classId: string; subjectId: string; staffId: string; campusId?: string };
@@ -58,6 +59,8 @@ export class TeachingService {
     if (!teacher) throw new NotFoundException('Staff member not found.');
     if (!teacher.isActive) throw new BadRequestException(`${teacher.fullName} is deactivated and cannot be assigned.`);
     const assignments = repo(TeachingAssignmentEntity);
+    // One row per class and subject, inserted the first time: concurrent assignments would both insert.
+    await lockUntilCommit(`teaching-assignment:${stream.id}:${subjectRow.id}`);
     const existing = await assignments.findOneBy({ classId: stream.id, subjectId: subjectRow.id });
     if (existing) {
       existing.teacherId = teacher.id;

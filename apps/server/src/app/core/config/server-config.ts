@@ -63,6 +63,11 @@ const serverConfigSchema = z.object({
   RUN_EVENTS_PREFETCH: z.coerce.number().int().min(1).max(4096).default(256),
   AGENT_QUESTION_TTL_SECONDS: z.coerce.number().int().min(10).default(24 * 3600),
   AGENT_DIRECT_RUNS_PER_USER: z.coerce.number().int().min(1).max(10_000).default(50),
+  // Per-user bounds on what a client can make the server hold: conversation threads (rows), agent runs running or queued
+  // (worker time and model tokens) and open event streams (a socket and a LISTEN subscription each).
+  AGENT_THREADS_PER_USER: z.coerce.number().int().min(1).max(1_000_000).default(1_000),
+  AGENT_RUNS_IN_FLIGHT_PER_USER: z.coerce.number().int().min(1).max(1_000).default(10),
+  AGENT_EVENT_STREAMS_PER_USER: z.coerce.number().int().min(1).max(1_000).default(10),
   // Signs every run step (Ed25519, `kid:base64(PKCS8 DER)`): the worker runs only steps it verifies with the public half.
   RUN_SIGNING_KEY: runSigningKey,
   // The platform's data choice: which language models a school's data may be sent to unless the school chose otherwise.

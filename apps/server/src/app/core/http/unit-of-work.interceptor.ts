@@ -23,7 +23,7 @@ import {
   tenantJwtFor,
 } from '../tenancy/tenant-scope.js';
 import { withCode } from './error-code.js';
-import { targetSchoolOf } from './target-school.js';
+import { assertTargetSchoolExists, assertWellFormedTargetSchool, targetSchoolOf } from './target-school.js';
 
 /**
  * The REST unit of work: one transaction in the caller's tenant frame, the caller reloaded fresh, the
@@ -47,12 +47,16 @@ export class UnitOfWorkInterceptor implements NestInterceptor {
     return from(
       (async () => {
         if (hasNoTenantScope(jwt)) throw withCode('NO_TENANT_SCOPE', new ForbiddenException(NO_TENANT_SCOPE_ERROR));
-        const tenantJwt = tenantJwtFor(jwt, targetSchoolOf(request));
+        const targetSchoolId = targetSchoolOf(request);
+        // Anyone but a platform admin is refused for sending the header at all, before its form is looked at.
+        const tenantJwt = tenantJwtFor(jwt, targetSchoolId);
+        if (targetSchoolId) assertWellFormedTargetSchool(targetSchoolId);
         if (request.method !== 'GET' && jwt.type === UserType.PLATFORM_ADMIN && !tenantJwt.schoolId) {
           throw withCode('PLATFORM_WRITE_NEEDS_SCHOOL', new ForbiddenException(PLATFORM_WRITE_NEEDS_SCHOOL_ERROR));
         }
         request.tenantUser = tenantJwt;
         return inTenantScope(tenantJwt, async () => {
+          if (targetSchoolId) await assertTargetSchoolExists();
           const permissions = await this.identityService.assertCurrentWithPermissions(jwt);
           const ability = this.abilityFactory.fromPermissions(tenantJwt, permissions);
           if (gate && !ability.can(gate.action, gate.resource)) throw new ForbiddenException(permissionDeniedMessage(gate));

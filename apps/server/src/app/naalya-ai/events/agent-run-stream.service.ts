@@ -1,8 +1,9 @@
 import type { ServerResponse } from 'node:http';
-import { BadRequestException, Injectable, Logger } from '@nestjs/common';
+import { BadRequestException, HttpException, HttpStatus, Inject, Injectable, Logger } from '@nestjs/common';
 import { ERROR_SENTENCES, toRunStreamEvent, type AgentRunEvent, type AgentRunStatus } from '@naalya/agent-tools';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { IdentityService } from '../../core/auth/identity.service.js';
+import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 import { withCode } from '../../core/http/error-code.js';
 import { currentManager } from '../../core/tenancy/tenant-context.js';
 import { AgentRunStore } from '../runs/agent-run-store.service.js';
@@ -14,6 +15,9 @@ export const LAST_EVENT_ID_ERROR = ERROR_SENTENCES.INVALID_LAST_EVENT_ID;
 const BATCH = 200;
 /** A comment line keeps proxies from closing an idle stream, and doubles as a safety re-read of the table. */
 const HEARTBEAT_MS = 15_000;
+
+export const eventStreamLimit = () =>
+  withCode('EVENT_STREAM_LIMIT', new HttpException(ERROR_SENTENCES.EVENT_STREAM_LIMIT, HttpStatus.TOO_MANY_REQUESTS));
 
 export type StoredRunEvent = { seq: number; type: string; payload: AgentRunEvent };
 
@@ -40,11 +44,18 @@ export const parseLastEventId = (value: string | string[] | undefined): number =
 @Injectable()
 export class AgentRunStreamService {
   private readonly logger = new Logger(AgentRunStreamService.name);
+  /**
+   * Open streams per user, counted in this process (AGENT_EVENT_STREAMS_PER_USER): what a stream holds (its socket,
+   * its LISTEN subscription, a heartbeat timer) is this process's, and a count in PostgreSQL would outlive a process
+   * killed with streams open. Behind N replicas a user can so hold up to N times the limit, each replica bounded.
+   */
+  private readonly openStreams = new Map<string, number>();
 
   constructor(
     private readonly identityService: IdentityService,
     private readonly runs: AgentRunStore,
     private readonly notifier: AgentRunNotifier,
+    @Inject(SERVER_CONFIG) private readonly config: ServerConfig,
   ) {}
 
   async stream(
@@ -53,13 +64,28 @@ export class AgentRunStreamService {
     lastEventId: string | string[] | undefined,
     response: ServerResponse,
   ): Promise<void> {
-    let lastSeq = parseLastEventId(lastEventId);
+    const lastSeq = parseLastEventId(lastEventId);
     // Thrown from here (before any byte is written) these reach the client as ordinary JSON errors: 404, 403.
     await asCaller(caller, async () => {
       await this.identityService.assertCurrent(caller);
       await this.runs.ownedRun(ids.threadId, ids.runId, caller);
     });
 
+    // Counted synchronously from the check on, so concurrent opens cannot both take the last slot.
+    const open = this.openStreams.get(caller.sub) ?? 0;
+    if (open >= this.config.AGENT_EVENT_STREAMS_PER_USER) throw eventStreamLimit();
+    this.openStreams.set(caller.sub, open + 1);
+    try {
+      await this.serve(caller, ids, lastSeq, response);
+    } finally {
+      const left = (this.openStreams.get(caller.sub) ?? 1) - 1;
+      if (left > 0) this.openStreams.set(caller.sub, left);
+      else this.openStreams.delete(caller.sub);
+    }
+  }
+
+  private async serve(caller: JwtPayload, ids: { threadId: string; runId: string }, afterSeq: number, response: ServerResponse): Promise<void> {
+    let lastSeq = afterSeq;
     let isDirty = true;
     let wake: (() => void) | undefined;
     const poke = () => {

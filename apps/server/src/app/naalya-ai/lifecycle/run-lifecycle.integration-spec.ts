@@ -20,6 +20,7 @@ import { RmqRpcClient, brokerCredentialsOf, runEventsIngestQueue } from '@naalya
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { DemoPersona } from '../../seed/demo-seed.js';
 import { dispatchEnvelope } from '../../../testing/dispatch-envelope.js';
+import { raceOnLockedRow } from '../../../testing/row-race.js';
 import type { TestApp } from '../../../testing/test-app.js';
 import { DataSource } from 'typeorm';
 import { SERVER_CONFIG } from '../../core/config/server-config.js';
@@ -598,6 +599,18 @@ describe('cancel', () => {
     expect((await runRow(done.runId)).status).toBe('finished');
   });
 
+  it('of two concurrent cancels of one run exactly one cancels it; the other answers cancelled false, and one RUN_FINISHED is stored', async () => {
+    const owner = schoolA.personas.teacher;
+    const run = await newRun(owner);
+    const answers = await raceOnLockedRow(testApp.owner, { sql: `SELECT id FROM agent_runs WHERE id = $1 FOR NO KEY UPDATE`, parameters: [run.runId] }, () => [
+      cancelRun(owner, run),
+      cancelRun(owner, run),
+    ]);
+    expect(answers.map((answer) => answer.status)).toEqual([200, 200]);
+    expect(answers.map((answer) => (answer.body as { cancelled: boolean }).cancelled).sort()).toEqual([false, true]);
+    expect((await storedEvents(run.runId)).map((event) => (event.payload as { type: string }).type)).toEqual(['RUN_FINISHED']);
+  });
+
   it('cancelling a run waiting on a question voids it (a resume is then 409 STALE_INTERRUPT) and ends its stream with RUN_FINISHED cancelled', async () => {
     const owner = schoolA.personas.teacher;
     const run = await newRun(owner);
@@ -981,5 +994,25 @@ describe('direct runs (POST /agent/context)', () => {
     expect((await closeDirect(persona, opened[0])).status).toBe(204);
     expect((await openDirect(persona)).status).toBe(200);
     expect((await openDirect(persona)).status).toBe(429);
+  });
+
+  it(`concurrent opens never pass ${DIRECT_RUNS_PER_USER} open direct runs`, async () => {
+    const persona = schoolB.personas.teacher;
+    const before = await openDirectRuns(persona);
+    const answers = await Promise.all(Array.from({ length: DIRECT_RUNS_PER_USER + 3 }, () => openDirect(persona)));
+    expect(answers.filter((answer) => answer.status === 200)).toHaveLength(Math.max(0, DIRECT_RUNS_PER_USER - before));
+    expect(answers.filter((answer) => answer.status !== 200).map((answer) => answer.status)).toEqual(answers.filter((answer) => answer.status !== 200).map(() => 429));
+    expect(await openDirectRuns(persona)).toBe(DIRECT_RUNS_PER_USER);
+  });
+
+  it('of two concurrent closes of one direct run both answer 204 and one RUN_FINISHED is stored', async () => {
+    const persona = schoolA.personas.departmentHead;
+    const { runId } = ((await openDirect(persona)).body as AgentRuntimeContext).run;
+    const answers = await raceOnLockedRow(testApp.owner, { sql: `SELECT id FROM agent_runs WHERE id = $1 FOR NO KEY UPDATE`, parameters: [runId] }, () => [
+      closeDirect(persona, runId),
+      closeDirect(persona, runId),
+    ]);
+    expect(answers.map((answer) => answer.status)).toEqual([204, 204]);
+    expect((await storedEvents(runId)).map((event) => (event.payload as { type: string }).type)).toEqual(['RUN_FINISHED']);
   });
 });

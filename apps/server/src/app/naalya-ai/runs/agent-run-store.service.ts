@@ -2,6 +2,7 @@ import { ConflictException, HttpException, HttpStatus, Inject, Injectable, NotFo
 import { ERROR_SENTENCES, type AgentRunKind, type AgentRunStatus, type CommittedWrite, type LeaseRefusal, type RunUsage } from '@naalya/agent-tools';
 import { DataSource } from 'typeorm';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
+import { lockUntilCommit } from '../../core/database/advisory-lock.js';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { withCode } from '../../core/http/error-code.js';
 import { currentManager, repo } from '../../core/tenancy/tenant-context.js';
@@ -18,6 +19,9 @@ export const STALE_INTERRUPT_ERROR = ERROR_SENTENCES.STALE_INTERRUPT;
 export const runInProgress = () => withCode('RUN_IN_PROGRESS', new ConflictException(RUN_IN_PROGRESS_ERROR));
 export const questionPending = () => withCode('QUESTION_PENDING', new ConflictException(ERROR_SENTENCES.QUESTION_PENDING));
 export const runQueueFull = () => withCode('RUN_QUEUE_FULL', new HttpException(ERROR_SENTENCES.RUN_QUEUE_FULL, HttpStatus.TOO_MANY_REQUESTS));
+export const threadLimit = () => withCode('THREAD_LIMIT', new HttpException(ERROR_SENTENCES.THREAD_LIMIT, HttpStatus.TOO_MANY_REQUESTS));
+export const runsInFlightLimit = () =>
+  withCode('RUNS_IN_FLIGHT_LIMIT', new HttpException(ERROR_SENTENCES.RUNS_IN_FLIGHT_LIMIT, HttpStatus.TOO_MANY_REQUESTS));
 export const directRunLimit = () => withCode('DIRECT_RUN_LIMIT', new HttpException(ERROR_SENTENCES.DIRECT_RUN_LIMIT, HttpStatus.TOO_MANY_REQUESTS));
 
 /** A running agent run's step of this epoch ($1 run, $2 epoch) whose lease has not expired. */
@@ -167,6 +171,34 @@ export class AgentRunStore {
     const [row] = (await currentManager().query(`SELECT count(*)::int AS n FROM agent_runs WHERE thread_id = $1 AND status = 'queued'`, [threadId])) as {
       n: number;
     }[];
+    return row?.n ?? 0;
+  }
+
+  /**
+   * Serialises, until the unit of work ends, the checks of one user's per-user limits against the writes they guard, on
+   * every server replica: two concurrent requests cannot both see the last free slot. A transaction advisory lock, so it
+   * is never left held, and keyed by the user alone, so other users never wait.
+   */
+  lockUserLimits(ownerId: string): Promise<void> {
+    return lockUntilCommit(`agent-user-limits:${ownerId}`);
+  }
+
+  /** The user's conversation threads (AGENT_THREADS_PER_USER); the thread a direct run opens is not one. */
+  async conversationThreads(ownerId: string): Promise<number> {
+    const [row] = (await currentManager().query(
+      `SELECT count(*)::int AS n FROM agent_threads t
+        WHERE t.owner_id = $1 AND NOT EXISTS (SELECT 1 FROM agent_runs r WHERE r.thread_id = t.id AND r.kind = 'direct')`,
+      [ownerId],
+    )) as { n: number }[];
+    return row?.n ?? 0;
+  }
+
+  /** The user's agent runs running or queued now (AGENT_RUNS_IN_FLIGHT_PER_USER); one waiting for an answer holds no worker. */
+  async runsInFlight(ownerId: string): Promise<number> {
+    const [row] = (await currentManager().query(
+      `SELECT count(*)::int AS n FROM agent_runs WHERE owner_id = $1 AND kind = 'agent' AND status IN ('running', 'queued')`,
+      [ownerId],
+    )) as { n: number }[];
     return row?.n ?? 0;
   }
 

@@ -21,7 +21,7 @@ import { AgentRunPublisher } from '../dispatch/agent-run-publisher.service.js';
 import { RunLifecycle, type PendingStep } from '../lifecycle/run-lifecycle.service.js';
 import { SchoolModelPolicies } from '../model-policy/school-model-policies.service.js';
 import type { AgentRunEntity } from '../runs/agent-run.entity.js';
-import { AgentRunStore, directRunLimit, questionPending, runInProgress, runQueueFull } from '../runs/agent-run-store.service.js';
+import { AgentRunStore, directRunLimit, questionPending, runInProgress, runQueueFull, runsInFlightLimit, threadLimit } from '../runs/agent-run-store.service.js';
 import { asCaller } from './agent-caller.guard.js';
 import { AgentThreadEntity } from './agent-thread.entity.js';
 
@@ -89,6 +89,8 @@ export class AgentThreadsService {
   createThread(dto: CreateThreadDto, caller: JwtPayload): Promise<ThreadSummary> {
     return asCaller(caller, async () => {
       const user = await this.identityService.assertCurrent(caller);
+      await this.runs.lockUserLimits(user.id);
+      if ((await this.runs.conversationThreads(user.id)) >= this.config.AGENT_THREADS_PER_USER) throw threadLimit();
       const thread = repo(AgentThreadEntity).create({
         id: randomUUID(),
         schoolId: user.schoolId,
@@ -137,14 +139,18 @@ export class AgentThreadsService {
       if (busy && strategy === 'reject') throw runInProgress();
       // A run, queued or not, would be stopped at its first model call: nothing is recorded or sent.
       await this.policies.assertDayNotSpent(thread.schoolId);
+      // After the thread's lock, like every start: a start holds its thread, then its owner's limits.
+      await this.runs.lockUserLimits(caller.sub);
       if (busy && strategy === 'enqueue') {
         if (active?.status === 'interrupted') throw questionPending();
         if ((await this.runs.queuedCount(thread.id)) >= this.config.AGENT_RUN_QUEUE_LIMIT) throw runQueueFull();
+        await this.assertRunSlot(caller);
         await validate();
         await this.runs.insert({ ...newRun, status: 'queued' });
         return { runId, status: 'queued' as const, steps: [] };
       }
       if (active && strategy === 'interrupt') await this.lifecycle.cancelHeld(active.id);
+      await this.assertRunSlot(caller);
       await validate();
       await this.runs.insert({ ...newRun, status: 'running' });
       return { runId, status: 'running' as const, steps: [await this.lifecycle.dispatchStep(runId, { kind: 'start' }, caller)] };
@@ -186,6 +192,11 @@ export class AgentThreadsService {
     return response;
   }
 
+  /** Under lockUserLimits: the run about to be recorded is refused if the caller already has the most allowed in flight. */
+  private async assertRunSlot(caller: JwtPayload): Promise<void> {
+    if ((await this.runs.runsInFlight(caller.sub)) >= this.config.AGENT_RUNS_IN_FLIGHT_PER_USER) throw runsInFlightLimit();
+  }
+
   /**
    * Publishes steps once the unit of work that recorded them has committed. The worker may call its first tool the
    * moment it has the message, and the server refuses a call whose run it cannot read as running, so a step published
@@ -219,6 +230,7 @@ export class AgentThreadsService {
   openDirectRun(dto: { campusId?: string; targetSchoolId?: string }, caller: JwtPayload): Promise<AgentRuntimeContext> {
     return asCaller(caller, async () => {
       const user = await this.identityService.assertCurrent(caller);
+      await this.runs.lockUserLimits(user.id);
       if ((await this.runs.openDirectRuns(user.id)) >= this.config.AGENT_DIRECT_RUNS_PER_USER) throw directRunLimit();
       const threadId = randomUUID();
       const runId = randomUUID();

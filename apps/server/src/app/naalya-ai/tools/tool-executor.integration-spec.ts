@@ -81,6 +81,21 @@ describe('step 0: the envelope', () => {
 });
 
 describe('identity comes from the envelope, never from args', () => {
+  it('a NUL character in any string of the envelope is refused as invalid arguments naming the field, and runs nothing', async () => {
+    const name = 'Nul\u0000Department';
+    const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name });
+    expect(await call(createDepartmentTool, envelope)).toEqual({
+      error: 'Invalid tool arguments: args.name contains a NUL character (U+0000), which is not allowed.',
+      code: 'INVALID_ARGUMENTS',
+    });
+    const inMeta = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Nul In Meta' });
+    expect(await call(createDepartmentTool, { ...inMeta, meta: { ...inMeta.meta, callId: `${inMeta.meta.callId}\u0000` } })).toEqual({
+      error: 'Invalid tool arguments: meta.callId contains a NUL character (U+0000), which is not allowed.',
+      code: 'INVALID_ARGUMENTS',
+    });
+    expect(await count(`SELECT count(*) FROM departments WHERE name LIKE 'Nul%'`)).toBe(0);
+  });
+
   it('refuses identity fields smuggled into args as invalid arguments', async () => {
     const result = await call(
       listStaffTool,

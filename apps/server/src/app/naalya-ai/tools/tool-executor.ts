@@ -18,6 +18,7 @@ import { AppAbilityFactory } from '../../core/authorization/app-ability.factory.
 import { IdentityService } from '../../core/auth/identity.service.js';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
+import { nulCharacterPath, nulCharacterSentence } from '../../core/http/hostile-input.js';
 import { currentManager, markRollbackOnly } from '../../core/tenancy/tenant-context.js';
 import { envelopeMatchesClaims, verifyDispatchToken, type DispatchClaims } from '../dispatch/dispatch-token.js';
 import { approvalRefusal } from '../runs/tool-call-approvals.js';
@@ -109,6 +110,9 @@ export class ToolExecutor {
       // Step 0: the envelope is untrusted bytes; nothing runs unless it has exactly the published shape.
       const envelope = payload as { identity?: { sub?: unknown; type?: unknown } } | undefined;
       if (!envelope?.identity?.sub || !envelope.identity.type) return toolError('IDENTITY_MISSING');
+      // The whole envelope, before anything reads it: a NUL would otherwise fail in PostgreSQL as a masked error.
+      const nulPath = nulCharacterPath(payload, '');
+      if (nulPath) return { error: `${INVALID_ARGUMENTS_PREFIX}${nulCharacterSentence(nulPath)}`, code: 'INVALID_ARGUMENTS' };
       const parsedEnvelope = agentToolRequestSchema.safeParse(payload);
       if (!parsedEnvelope.success) return toolError('ENVELOPE_MALFORMED');
       const { identity, scope, meta } = parsedEnvelope.data;
