@@ -318,9 +318,12 @@ describe('security across the hop', () => {
     });
   });
 
-  it('an unexpected server error is masked', async () => {
+  // A NUL used to reach PostgreSQL, which refused it (a masked TOOL_FAILED); the server now refuses it before any SQL.
+  // Masking of unexpected errors is tested in the server's tool-executor integration spec.
+  it('a NUL character in an argument is refused as invalid arguments, naming the field, and nothing is written', async () => {
     const result = await viaProxy(createDepartmentTool, { name: 'Null \u0000 byte', campusId: ids.kisasi }, contexts['adminA']);
-    expect(result).toEqual({ error: 'That action could not be completed. Do not retry; tell the user what you were trying to do.', code: 'TOOL_FAILED' });
+    expect(result).toEqual({ error: expect.stringMatching(/^Invalid tool arguments: args\.name contains a NUL character/), code: 'INVALID_ARGUMENTS' });
+    expect(await count(`SELECT count(*) FROM departments WHERE name LIKE 'Null %'`)).toBe(0);
   });
 
   it("a replayed tool call (same thread and toolCallId) returns the ledger's stored result: one effect, one audit row", async () => {

@@ -81,7 +81,13 @@ export const expectedRefusals = (texts: RefusalTexts): Record<ForgedKind, { sett
     'replayed-to-another-tool': [answered(code('CALL_ID_REUSED'), code('INVALID_ARGUMENTS'), code('CONFIRMATION_REQUIRED'))],
     oversized: [transport({ startsWith: 'Message of ' })],
     'non-json': [
-      transport('Message body is not JSON.', 'Message body is not an object.', 'Message has no valid pattern.', 'Message id is not a string.'),
+      transport(
+        'Message body is not valid UTF-8.',
+        'Message body is not JSON.',
+        'Message body is not an object.',
+        'Message has no valid pattern.',
+        'Message id is not a string.',
+      ),
     ],
     'wrong-types': [answered(code('ENVELOPE_MALFORMED'), code('IDENTITY_MISSING'), code('INVALID_ARGUMENTS'))],
     'prototype-pollution': [answered(code('ENVELOPE_MALFORMED'), code('INVALID_ARGUMENTS'))],

@@ -19,8 +19,16 @@ export const holdTableLock = async (stack: ReliabilityStack, table: string): Pro
   return {
     waiters: async () =>
       Number(
-        (await stack.owner.query<{ count: string }>(`SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = $1::regclass`, [table])).rows[0]
-          .count,
+        (
+          await stack.owner.query<{ count: string }>(
+            // A write that serialises per key (an upsert's advisory lock) queues behind the first one on that lock, not
+            // on the table, yet it too waits inside its transaction.
+            `SELECT count(*) FROM pg_locks
+              WHERE NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                AND (relation = $1::regclass OR locktype = 'advisory')`,
+            [table],
+          )
+        ).rows[0].count,
       ),
     // Once: a phase releases mid-way and again in its finally.
     release: () =>
