@@ -1,6 +1,7 @@
 import { ConflictException, Injectable } from '@nestjs/common';
 import { ERROR_SENTENCES, toolError, type AgentToolResult } from '@naalya/agent-tools';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
+import { lockUntilCommit } from '../../core/database/advisory-lock.js';
 import { withCode } from '../../core/http/error-code.js';
 import { currentManager } from '../../core/tenancy/tenant-context.js';
 import { canonicalHash } from './canonical-hash.js';
@@ -29,7 +30,7 @@ export class ToolCallLedgerService {
    */
   async claim(callId: string): Promise<void> {
     try {
-      await currentManager().query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [callId]);
+      await lockUntilCommit(callId);
     } catch (error) {
       if (WAIT_RAN_OUT.has((error as { code?: string }).code ?? '')) throw new CallStillRunningError(`call ${callId} is still running in another delivery`, { cause: error });
       throw error;

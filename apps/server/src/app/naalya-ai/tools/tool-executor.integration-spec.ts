@@ -369,9 +369,8 @@ describe('idempotency ledger', () => {
     expect(await count(`SELECT count(*) FROM audit_log WHERE call_id = $1`, [envelope.meta.callId])).toBe(1);
   });
 
-  it('a repeat that arrives while the first delivery still runs waits for it and answers from the ledger: one department, one audit row, one ledger row, one audit id', async () => {
-    // The worker sends a call again when its reply was lost; the first delivery may still be running on another
-    // replica. Here the first is held inside its transaction, after its insert, until the repeat is seen waiting.
+  /** Department creates that insert, then wait inside their transaction until open(): a first delivery still running. */
+  const holdDepartmentCreates = () => {
     const service = testApp.module.get(DepartmentService);
     const original = service.create.bind(service);
     let open!: () => void;
@@ -381,6 +380,13 @@ describe('idempotency ledger', () => {
       await gate;
       return created;
     });
+    return { create, open };
+  };
+
+  it('a repeat that arrives while the first delivery still runs waits for it and answers from the ledger: one department, one audit row, one ledger row, one audit id', async () => {
+    // The worker sends a call again when its reply was lost; the first delivery may still be running on another
+    // replica. Here the first is held inside its transaction, after its insert, until the repeat is seen waiting.
+    const { create, open } = holdDepartmentCreates();
     const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Repeated In Flight' });
     const first = call(createDepartmentTool, envelope);
     await vi.waitFor(() => expect(create).toHaveBeenCalledTimes(1));
@@ -401,15 +407,7 @@ describe('idempotency ledger', () => {
   });
 
   it('a repeat that gives up waiting for a first delivery still running answers "outcome unknown", never a failure; a later repeat gets the stored answer', async () => {
-    const service = testApp.module.get(DepartmentService);
-    const original = service.create.bind(service);
-    let open!: () => void;
-    const gate = new Promise<void>((resolve) => (open = resolve));
-    const create = vi.spyOn(service, 'create').mockImplementation(async (dto, jwt) => {
-      const created = await original(dto, jwt);
-      await gate;
-      return created;
-    });
+    const { create, open } = holdDepartmentCreates();
     // The repeat's wait for the call id is cut short (the statement time limit, lowered for it alone), as a first
     // delivery held longer than the limit would cut it.
     const ledger = testApp.module.get(ToolCallLedgerService);

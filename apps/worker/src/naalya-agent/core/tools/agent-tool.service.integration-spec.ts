@@ -50,6 +50,13 @@ const startResponder = async (channel: Channel, queue: string, answer: (request:
   return { received, stop: () => channel.cancel(consumerTag) };
 };
 
+/** The tools queue bound to its exchange, as the topology setup declares it in production (the client declares nothing). */
+const declareToolsQueue = async (channel: Channel, queue: string, exchange: string) => {
+  await channel.assertQueue(queue, { durable: false });
+  await channel.assertExchange(exchange, 'direct', { durable: false });
+  await channel.bindQueue(queue, exchange, queue);
+};
+
 const timed = async <T>(work: () => Promise<T>) => {
   const started = Date.now();
   const value = await work();
@@ -67,10 +74,7 @@ describe('AgentToolService against real RabbitMQ', () => {
   beforeAll(async () => {
     connection = await connect(RABBITMQ_URL);
     channel = await connection.createChannel();
-    // The client declares nothing; in production the topology setup does.
-    await channel.assertQueue(queue, { durable: false });
-    await channel.assertExchange(exchange, 'direct', { durable: false });
-    await channel.bindQueue(queue, exchange, queue);
+    await declareToolsQueue(channel, queue, exchange);
     service = new AgentToolService({ rabbitmqUrl: RABBITMQ_URL, toolsQueue: queue, timeoutMs: TIMEOUT_MS });
     await service.onModuleInit();
   });
@@ -241,9 +245,7 @@ describe('AgentToolService across a dropped connection (real RabbitMQ)', () => {
   beforeAll(async () => {
     connection = await connect(RABBITMQ_URL);
     channel = await connection.createChannel();
-    await channel.assertQueue(queue, { durable: false });
-    await channel.assertExchange(exchange, 'direct', { durable: false });
-    await channel.bindQueue(queue, exchange, queue);
+    await declareToolsQueue(channel, queue, exchange);
     service = new AgentToolService({ rabbitmqUrl: RABBITMQ_URL, toolsQueue: queue, timeoutMs: 10_000, connectionName });
     await service.onModuleInit();
   });

@@ -157,7 +157,7 @@ export class AgentToolService implements AgentToolCaller, OnModuleInit, OnModule
         this.resent += 1;
         this.logger.warn(`Re-sending tool call "${event}" (callId ${callId}), send ${sendNumber}, ${timeLeftMs} ms left: ${reason}`);
       },
-      ...(this.options.resends ? this.options.resends : {}),
+      ...this.options.resends,
     });
     if (outcome.kind === 'reply') {
       if (isAgentToolResult(outcome.reply)) return outcome.reply;
