@@ -199,15 +199,17 @@ const startServer = async (overrides: Partial<AckAfterReplyTransportOptions> = {
 let inspectorConnection: ChannelModel;
 /** A confirm channel, so raw publishes are known to be queued before the next step. */
 let inspector: ConfirmChannel;
-let replyQueue: string;
+/** An ordinary queue the tests read, to show that nothing is ever published to one named as replyTo. */
+let ordinaryQueue: string;
 const rawReplies: ConsumeMessage[] = [];
+const ordinaryQueueMessages: ConsumeMessage[] = [];
 let client: ClientRMQ;
 
 const call = (pattern: string, data: unknown, options: RmqRecordOptions = {}) =>
   firstValueFrom(client.send<unknown>(pattern, new RmqRecord(data, { expiration: '10000', ...options })));
 
 const publishRaw = (content: Buffer, properties: Options.Publish = {}) =>
-  inspector.sendToQueue(names.toolsQueue, content, { replyTo: replyQueue, ...properties });
+  inspector.sendToQueue(names.toolsQueue, content, { replyTo: DIRECT_REPLY_TO, ...properties });
 
 const rawPacket = (packet: Record<string, unknown>) => Buffer.from(JSON.stringify(packet));
 
@@ -238,8 +240,10 @@ beforeAll(async () => {
   await declareTopology(url, names);
   inspectorConnection = await connect(url, { noDelay: true });
   inspector = await inspectorConnection.createConfirmChannel();
-  replyQueue = (await inspector.assertQueue('', { exclusive: true, autoDelete: true })).queue;
-  await inspector.consume(replyQueue, (message) => message && rawReplies.push(message), { noAck: true });
+  // Raw calls read their replies by direct reply-to, as a real caller does: the transport answers no other address.
+  await inspector.consume(DIRECT_REPLY_TO, (message) => message && rawReplies.push(message), { noAck: true });
+  ordinaryQueue = (await inspector.assertQueue('', { exclusive: true, autoDelete: true })).queue;
+  await inspector.consume(ordinaryQueue, (message) => message && ordinaryQueueMessages.push(message), { noAck: true });
   // A Nest client as a caller of the transport: it never asserts the queue the topology step declared (other arguments
   // are refused, 406) and reads replies by direct reply-to; noAck stays unset, which the reply consumer needs (nestjs/nest#11966).
   client = new ClientRMQ({
@@ -262,6 +266,7 @@ afterAll(async () => {
 beforeEach(async () => {
   await inspector.purgeQueue(names.deadLetterQueue);
   rawReplies.length = 0;
+  ordinaryQueueMessages.length = 0;
 });
 
 describe('AckAfterReplyTransport', () => {
@@ -407,6 +412,33 @@ describe('AckAfterReplyTransport', () => {
     await expectSettled(names.toolsQueue);
     expect(runsOf('echo.thing')).toBe(echoRunsBefore);
     expect(rawReplies).toHaveLength(0);
+  });
+
+  it('a tool call\'s reply goes only to a direct reply-to address: a call or a malformed message whose replyTo names an ordinary queue is dead-lettered unrun and nothing is published there', async () => {
+    const echoRunsBefore = runsOf('echo.thing');
+    const deadBefore = await deadLetterCount();
+    const forged = [
+      // A well-formed call to a real handler, as a forger who wants the server to publish into a queue of its choosing.
+      { content: rawPacket({ pattern: 'echo.thing', data: { into: 'ordinary' }, id: 'ordinary-reply-to' }), correlationId: 'ordinary-reply-to', replyTo: ordinaryQueue },
+      // Malformed and unknown-pattern messages are answered with an error at a direct reply-to address; here, not at all.
+      { content: Buffer.from('not json'), correlationId: 'ordinary-malformed', replyTo: ordinaryQueue },
+      { content: rawPacket({ pattern: 'no.such.pattern', data: {}, id: 'ordinary-unknown' }), correlationId: 'ordinary-unknown', replyTo: ordinaryQueue },
+      // The bare pseudo-queue name, or one that merely starts like it, is not an address the broker issued.
+      { content: rawPacket({ pattern: 'echo.thing', data: {}, id: 'bare-prefix' }), correlationId: 'bare-prefix', replyTo: `${DIRECT_REPLY_TO}.` },
+    ];
+    for (const { content, correlationId, replyTo } of forged) publishRaw(content, { correlationId, replyTo });
+    await inspector.waitForConfirms();
+
+    await waitUntil(async () => (await deadLetterCount()) === deadBefore + forged.length);
+    await expectSettled(names.toolsQueue);
+    // A control call, answered after the forged ones were consumed: any reply to them would have arrived by now.
+    expect(await call('echo.thing', { control: true })).toMatchObject({ data: { control: true } });
+    expect(runsOf('echo.thing')).toBe(echoRunsBefore + 1);
+    expect(ordinaryQueueMessages).toHaveLength(0);
+    expect(rawReplies).toHaveLength(0);
+    expect(server.logger.lines.some((line) => line.includes('security event: call refused (replyTo is not a direct reply-to address)'))).toBe(true);
+    const deadLetters = await drainDeadLetters();
+    expect(deadLetters.map((message) => message.properties.correlationId).sort()).toEqual(forged.map((message) => message.correlationId).sort());
   });
 
   it('settles a handler that never resolves after handlerTimeoutMs (error reply, dead-lettered, signal aborted), freeing its prefetch slot', async () => {

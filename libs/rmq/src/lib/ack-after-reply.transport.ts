@@ -5,6 +5,7 @@ import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
 import { RecoveringConnection } from './rmq-connection.js';
 import { runInRmqMessageFrame, type RmqMessageFrame } from './current-rmq-message.js';
 import { parseRmqPacket, rmqError, type RmqReplyPacket } from './rmq-packet.js';
+import { isDirectReplyTo } from './rmq-names.js';
 
 export const DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024;
 
@@ -384,6 +385,12 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
       refuse(`A call to ${shorten(pattern)} without replyTo cannot be answered.`);
       return;
     }
+    if (!isEvent && !isDirectReplyTo(replyTo)) {
+      // settle() never publishes to such an address, so the refusal is dead-lettered unanswered (see isDirectReplyTo).
+      this.logger.warn(`security event: call refused (replyTo is not a direct reply-to address): ${shorten(JSON.stringify(String(replyTo)))} on ${this.options.queue}`);
+      refuse(`A call to ${shorten(pattern)} with a replyTo that is not a direct reply-to address is not answered.`);
+      return;
+    }
 
     const timer = setTimeout(() => {
       const reason = `The handler of ${shorten(pattern)} exceeded its time limit of ${this.options.handlerTimeoutMs} ms.`;
@@ -447,7 +454,9 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
     const { replyTo, correlationId } = message.properties;
     let { settlement } = outcome;
     let reason = outcome.reason;
-    if (outcome.reply && replyTo && this.options.replies !== false) {
+    // Only a direct reply-to address is ever answered, whatever the outcome (a malformed message too): any other name
+    // would make the server publish into an ordinary queue of the caller's choosing (see isDirectReplyTo).
+    if (outcome.reply && isDirectReplyTo(replyTo) && this.options.replies !== false) {
       let content: Buffer;
       try {
         content = Buffer.from(JSON.stringify(outcome.reply));
@@ -458,7 +467,7 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
       }
       try {
         // The raw channel, not a ChannelWrapper that may publish later: the reply must be on the wire before the ack.
-        channel.sendToQueue(String(replyTo), content, { correlationId });
+        channel.sendToQueue(replyTo, content, { correlationId });
       } catch (error) {
         this.logger.warn(`Reply to ${correlationId} was not published: ${describe(error)}`);
       }

@@ -22,6 +22,15 @@ export type RmqNames = {
 /** RabbitMQ's direct reply-to pseudo-queue: callers read replies here, with no reply queue to declare or leak. */
 export const DIRECT_REPLY_TO = 'amq.rabbitmq.reply-to';
 
+/**
+ * Whether a message's replyTo is a direct reply-to address, as the broker rewrites it for a caller consuming
+ * DIRECT_REPLY_TO (`amq.rabbitmq.reply-to.<token>`). Replies travel through the default exchange, which routes to any
+ * queue by name: answering any other replyTo would let a caller make the server publish, as itself, into a queue of its
+ * choosing (the runs queue, the run events ingest), which its own broker permissions forbid it.
+ */
+export const isDirectReplyTo = (replyTo: unknown): replyTo is string =>
+  typeof replyTo === 'string' && replyTo.startsWith(`${DIRECT_REPLY_TO}.`) && replyTo.length > DIRECT_REPLY_TO.length + 1;
+
 export const rmqNames = (toolsQueue = 'agent-tools', runsQueue = 'agent-runs'): RmqNames => ({
   toolsQueue,
   toolsExchange: `${toolsQueue}.calls`,
