@@ -118,4 +118,23 @@ describe('loadServerConfig', () => {
     expect(loadServerConfig({ ...VALID, RABBITMQ_QUEUE_TYPE: 'quorum' }).RABBITMQ_QUEUE_TYPE).toBe('quorum');
     expect(() => loadServerConfig({ ...VALID, RABBITMQ_QUEUE_TYPE: 'stream' })).toThrow(/RABBITMQ_QUEUE_TYPE is invalid/);
   });
+
+  it('retention: defaults for every kind, and refuses an audit retention under a year or a period under a day, naming the variable', () => {
+    expect(loadServerConfig(VALID)).toMatchObject({
+      RETENTION_PURGE_INTERVAL_MS: 3_600_000,
+      RETENTION_PURGE_BATCH: 1_000,
+      RUN_EVENT_RETENTION_DAYS: 30,
+      AGENT_RUN_RETENTION_DAYS: 90,
+      APPROVAL_RETENTION_DAYS: 30,
+      TOOL_CALL_LEDGER_RETENTION_DAYS: 30,
+      AUDIT_RETENTION_DAYS: 2_555,
+    });
+    expect(loadServerConfig({ ...VALID, AUDIT_RETENTION_DAYS: '365' }).AUDIT_RETENTION_DAYS).toBe(365);
+    expect(() => loadServerConfig({ ...VALID, AUDIT_RETENTION_DAYS: '364' })).toThrow(/AUDIT_RETENTION_DAYS is invalid: must be at least 365/);
+    for (const name of ['RUN_EVENT_RETENTION_DAYS', 'AGENT_RUN_RETENTION_DAYS', 'APPROVAL_RETENTION_DAYS', 'TOOL_CALL_LEDGER_RETENTION_DAYS', 'RETENTION_PURGE_BATCH']) {
+      expect(() => loadServerConfig({ ...VALID, [name]: '0' }), name).toThrow(new RegExp(`${name} is invalid`));
+      expect(() => loadServerConfig({ ...VALID, [name]: 'soon' }), name).toThrow(new RegExp(`${name} is invalid`));
+    }
+    expect(() => loadServerConfig({ ...VALID, RETENTION_PURGE_INTERVAL_MS: '10' })).toThrow(/RETENTION_PURGE_INTERVAL_MS is invalid/);
+  });
 });

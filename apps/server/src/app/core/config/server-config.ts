@@ -81,6 +81,15 @@ const serverConfigSchema = z.object({
   // Where those calls are counted: postgres (shared by every replica) or memory (one process only: each replica would
   // allow the whole quota; kept as the bench's baseline and for a single server).
   TOOL_CALL_QUOTA_STORE: z.enum(['postgres', 'memory']).default('postgres'),
+  // Retention (RetentionPurge): how often each replica purges, rows of each kind per batch, and how many days each kind
+  // is kept. Floors keep a typo from emptying a table; the audit log's floor is a year (retention_purge enforces it too).
+  RETENTION_PURGE_INTERVAL_MS: z.coerce.number().int().min(1_000).max(86_400_000).default(3_600_000),
+  RETENTION_PURGE_BATCH: z.coerce.number().int().min(1).max(10_000).default(1_000),
+  RUN_EVENT_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(30),
+  AGENT_RUN_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(90),
+  APPROVAL_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(30),
+  TOOL_CALL_LEDGER_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(30),
+  AUDIT_RETENTION_DAYS: z.coerce.number().int().min(365, 'must be at least 365 (the audit log is kept at least a year)').max(36_500).default(2_555),
   HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
 });

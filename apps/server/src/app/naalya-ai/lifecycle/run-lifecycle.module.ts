@@ -7,11 +7,12 @@ import { RunLeaseController } from './run-lease.controller.js';
 import { RunUsageController } from './run-usage.controller.js';
 import { RunLifecycle } from './run-lifecycle.service.js';
 import { RunSweeper } from './run-sweeper.service.js';
+import { RetentionPurge } from './retention-purge.service.js';
 
 @Module({
   imports: [AgentRunStoreModule, AgentDispatchModule, AgentRunEventsModule, ModelPolicyModule],
   controllers: [RunLeaseController, RunUsageController],
-  providers: [RunLifecycle, RunSweeper],
-  exports: [RunLifecycle, RunSweeper],
+  providers: [RunLifecycle, RunSweeper, RetentionPurge],
+  exports: [RunLifecycle, RunSweeper, RetentionPurge],
 })
 export class RunLifecycleModule {}
