@@ -7,6 +7,15 @@ const id = z.string().min(1).max(100);
 /** The Nest pattern of a run step on the runs queue (`client.emit(AGENT_RUN_PATTERN, request)`). */
 export const AGENT_RUN_PATTERN = 'agent.run';
 
+/**
+ * The Nest pattern of a deleted thread on the runs queue: the server publishes it (signed like a run step) once the
+ * thread's rows are gone, and a worker deletes the thread's checkpoints, which live in the worker's checkpoint database
+ * where the server has no access.
+ */
+export const AGENT_THREAD_DELETED_PATTERN = 'agent.thread.deleted';
+export const agentThreadDeletedSchema = z.strictObject({ threadId: z.guid() });
+export type AgentThreadDeleted = z.infer<typeof agentThreadDeletedSchema>;
+
 /** Who speaks or asks: Rover, or one of the specialists. */
 export const AGENT_SPEAKERS = ['rover', ...AGENT_TOOL_ROLES] as const;
 export type AgentSpeaker = (typeof AGENT_SPEAKERS)[number];

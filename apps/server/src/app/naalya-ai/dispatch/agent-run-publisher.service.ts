@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger, ServiceUnavailableException, type BeforeApplicationShutdown } from '@nestjs/common';
-import { AGENT_RUN_PATTERN, agentRunRequestSchema, type AgentRunRequest } from '@naalya/agent-tools';
+import { AGENT_RUN_PATTERN, AGENT_THREAD_DELETED_PATTERN, agentRunRequestSchema, agentThreadDeletedSchema, type AgentRunRequest } from '@naalya/agent-tools';
 import {
   ConfirmPublishError,
   ConfirmPublisher,
@@ -73,17 +73,8 @@ export class AgentRunPublisher implements BeforeApplicationShutdown {
   /** Resolves once the broker has confirmed the message; throws 503 otherwise. */
   async publish(request: AgentRunRequest): Promise<void> {
     const data = agentRunRequestSchema.parse(request);
-    const body = Buffer.from(JSON.stringify({ pattern: AGENT_RUN_PATTERN, data }));
     try {
-      await this.publisher.publish('', this.queue, body, {
-        contentType: 'application/json',
-        correlationId: data.context.run.runId,
-        type: AGENT_RUN_PATTERN,
-        appId: 'naalya-server',
-        timestamp: Math.floor(Date.now() / 1000),
-        userId: this.brokerUser,
-        headers: { [MESSAGE_SIGNATURE_HEADER]: signMessage(body, this.signingKey) },
-      });
+      await this.publishSigned(AGENT_RUN_PATTERN, data, data.context.run.runId);
     } catch (error) {
       // Disconnected or shut down: the connection's own log lines say so already.
       const unavailable = error instanceof ConfirmPublishError && (error.failure === 'disconnected' || error.failure === 'closed');
@@ -92,5 +83,26 @@ export class AgentRunPublisher implements BeforeApplicationShutdown {
       }
       throw new ServiceUnavailableException(AGENT_UNAVAILABLE_ERROR);
     }
+  }
+
+  /**
+   * Tells the workers a thread was deleted, so one of them deletes its checkpoints. Signed and published like a run
+   * step (the worker admits it by the same check); throws when the broker did not confirm it.
+   */
+  async publishThreadDeleted(threadId: string): Promise<void> {
+    await this.publishSigned(AGENT_THREAD_DELETED_PATTERN, agentThreadDeletedSchema.parse({ threadId }), threadId);
+  }
+
+  private async publishSigned(pattern: string, data: unknown, correlationId: string): Promise<void> {
+    const body = Buffer.from(JSON.stringify({ pattern, data }));
+    await this.publisher.publish('', this.queue, body, {
+      contentType: 'application/json',
+      correlationId,
+      type: pattern,
+      appId: 'naalya-server',
+      timestamp: Math.floor(Date.now() / 1000),
+      userId: this.brokerUser,
+      headers: { [MESSAGE_SIGNATURE_HEADER]: signMessage(body, this.signingKey) },
+    });
   }
 }

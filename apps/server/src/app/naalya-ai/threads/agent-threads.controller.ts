@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { Body, Controller, Get, Headers, HttpCode, NotFoundException, Param, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Headers, HttpCode, NotFoundException, Param, Post, Query, Res } from '@nestjs/common';
 import {
   AGENT_RUN_MODES,
   ERROR_SENTENCES,
@@ -62,6 +62,13 @@ export class AgentThreadsController {
   @Get('threads/:threadId')
   getThread(@Param('threadId') threadId: string, @AgentCaller() caller: JwtPayload): Promise<ThreadDetail> {
     return this.threads.getThread(idParam(threadId, 'THREAD_NOT_FOUND'), caller);
+  }
+
+  /** Deletes the caller's thread with its runs and events (its audit rows stay); 409 while a run of it is in progress. */
+  @Delete('threads/:threadId')
+  @HttpCode(204)
+  async deleteThread(@Param('threadId') threadId: string, @AgentCaller() caller: JwtPayload): Promise<void> {
+    await this.threads.deleteThread(idParam(threadId, 'THREAD_NOT_FOUND'), caller);
   }
 
   /** Records the run, mints its context and publishes it; while another run is active, multitaskStrategy decides (409 by default). */

@@ -15,7 +15,7 @@ import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { IdentityService } from '../../core/auth/identity.service.js';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 import { withCode } from '../../core/http/error-code.js';
-import { repo } from '../../core/tenancy/tenant-context.js';
+import { currentManager, repo } from '../../core/tenancy/tenant-context.js';
 import { AgentContextService } from '../dispatch/agent-context.service.js';
 import { AgentRunPublisher } from '../dispatch/agent-run-publisher.service.js';
 import { RunLifecycle, type PendingStep } from '../lifecycle/run-lifecycle.service.js';
@@ -190,6 +190,29 @@ export class AgentThreadsService {
     });
     await this.lifecycle.publish(steps);
     return response;
+  }
+
+  /**
+   * Deletes a thread of the caller's (owner only: anyone else's, in any school, is not found) with its runs, their
+   * events and its approvals (ON DELETE CASCADE); its audit rows stay, as audit_log keeps no key onto them. Refused
+   * (409 RUN_IN_PROGRESS) while a run of the thread is running, waiting for an answer or queued: its worker would go on
+   * writing checkpoints and events for a thread that no longer exists. Once the rows are gone the workers are told to
+   * delete its checkpoints; if the broker cannot take that message the thread stays deleted and the worker's checkpoint
+   * retention sweep removes them later (CHECKPOINT_RETENTION_DAYS).
+   */
+  async deleteThread(threadId: string, caller: JwtPayload): Promise<void> {
+    await asCaller(caller, async () => {
+      await this.identityService.assertCurrent(caller);
+      // Locking the thread serialises this with a start on it, so no run can begin between the check and the delete.
+      const thread = await this.ownedThread(threadId, caller, { lock: true });
+      if ((await this.runs.activeRun(thread.id)) !== null || (await this.runs.queuedCount(thread.id)) > 0) throw runInProgress();
+      await currentManager().query(`DELETE FROM agent_threads WHERE id = $1 AND owner_id = $2`, [thread.id, caller.sub]);
+    });
+    try {
+      await this.publisher.publishThreadDeleted(threadId);
+    } catch (error) {
+      this.logger.warn(`Thread ${threadId} was deleted, but its checkpoints could not be handed to a worker now (the checkpoint retention sweep removes them): ${error instanceof Error ? error.message : String(error)}`);
+    }
   }
 
   /** Under lockUserLimits: the run about to be recorded is refused if the caller already has the most allowed in flight. */

@@ -1,5 +1,6 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { APP_GROUP_ROLE } from '../database-roles.js';
+import { ACTOR_SETTING as ACTOR } from '../row-level-security.js';
 
 /** The audit log is never purged younger than this, whatever the caller asks: a school may have to keep it for years. */
 export const AUDIT_RETENTION_FLOOR_DAYS = 365;
@@ -18,6 +19,10 @@ export const AUDIT_RETENTION_FLOOR_DAYS = 365;
  *
  * The owner is bound by row-level security too (FORCE), so the function's deletes need policies of their own, each
  * for the owner only (TO CURRENT_USER, as the other lookups): DELETE, and UPDATE for the FOR UPDATE row locks.
+ *
+ * Deleting a thread (DELETE /agent/threads/:id): the app role may delete agent_threads rows, its owner's only (a
+ * restrictive policy on top of the tenant and owner ones, so not even a platform frame deletes another's thread); the
+ * thread's runs, their events and its approvals go by ON DELETE CASCADE. audit_log has no key onto them: it stays.
  */
 export class RetentionPurge1764662400013 implements MigrationInterface {
   name = 'RetentionPurge1764662400013';
@@ -41,6 +46,9 @@ export class RetentionPurge1764662400013 implements MigrationInterface {
       CREATE POLICY audit_log_retention_read ON audit_log FOR SELECT TO CURRENT_USER USING (true);
       CREATE POLICY audit_log_retention_lock ON audit_log FOR UPDATE TO CURRENT_USER USING (true);
       CREATE POLICY audit_log_retention_delete ON audit_log FOR DELETE TO CURRENT_USER USING (true);
+
+      GRANT DELETE ON agent_threads TO ${APP_GROUP_ROLE};
+      CREATE POLICY agent_threads_owner_delete ON agent_threads AS RESTRICTIVE FOR DELETE TO ${APP_GROUP_ROLE} USING (owner_id = ${ACTOR});
     `);
 
     await queryRunner.query(`
@@ -114,6 +122,8 @@ export class RetentionPurge1764662400013 implements MigrationInterface {
 
   async down(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(`
+      DROP POLICY IF EXISTS agent_threads_owner_delete ON agent_threads;
+      REVOKE DELETE ON agent_threads FROM ${APP_GROUP_ROLE};
       DROP FUNCTION IF EXISTS retention_purge(integer, integer, integer, integer, integer, integer);
       DROP POLICY IF EXISTS agent_run_events_retention_lock ON agent_run_events;
       DROP POLICY IF EXISTS agent_run_events_retention_read ON agent_run_events;
