@@ -12,6 +12,7 @@ import { RunLeaseClient } from './naalya-agent/runs/run-lease.client.js';
 import { RunUsageClient } from './naalya-agent/runs/run-usage.client.js';
 import { RUN_EVENT_PUBLISHER_OPTIONS, RunEventPublisher, type RunEventPublisherOptions } from './naalya-agent/runs/run-event.publisher.js';
 import { RunStepAuthenticity } from './naalya-agent/runs/run-step-authenticity.js';
+import { ThreadDeletionConsumer } from './naalya-agent/runs/thread-deletion.consumer.js';
 
 // The worker: the runs consumer, its executor, the run events publisher, the checkpoints and the tool hop.
 // The config is loaded and validated before Nest starts, so a bad environment never reaches a provider.
@@ -27,7 +28,7 @@ export class AppModule {
     return {
       module: AppModule,
       imports: [AgentToolsModule.forRoot(config)],
-      controllers: [AgentRunConsumer],
+      controllers: [AgentRunConsumer, ThreadDeletionConsumer],
       providers: [
         { provide: RunStepAuthenticity, useValue: new RunStepAuthenticity(config.runSteps) },
         { provide: RUN_EVENT_PUBLISHER_OPTIONS, useValue: publisherOptions },

@@ -111,6 +111,11 @@ export class CheckpointStore implements OnModuleInit, OnModuleDestroy {
     }
   }
 
+  /** Deletes every checkpoint of one thread (a thread its owner deleted on the server); nothing if it has none. */
+  deleteThread(threadId: string): Promise<void> {
+    return this.saver.deleteThread(threadId);
+  }
+
   /** Deletes every thread whose latest checkpoint is older than the retention period; returns how many. */
   async sweep(now: Date = new Date()): Promise<number> {
     const tables = (name: string) => `${quoteIdentifier(this.schema)}.${quoteIdentifier(name)}`;
