@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { FINAL_RUN_STATUSES, type AgentRunEvent, type RunUsage } from '@naalya/agent-tools';
+import { withoutNul } from '../../core/database/jsonb-safe.js';
 import { currentManager, runUnscoped, withSchool } from '../../core/tenancy/tenant-context.js';
 import { runStateAfter, type RunState } from '../runs/agent-run-state.js';
 import { AgentRunStore, type RunForEvent } from '../runs/agent-run-store.service.js';
@@ -42,7 +43,9 @@ const stateOf = (run: RunForEvent): RunState => ({ status: run.status, pendingIn
 export class AgentRunEventStore {
   constructor(private readonly runs: AgentRunStore) {}
 
-  async persist(runId: string, messages: readonly RunEventMessage[]): Promise<PersistOutcome> {
+  async persist(runId: string, received: readonly RunEventMessage[]): Promise<PersistOutcome> {
+    // Before anything reads them: a NUL a model wrote would otherwise fail the insert (jsonb, text) and the run's state.
+    const messages = received.map((message) => ({ ...message, messageId: withoutNul(message.messageId), events: withoutNul(message.events) }));
     const tenant = await this.runs.tenantOf(runId);
     if (!tenant) return { kind: 'unknown-run' };
     // The run owner's own frame: RLS checks the events' school and owner against the run's.
