@@ -265,6 +265,30 @@ describe('one conversation per persona, through both processes', () => {
     ]);
   });
 
+  it('deleting a thread after an audited conversation: 204, its runs and events go, the worker deletes its checkpoints, its audit row stays', async () => {
+    const grace = await as('admin@greenhill.school');
+    const { threadId, runId, events } = await grace.send('create a department called Mechatronics');
+    const created = customOf(events);
+    const auditId = created?.type === 'CUSTOM' ? created.value['auditId'] : null;
+    const checkpointRows = async () =>
+      Number((await stack.owner.query(`SELECT count(*)::int AS n FROM agent_checkpoints.checkpoints WHERE thread_id = $1`, [threadId])).rows[0]?.n);
+    expect(await checkpointRows()).toBeGreaterThan(0);
+
+    const response = await fetch(`${stack.server().baseUrl}/agent/threads/${threadId}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${await stack.login('admin@greenhill.school')}` },
+    });
+    expect(response.status).toBe(204);
+
+    expect((await stack.owner.query(`SELECT count(*)::int AS n FROM agent_run_events WHERE run_id = $1`, [runId])).rows).toEqual([{ n: 0 }]);
+    expect((await stack.owner.query(`SELECT count(*)::int AS n FROM agent_runs WHERE thread_id = $1`, [threadId])).rows).toEqual([{ n: 0 }]);
+    // The server's message crosses the runs queue to the worker, which deletes the checkpoints in its own database.
+    const deadline = Date.now() + 15_000;
+    while ((await checkpointRows()) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await checkpointRows()).toBe(0);
+    expect(await auditRowsOf(auditId)).toEqual([{ email: 'admin@greenhill.school', action: 'create', resource_type: 'department', source: 'agent' }]);
+  });
+
   it("Lakeside's administrator naming a Greenhill department by id: refused as not found, nothing written", async () => {
     const { rows: target } = await stack.owner.query(
       `SELECT d.id FROM departments d JOIN schools s ON s.id = d.school_id WHERE s.name = 'Greenhill Academy' AND d.name = 'Sciences'`,
