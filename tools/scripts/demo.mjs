@@ -6,13 +6,13 @@
 import { spawn, spawnSync } from 'node:child_process';
 import pg from 'pg';
 import { ApiError, createClient, createRenderer, namesFromMap } from './agent-client.mjs';
-import { readAppEnv, readSetupEnv } from './with-env.mjs';
+import { processEnv } from './with-env.mjs';
 
 // Variables set on the command line win over .env (or .env.example), as with-env.mjs has it: `AGENT_MODEL=openai:sim npm run demo`.
-const serverEnv = { ...readAppEnv('server'), ...process.env };
-const workerEnv = { ...readAppEnv('worker'), ...process.env };
+const serverEnv = processEnv('server');
+const workerEnv = processEnv('worker');
 // The setups also create the worker's checkpoint role and broker user, so they alone get the worker's credentials, as in `npm start`.
-const setupEnv = { ...readSetupEnv(), ...process.env };
+const setupEnv = processEnv('setup');
 const modelInUse = `${workerEnv.AGENT_MODEL || 'scripted'}${workerEnv.AGENT_MODEL_BASE_URL ? ` at ${workerEnv.AGENT_MODEL_BASE_URL}` : ''}`;
 const baseUrl = `http://127.0.0.1:${serverEnv.HTTP_PORT ?? 3000}`;
 const PASSWORD = 'naalya-demo';
@@ -93,7 +93,7 @@ say(`done in ${seconds(since)}`);
 
 step('database and broker');
 say(await runOrExit('db:setup', process.execPath, ['apps/server/dist/cli/db-setup.js'], setupEnv));
-say(await runOrExit('db:seed', process.execPath, ['apps/server/dist/cli/db-seed.js', '--reset'], serverEnv));
+say(await runOrExit('db:seed', process.execPath, ['apps/server/dist/cli/db-seed.js', '--reset'], setupEnv));
 say(await runOrExit('rmq:setup', process.execPath, ['apps/server/dist/cli/rmq-setup.js'], setupEnv));
 
 step('start the server and the worker (two processes)');
@@ -107,7 +107,8 @@ say(`the server listens on ${baseUrl}; the worker holds no database URL of the s
 
 // --- conversations ---------------------------------------------------------------------------------------
 
-const owner = new pg.Client({ connectionString: serverEnv.DATABASE_OWNER_URL });
+// The demo reads what the conversations wrote as the owner, past row-level security: a setup credential, as db:seed's.
+const owner = new pg.Client({ connectionString: setupEnv.DATABASE_OWNER_URL });
 await owner.connect().catch((error) => fail(`cannot reach PostgreSQL as the owner: ${error.message}`));
 const { rows: greenhillSciences } = await owner.query(
   `SELECT d.id FROM departments d JOIN schools s ON s.id = d.school_id WHERE s.name = 'Greenhill Academy' AND d.name = 'Sciences'`,

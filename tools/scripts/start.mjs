@@ -2,13 +2,13 @@
 // `npm start`: sets up what is missing (idempotent: roles, migrations, broker topology), then runs the
 // server and the worker as two processes, each with only its own configuration, until Ctrl-C.
 import { spawn, spawnSync } from 'node:child_process';
-import { readAppEnv, readSetupEnv } from './with-env.mjs';
+import { processEnv } from './with-env.mjs';
 
 // Variables set on the command line win over .env (or .env.example), as with-env.mjs has it.
-const serverEnv = { ...readAppEnv('server'), ...process.env };
-const workerEnv = { ...readAppEnv('worker'), ...process.env };
+const serverEnv = processEnv('server');
+const workerEnv = processEnv('worker');
 // The setups also create the worker's checkpoint role and broker user, so they alone get the worker's credentials.
-const setupEnv = { ...readSetupEnv(), ...process.env };
+const setupEnv = processEnv('setup');
 
 for (const script of ['db-setup.js', 'rmq-setup.js']) {
   const result = spawnSync(process.execPath, [`apps/server/dist/cli/${script}`], { env: setupEnv, stdio: 'inherit' });

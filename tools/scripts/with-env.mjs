@@ -38,17 +38,35 @@ export const withRunSigningKeys = (app, values, env = process.env) => {
   return values;
 };
 
-/** One app's section with the run signing key it needs: what the app is started with. */
-export const readAppEnv = (app) => withRunSigningKeys(app, readSection(app));
+/**
+ * Written in the server's section but used by the setup CLIs alone (db:setup, db:seed, rmq:setup): the database owner
+ * bypasses row-level security and the broker administrator can read every queue, so the running server never gets them.
+ */
+export const SETUP_ONLY = ['DATABASE_OWNER_URL', 'RABBITMQ_ADMIN_URL', 'RABBITMQ_MANAGEMENT_URL'];
 
-// The setup CLIs run with the server's section, plus the worker's credentials they create: the broker setup makes the
-// worker's broker user (WORKER_RABBITMQ_URL), the database setup its checkpoint role. Neither app receives these.
+const withoutSetupOnly = (values) => Object.fromEntries(Object.entries(values).filter(([name]) => !SETUP_ONLY.includes(name)));
+
+/** One app's section with the run signing key it needs: what the app is started with. */
+export const readAppEnv = (app) => withRunSigningKeys(app, withoutSetupOnly(readSection(app)));
+
+// The setup CLIs run with the server's whole section (the owner and the broker administrator included), plus the
+// worker's credentials they create: the broker setup makes the worker's broker user (WORKER_RABBITMQ_URL), the database
+// setup its checkpoint role. Neither app receives these.
 export const readSetupEnv = () => {
   const worker = readSection('worker');
-  return { ...readAppEnv('server'), WORKER_RABBITMQ_URL: worker.RABBITMQ_URL, CHECKPOINT_DATABASE_URL: worker.CHECKPOINT_DATABASE_URL };
+  return {
+    ...withRunSigningKeys('server', readSection('server')),
+    WORKER_RABBITMQ_URL: worker.RABBITMQ_URL,
+    CHECKPOINT_DATABASE_URL: worker.CHECKPOINT_DATABASE_URL,
+  };
 };
 
-const readEnv = (app) => (app === 'setup' ? readSetupEnv() : readAppEnv(app));
+/**
+ * The environment a process is started with: its section under the caller's variables (which win), except that an app
+ * never inherits the setup's credentials, not even from the shell.
+ */
+export const processEnv = (app, env = process.env) =>
+  app === 'setup' ? { ...readSetupEnv(), ...env } : withoutSetupOnly({ ...readAppEnv(app), ...env });
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const [app, separator, command, ...args] = process.argv.slice(2);
@@ -56,7 +74,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     console.error('Usage: node tools/scripts/with-env.mjs <server|worker|setup> -- <command> [args...]');
     process.exit(2);
   }
-  const child = spawn(command, args, { stdio: 'inherit', env: { ...readEnv(app), ...process.env } });
+  const child = spawn(command, args, { stdio: 'inherit', env: processEnv(app) });
   for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => child.kill(signal));
   child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
 }

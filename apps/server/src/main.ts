@@ -20,7 +20,7 @@ const bootstrap = async () => {
   await startAgentRunMessaging(app);
   // The Hub web UI, same origin (apps/hub/dist, when built).
   serveHub(app);
-  await app.listen(config.HTTP_PORT, '127.0.0.1');
+  await app.listen(config.HTTP_PORT, config.HTTP_HOST);
   new Logger('Server').log(`HTTP on ${await app.getUrl()}; tool calls from queue "${config.AGENT_TOOLS_QUEUE}"`);
 };
 

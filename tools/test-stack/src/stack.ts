@@ -185,7 +185,11 @@ export const createTestStack = async (options: TestStackOptions): Promise<TestSt
     runsQueue,
     runSigning,
     startServer: async ({ script = SERVER_MAIN, nodeArgs, env: extraEnv } = {}) => {
-      current = await startServerProcess({ script, nodeArgs, env: { ...process.env, ...env, ...extraEnv }, onSpawn: track });
+      // The built server runs as deployed, without the owner's URL (only the setup CLIs above use it); a sabotaged server
+      // (the battery's weakened-server.mjs) keeps it, since its sabotages write around the policies on purpose.
+      const serverEnv: NodeJS.ProcessEnv = { ...process.env, ...env, ...extraEnv };
+      if (script === SERVER_MAIN) delete serverEnv['DATABASE_OWNER_URL'];
+      current = await startServerProcess({ script, nodeArgs, env: serverEnv, onSpawn: track });
       return current;
     },
     server,

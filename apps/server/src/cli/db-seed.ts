@@ -1,10 +1,10 @@
-import { ConfigError, loadServerConfig } from '../app/core/config/server-config.js';
+import { ConfigError, loadServerConfig, requireOwnerUrl } from '../app/core/config/server-config.js';
 import { DEMO_PASSWORD } from '../app/seed/demo-seed.js';
 import { seedDatabase } from '../app/seed/seed-database.js';
 
 try {
   const config = loadServerConfig();
-  const demo = await seedDatabase(config.DATABASE_OWNER_URL, { reset: process.argv.includes('--reset') });
+  const demo = await seedDatabase(requireOwnerUrl(config, 'db:seed'), { reset: process.argv.includes('--reset') });
   console.log(`Seeded ${demo.schools.map((school) => school.name).join(' and ')}. Every demo user's password is "${DEMO_PASSWORD}".`);
   for (const school of demo.schools) {
     for (const persona of Object.values(school.personas)) console.log(`  ${persona.email.padEnd(34)} ${persona.key}${persona.isActive ? '' : ' (deactivated)'}`);

@@ -1,4 +1,4 @@
-import { ConfigError, loadServerConfig } from '../app/core/config/server-config.js';
+import { ConfigError, loadServerConfig, requireOwnerUrl } from '../app/core/config/server-config.js';
 import { setupDatabase } from '../app/core/database/setup-database.js';
 
 try {
@@ -6,7 +6,7 @@ try {
   // Optional and read here only: the worker's checkpoint role is created by the setup, never used by the server.
   const checkpointUrl = process.env['CHECKPOINT_DATABASE_URL'] || undefined;
   await setupDatabase({
-    ownerUrl: config.DATABASE_OWNER_URL,
+    ownerUrl: requireOwnerUrl(config, 'db:setup'),
     appUrl: config.DATABASE_URL,
     checkpointUrl,
     statementTimeoutMs: config.DATABASE_STATEMENT_TIMEOUT_MS,

@@ -29,7 +29,7 @@ export const TEST_RUN_SIGNING_KEYS = generateMessageSigningKeyPair('test');
 
 export const testConfig = (database: TestDatabase, overrides: Partial<ServerConfig> = {}): ServerConfig => ({
   DATABASE_URL: database.appUrl,
-  DATABASE_OWNER_URL: database.ownerUrl,
+  // No DATABASE_OWNER_URL: the running server is never given the owner, and every suite proves it needs none.
   DATABASE_POOL_SIZE: 4,
   DATABASE_STATEMENT_TIMEOUT_MS: 10_000,
   RABBITMQ_URL: 'amqp://guest:guest@127.0.0.1:5672',
@@ -73,6 +73,7 @@ export const testConfig = (database: TestDatabase, overrides: Partial<ServerConf
   TOOL_CALL_LEDGER_RETENTION_DAYS: 30,
   AUDIT_RETENTION_DAYS: 365,
   HTTP_PORT: 0,
+  HTTP_HOST: '127.0.0.1',
   LOG_LEVEL: 'error',
   ...overrides,
 });

@@ -1,6 +1,6 @@
 import { generateMessageSigningKeyPair } from '@naalya/rmq';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadServerConfig } from './server-config.js';
+import { ConfigError, loadServerConfig, requireOwnerUrl } from './server-config.js';
 
 const RUN_KEYS = generateMessageSigningKeyPair('k1');
 
@@ -16,6 +16,22 @@ const VALID = {
 describe('loadServerConfig', () => {
   it('accepts a complete environment and applies defaults', () => {
     expect(loadServerConfig(VALID)).toMatchObject({ HTTP_PORT: 3000, DATABASE_POOL_SIZE: 8, AGENT_TOOLS_QUEUE: 'agent-tools' });
+  });
+
+  it('listens on loopback unless HTTP_HOST says otherwise (0.0.0.0 in a container)', () => {
+    expect(loadServerConfig(VALID).HTTP_HOST).toBe('127.0.0.1');
+    expect(loadServerConfig({ ...VALID, HTTP_HOST: '0.0.0.0' }).HTTP_HOST).toBe('0.0.0.0');
+    expect(() => loadServerConfig({ ...VALID, HTTP_HOST: ' ' })).toThrow(/HTTP_HOST is invalid: must name the interface the API listens on/);
+  });
+
+  it('the server starts without the owner URL; only the setup and seed CLIs require it, saying so', () => {
+    const { DATABASE_OWNER_URL: _owner, ...withoutOwner } = VALID;
+    const config = loadServerConfig(withoutOwner);
+    expect(config.DATABASE_OWNER_URL).toBeUndefined();
+    expect(() => requireOwnerUrl(config, 'db:setup')).toThrow(ConfigError);
+    expect(() => requireOwnerUrl(config, 'db:setup')).toThrow(/DATABASE_OWNER_URL is missing: db:setup needs the database owner .*; the running server never does/);
+    expect(requireOwnerUrl(loadServerConfig(VALID), 'db:seed')).toBe(VALID.DATABASE_OWNER_URL);
+    expect(() => loadServerConfig({ ...VALID, DATABASE_OWNER_URL: 'mysql://x' })).toThrow(/DATABASE_OWNER_URL is invalid/);
   });
 
   it('refuses to start without a dispatch signing key of at least 32 characters', () => {

@@ -37,7 +37,9 @@ const emptyAs = <T>(empty: T) => (value: unknown) => (value === '' ? empty : val
 
 const serverConfigSchema = z.object({
   DATABASE_URL: postgresUrl.describe('the app role (non-owner, NOBYPASSRLS)'),
-  DATABASE_OWNER_URL: postgresUrl.describe('the owner role, for migrations and setup'),
+  // The owner role bypasses row-level security: only the setup and seed CLIs need it (requireOwnerUrl), so a running
+  // server is given none and a compromised one cannot reach past the policies.
+  DATABASE_OWNER_URL: postgresUrl.optional().describe('the owner role, for migrations and setup only'),
   // The run-event notifier's LISTEN connection: must reach PostgreSQL directly (or through a session-mode pool), since
   // behind transaction pooling a LISTEN lands on a server connection other clients then use. Unset: DATABASE_URL.
   DATABASE_LISTEN_URL: postgresUrl.optional().describe('the app role, on a connection that bypasses transaction pooling'),
@@ -91,6 +93,9 @@ const serverConfigSchema = z.object({
   TOOL_CALL_LEDGER_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(30),
   AUDIT_RETENTION_DAYS: z.coerce.number().int().min(365, 'must be at least 365 (the audit log is kept at least a year)').max(36_500).default(2_555),
   HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  // The interface the API listens on: loopback by default, so a laptop does not publish it; 0.0.0.0 in a container, where
+  // the container's own network is the boundary and the port is published (or not) by the platform.
+  HTTP_HOST: z.string().trim().min(1, 'must name the interface the API listens on').default('127.0.0.1'),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
 });
 
@@ -117,6 +122,14 @@ export const loadServerConfig = (env: NodeJS.ProcessEnv = process.env): ServerCo
     return `  ${variable} ${message}`;
   });
   throw new ConfigError(`Invalid server configuration (see .env.example):\n${lines.join('\n')}`);
+};
+
+/** The owner's URL, for the setup and seed CLIs: the one place it is required, with what it is for when it is missing. */
+export const requireOwnerUrl = (config: Pick<ServerConfig, 'DATABASE_OWNER_URL'>, cli: string): string => {
+  if (config.DATABASE_OWNER_URL) return config.DATABASE_OWNER_URL;
+  throw new ConfigError(
+    `Invalid server configuration (see .env.example):\n  DATABASE_OWNER_URL is missing: ${cli} needs the database owner (migrations, roles, seeding); the running server never does`,
+  );
 };
 
 export const SERVER_CONFIG = Symbol('SERVER_CONFIG');
