@@ -4,3 +4,4 @@ export * from './lib/resource.js';
 export * from './lib/audit.js';
 export * from './lib/rest-shapes.js';
 export * from './lib/http-errors.js';
+export * from './lib/production-secrets.js';

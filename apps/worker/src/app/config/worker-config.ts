@@ -1,5 +1,6 @@
 import { MessageSigningKeyError, SIGNING_KEY_HINT, brokerUrlListProblem, parseMessageVerifyingKeys, rmqNames, type MessageVerifyingKeys, type RmqNames } from '@naalya/rmq';
 import { RUN_EVENTS_LINGER_MS_DEFAULT } from '../../naalya-agent/runs/run-event.buffer.js';
+import { WORKER_PRODUCTION_SECRETS, productionSecretProblems } from '@naalya/access';
 import { z } from 'zod';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'log', 'debug', 'verbose'] as const;
@@ -185,8 +186,10 @@ const describeIssue = (issue: z.core.$ZodIssue, env: Record<string, string | und
 
 export const loadWorkerConfig = (env: Record<string, string | undefined>): WorkerConfig => {
   const parsed = workerEnvSchema.safeParse(env);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((issue) => `  - ${describeIssue(issue, env)}`);
+  // With NODE_ENV=production, a secret published in the repository (or too short) stops the start like a bad value.
+  const secrets = productionSecretProblems(WORKER_PRODUCTION_SECRETS, env).map((problem) => `  - ${problem}`);
+  if (!parsed.success || secrets.length > 0) {
+    const lines = [...(parsed.success ? [] : parsed.error.issues.map((issue) => `  - ${describeIssue(issue, env)}`)), ...secrets];
     throw new WorkerConfigError(`Invalid worker configuration:\n${lines.join('\n')}`);
   }
   const values = parsed.data;

@@ -1,4 +1,5 @@
 import type { LogLevel } from '@nestjs/common';
+import { SERVER_PRODUCTION_SECRETS, productionSecretProblems } from '@naalya/access';
 import { MessageSigningKeyError, SIGNING_KEY_HINT, brokerUrlListProblem, parseMessageSigningKey } from '@naalya/rmq';
 import { z } from 'zod';
 import { parseModelListSetting, type ModelList } from './model-list.js';
@@ -115,12 +116,16 @@ export class ConfigError extends Error {}
 
 export const loadServerConfig = (env: NodeJS.ProcessEnv = process.env): ServerConfig => {
   const parsed = serverConfigSchema.safeParse(env);
-  if (parsed.success) return parsed.data;
-  const lines = parsed.error.issues.map((issue) => {
+  // With NODE_ENV=production, a secret published in the repository (or too short) stops the start like a bad value.
+  const secrets = productionSecretProblems(SERVER_PRODUCTION_SECRETS, env).map((problem) => `  ${problem}`);
+  if (parsed.success && secrets.length === 0) return parsed.data;
+  const issues = parsed.success ? [] : parsed.error.issues;
+  const lines = issues.map((issue) => {
     const variable = String(issue.path[0] ?? 'environment');
     const message = env[variable] === undefined ? `is missing${MISSING_HINTS[variable] ?? ''}` : `is invalid: ${issue.message}`;
     return `  ${variable} ${message}`;
   });
+  lines.push(...secrets);
   throw new ConfigError(`Invalid server configuration (see .env.example):\n${lines.join('\n')}`);
 };
 
