@@ -17,6 +17,8 @@ export const PUBLISHED_SECRETS: readonly string[] = [
   'naalya_worker_local',
   'naalya_checkpoint_local',
   'guest',
+  // .env.example's comments: the shape of a management URL.
+  'password',
   // docker-compose.yml before its secrets came from the environment (still in the repository's history).
   'change-me-in-production-0123456789abcdef',
   'change-me-in-production-dispatch-0123456789',
