@@ -45,6 +45,29 @@ describe('loadWorkerConfig', () => {
     });
   });
 
+  it('with NODE_ENV=production refuses a published or short broker or checkpoint password, naming the variable, together with any other problem', () => {
+    const error = errorOf({
+      ...REQUIRED,
+      NODE_ENV: 'production',
+      RABBITMQ_URL: 'amqp://naalya_worker:naalya_worker_local@127.0.0.1:5672/naalya',
+      TOOL_CALL_TIMEOUT_MS: 'soon',
+    });
+    expect(error.message).toMatch(/TOOL_CALL_TIMEOUT_MS must be a whole number/);
+    expect(error.message).toMatch(/RABBITMQ_URL has a password published in the repository: NODE_ENV is production/);
+    expect(error.message).not.toContain('naalya_worker_local');
+    // The file's test passwords are shorter than a production password may be.
+    expect(errorOf({ ...REQUIRED, NODE_ENV: 'production' }).message).toMatch(/RABBITMQ_URL has a password shorter than 16 characters/);
+    const strong = 'p'.repeat(24);
+    expect(() =>
+      loadWorkerConfig({
+        ...REQUIRED,
+        NODE_ENV: 'production',
+        RABBITMQ_URL: `amqp://worker:${strong}@127.0.0.1:5672`,
+        CHECKPOINT_DATABASE_URL: `postgres://naalya_checkpoint:${strong}@127.0.0.1:5432/naalya`,
+      }),
+    ).not.toThrow();
+  });
+
   it('reads the run step publisher and its public keys, two at once while a key is rotated', () => {
     const config = loadWorkerConfig({ ...REQUIRED, SERVER_BROKER_USER: 'srv', RUN_SIGNING_PUBLIC_KEYS: `${CURRENT.publicKey}, ${PREVIOUS.publicKey}` });
     expect(config.runSteps.serverBrokerUser).toBe('srv');

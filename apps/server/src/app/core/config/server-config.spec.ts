@@ -34,6 +34,31 @@ describe('loadServerConfig', () => {
     expect(() => loadServerConfig({ ...VALID, DATABASE_OWNER_URL: 'mysql://x' })).toThrow(/DATABASE_OWNER_URL is invalid/);
   });
 
+  it('with NODE_ENV=production refuses the secrets .env.example publishes, naming each variable and never its value', () => {
+    const published = {
+      ...VALID,
+      NODE_ENV: 'production',
+      JWT_SECRET: 'local-development-secret-change-me-0123456789',
+      DATABASE_URL: 'postgres://naalya_app:naalya_app_local@127.0.0.1:5432/naalya',
+    };
+    expect(() => loadServerConfig(published)).toThrow(ConfigError);
+    const message = (() => {
+      try {
+        loadServerConfig(published);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return '';
+    })();
+    expect(message).toMatch(/JWT_SECRET is a value published in the repository: NODE_ENV is production/);
+    expect(message).toMatch(/DATABASE_URL has a password published in the repository/);
+    expect(message).not.toContain('local-development-secret');
+    expect(message).not.toContain('naalya_app_local');
+    const strong = 'p'.repeat(24);
+    const own = { ...VALID, NODE_ENV: 'production', DATABASE_URL: `postgres://naalya_app:${strong}@db/naalya`, RABBITMQ_URL: `amqp://naalya_server:${strong}@mq` };
+    expect(loadServerConfig(own).JWT_SECRET).toBe(VALID.JWT_SECRET);
+  });
+
   it('refuses to start without a dispatch signing key of at least 32 characters', () => {
     const { DISPATCH_SIGNING_KEY: _missing, ...rest } = VALID;
     expect(() => loadServerConfig(rest)).toThrow(/DISPATCH_SIGNING_KEY is missing/);
