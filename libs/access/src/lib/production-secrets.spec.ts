@@ -101,9 +101,11 @@ describe('productionSecretProblems', () => {
     }
   });
 
-  it('a published secret behind a key id is still the published secret', () => {
-    const problems = productionSecretProblems(SERVER_PRODUCTION_SECRETS, { ...PRODUCTION, ...GOOD, JWT_SECRET: 'k2:local-development-secret-change-me-0123456789' });
-    expect(problems).toEqual([expect.stringMatching(/^JWT_SECRET is a value published in the repository/)]);
+  it('a published secret behind a key id, or kept as the old key of a rotation list, is still the published secret', () => {
+    for (const value of ['k2:local-development-secret-change-me-0123456789', `k2:${'n'.repeat(40)},k1:local-development-secret-change-me-0123456789`]) {
+      const problems = productionSecretProblems(SERVER_PRODUCTION_SECRETS, { ...PRODUCTION, ...GOOD, JWT_SECRET: value });
+      expect(problems).toEqual([expect.stringMatching(/^JWT_SECRET is a value published in the repository/)]);
+    }
   });
 
   it(`refuses a signing key shorter than ${MIN_SIGNING_KEY_LENGTH} characters`, () => {

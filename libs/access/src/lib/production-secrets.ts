@@ -86,7 +86,10 @@ const urlPasswords = (value: string): Array<string | undefined> =>
 const problemOf = (spec: SecretSpec, value: string): string | undefined => {
   switch (spec.kind) {
     case 'signing-key': {
-      const parts = [value, afterKeyId(value)].filter((part): part is string => part !== undefined);
+      // The value, its secret after a key id, and the same for each comma-separated entry: a key list kept while keys
+      // rotate ("new,old") must not carry a published key either.
+      const entries = [value, ...value.split(',').map((entry) => entry.trim())];
+      const parts = entries.flatMap((entry) => [entry, afterKeyId(entry)]).filter((part): part is string => part !== undefined);
       if (parts.some((part) => published.has(part))) return 'is a value published in the repository';
       const secret = afterKeyId(value) ?? value;
       if (secret.length < MIN_SIGNING_KEY_LENGTH) return `must be at least ${MIN_SIGNING_KEY_LENGTH} characters`;
