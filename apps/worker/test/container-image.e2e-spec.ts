@@ -236,6 +236,16 @@ describe('the container images, step by step (no Docker daemon here)', () => {
     }
     expect(images.server.env['HTTP_HOST']).toBe('0.0.0.0');
     expect(images.worker.env['WORKER_HEALTH_HOST']).toBe('0.0.0.0');
+    // The build context (`COPY . .`) must not carry local secrets, keys or installs into a layer.
+    const ignored = readFileSync(join(ROOT, '.dockerignore'), 'utf8').split('\n').map((line) => line.trim());
+    for (const entry of ['.env', '.naalya', 'deploy/.env.compose', '**/node_modules', '**/dist', '.git']) expect(ignored, entry).toContain(entry);
+  });
+
+  it('the worker\'s HEALTHCHECK fails, saying why, when its health endpoint is switched off', () => {
+    const [command, args] = asImageUser(images.worker.healthcheck);
+    const result = spawnSync(command, args, { cwd: dir, env: { ...containerEnv('worker'), WORKER_HEALTH_PORT: '0' }, encoding: 'utf8', timeout: 10_000 });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/WORKER_HEALTH_PORT is 0 or empty: the worker serves no \/ready/);
   });
 
   it('the production dependency set holds no development tool, and each library comes from its build', () => {
