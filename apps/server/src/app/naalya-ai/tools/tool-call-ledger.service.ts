@@ -9,9 +9,10 @@ import { canonicalHash } from './canonical-hash.js';
 export const CALL_ID_REUSED_ERROR = ERROR_SENTENCES.CALL_ID_REUSED;
 
 /**
- * A repeat of a call gave up waiting for the call's first delivery, which still holds the call id (the statement time
- * limit bounds the wait): that one may yet commit, so the answer is "outcome unknown", never a failure. The worker
- * sends the call again while its deadline allows, and a later repeat finds the stored outcome.
+ * A repeat of a call gave up waiting for the call's first delivery, which still holds the call id (the call's deadline,
+ * or the statement time limit, bounds the wait): that one may yet commit, so the answer is "outcome unknown", never a
+ * failure, and never a second execution. The worker sends the call again while its deadline allows, and a later repeat
+ * finds the stored outcome.
  */
 export class CallStillRunningError extends Error {
   override readonly name = 'CallStillRunningError';
@@ -20,17 +21,25 @@ export class CallStillRunningError extends Error {
 /** statement_timeout (query_canceled) and lock_timeout (lock_not_available): the wait for the claim ran out. */
 const WAIT_RAN_OUT = new Set(['57014', '55P03']);
 
+/**
+ * The least a claim waits for the call's first delivery, even at or past its deadline: enough for one that is about to
+ * commit, so a late repeat of a call that did commit still gets its stored outcome rather than "outcome unknown".
+ */
+export const MIN_CLAIM_WAIT_MS = 100;
+
 export const requestHash = (request: { event: string; identity: unknown; scope: unknown; args: unknown }): string => canonicalHash(request);
 
 @Injectable()
 export class ToolCallLedgerService {
   /**
    * Holds this call id until the unit of work ends: a concurrent delivery of the same call waits here,
-   * then finds the first one's stored outcome instead of racing it on the domain's own constraints.
+   * then finds the first one's stored outcome instead of racing it on the domain's own constraints. The wait ends with
+   * the call's deadline (epoch ms): the caller gives up then, so waiting on for the statement limit would only hold a
+   * connection for an answer nobody reads.
    */
-  async claim(callId: string): Promise<void> {
+  async claim(callId: string, deadline: number, now: number = Date.now()): Promise<void> {
     try {
-      await lockUntilCommit(callId);
+      await lockUntilCommit(callId, { waitMs: Math.max(MIN_CLAIM_WAIT_MS, deadline - now) });
     } catch (error) {
       if (WAIT_RAN_OUT.has((error as { code?: string }).code ?? '')) throw new CallStillRunningError(`call ${callId} is still running in another delivery`, { cause: error });
       throw error;

@@ -8,7 +8,7 @@ import { dispatchEnvelope } from '../../../testing/dispatch-envelope.js';
 import { createTestApp, type TestApp } from '../../../testing/test-app.js';
 import { createTestDatabase, type TestDatabase } from '../../../testing/test-database.js';
 import { invokeTool } from '../../../testing/tool-handlers.js';
-import { QUOTA_RESERVATION_BLOCK, SCHOOL_QUOTA_ERROR, ToolCallQuota, USER_QUOTA_ERROR, quotaWindow } from './tool-call-quota.js';
+import { ADMITTED_CALL_IDS_MAX, QUOTA_RESERVATION_BLOCK, SCHOOL_QUOTA_ERROR, ToolCallQuota, USER_QUOTA_ERROR, quotaWindow } from './tool-call-quota.js';
 import { DISPATCH_REFUSED_ERROR } from './tool-executor.js';
 
 const MINUTE = 60_000;
@@ -52,6 +52,42 @@ describe('ToolCallQuota in memory (one process only)', () => {
   });
 });
 
+describe('ToolCallQuota: a call id counts once', () => {
+  const memoryQuota = (school: number, user: number) => new ToolCallQuota(limitsConfig({ school, user }, 'memory'), undefined as unknown as DataSource);
+
+  it('repeats of a call id in one process cost nothing until its deadline and the grace after it have passed', async () => {
+    const limits = memoryQuota(100, 2);
+    const deadline = T0 + 15_000;
+    expect(await limits.admit('call-1', deadline, 's', 'u', T0)).toEqual({ charged: true, refusal: null, window: quotaWindow(T0) });
+    for (const at of [T0 + 1, T0 + 10_000, deadline + 1_999]) expect(await limits.admit('call-1', deadline, 's', 'u', at)).toMatchObject({ charged: false, refusal: null });
+    expect(await limits.admit('call-2', deadline, 's', 'u', T0 + 2)).toMatchObject({ charged: true, refusal: null });
+    // Past the deadline's grace the id is forgotten: a copy that late is counted like a new call (here: over the limit).
+    expect(await limits.admit('call-1', deadline, 's', 'u', deadline + 2_001)).toMatchObject({ charged: false, refusal: 'USER_QUOTA_EXCEEDED' });
+  });
+
+  it('giveBack returns a counted call to both allowances, only in the minute it was counted and only once it was counted', async () => {
+    const limits = memoryQuota(100, 1);
+    const first = await limits.admit('call-1', T0 + 15_000, 's', 'u', T0);
+    expect(await limits.admit('call-2', T0 + 15_000, 's', 'u', T0 + 1)).toMatchObject({ refusal: 'USER_QUOTA_EXCEEDED' });
+    limits.giveBack(first, 's', 'u', T0 + 2);
+    const second = await limits.admit('call-2', T0 + 15_000, 's', 'u', T0 + 3);
+    expect(second).toMatchObject({ charged: true, refusal: null });
+    // A repeat that was not counted gives nothing back; nor does a call of a minute that is over.
+    limits.giveBack(await limits.admit('call-2', T0 + 15_000, 's', 'u', T0 + 4), 's', 'u', T0 + 5);
+    expect(await limits.admit('call-3', T0 + 15_000, 's', 'u', T0 + 6)).toMatchObject({ refusal: 'USER_QUOTA_EXCEEDED' });
+    limits.giveBack(second, 's', 'u', T0 + MINUTE);
+    expect(await limits.admit('call-4', T0 + MINUTE + 15_000, 's', 'u', T0 + MINUTE)).toMatchObject({ charged: true, refusal: null });
+    expect(await limits.admit('call-5', T0 + MINUTE + 15_000, 's', 'u', T0 + MINUTE + 1)).toMatchObject({ refusal: 'USER_QUOTA_EXCEEDED' });
+  });
+
+  it('remembers at most ADMITTED_CALL_IDS_MAX ids: the oldest are forgotten first', async () => {
+    const limits = memoryQuota(1_000_000, 1_000_000);
+    for (let i = 0; i <= ADMITTED_CALL_IDS_MAX; i++) await limits.admit(`call-${i}`, T0 + 15_000, 's', 'u', T0);
+    expect(await limits.admit(`call-${ADMITTED_CALL_IDS_MAX}`, T0 + 15_000, 's', 'u', T0)).toMatchObject({ charged: false });
+    expect(await limits.admit('call-0', T0 + 15_000, 's', 'u', T0)).toMatchObject({ charged: true });
+  });
+});
+
 describe('ToolCallQuota in PostgreSQL, shared by two server replicas', () => {
   let database: TestDatabase;
   const dataSources: DataSource[] = [];
@@ -90,6 +126,20 @@ describe('ToolCallQuota in PostgreSQL, shared by two server replicas', () => {
   afterAll(async () => {
     for (const dataSource of dataSources) await dataSource.destroy();
     await database?.drop();
+  });
+
+  it('a repeat counted on a second replica and given back there (the ledger answered it) leaves the school its other calls', async () => {
+    const [a, b] = twoReplicas({ school: 3, user: 100 });
+    const key = school();
+    const user = `user-${randomUUID()}`;
+    const deadline = T0 + 15_000;
+    expect(await a.admit('call-1', deadline, key, user, T0)).toMatchObject({ charged: true, refusal: null });
+    const repeat = await b.admit('call-1', deadline, key, user, T0);
+    expect(repeat).toMatchObject({ charged: true, refusal: null });
+    b.giveBack(repeat, key, user, T0);
+    const others = [];
+    for (let i = 2; i <= 6; i++) others.push((await (i % 2 ? a : b).admit(`call-${i}`, deadline, key, user, T0)).refusal);
+    expect(others.filter((refusal) => refusal === null)).toHaveLength(2);
   });
 
   it('two replicas taking in turn together allow exactly the school limit, then both refuse', async () => {
@@ -297,5 +347,37 @@ describe('quotas at the server: one school hitting its limit does not block anot
     expect(await invokeTool(testApp.module, listDepartmentsTool, await dispatchEnvelope(schoolB.personas.departmentHead, listDepartmentsTool, {}))).toHaveProperty(
       'data',
     );
+  });
+});
+
+describe('quotas at the server: a repeat of a call is one call', () => {
+  let testApp: TestApp;
+  beforeAll(async () => {
+    await awayFromMinuteEnd(25_000);
+    testApp = await createTestApp({ TOOL_CALLS_PER_MINUTE_PER_SCHOOL: 100, TOOL_CALLS_PER_MINUTE_PER_USER: 2 });
+  });
+  afterAll(() => testApp?.close());
+
+  it("repeats cost nothing, a repeat counted again is given back when the ledger answers it, and a committed write's repeat over quota gets its stored answer, never a refusal", async () => {
+    const [schoolA] = testApp.demo.schools;
+    const admin = schoolA.personas.schoolAdmin;
+    const name = `Repeated ${randomUUID().slice(0, 6)}`;
+    // A short deadline, so that this process forgets the call id (deadline plus grace) as another replica never knew it.
+    const write = await dispatchEnvelope(admin, createDepartmentTool, { name }, { timeoutMs: 300 });
+    const first = (await invokeTool(testApp.module, createDepartmentTool, write)) as { auditId?: string };
+    expect(first.auditId).toEqual(expect.any(String));
+    for (let i = 0; i < 3; i++) expect(await invokeTool(testApp.module, createDepartmentTool, write)).toMatchObject({ auditId: first.auditId });
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    // Counted again (forgotten), answered from the ledger, given back: the user still has the second of their two calls.
+    expect(await invokeTool(testApp.module, createDepartmentTool, write)).toMatchObject({ auditId: first.auditId });
+    const list = async () => invokeTool(testApp.module, listDepartmentsTool, await dispatchEnvelope(admin, listDepartmentsTool, {}));
+    expect(await list()).toHaveProperty('data');
+    expect(await list()).toEqual({ error: USER_QUOTA_ERROR, code: 'USER_QUOTA_EXCEEDED' });
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    // Over quota now: the write that committed is still answered as it was, not refused.
+    expect(await invokeTool(testApp.module, createDepartmentTool, write)).toMatchObject({ auditId: first.auditId });
+    const other = await dispatchEnvelope(admin, createDepartmentTool, { name: `${name} again` });
+    expect(await invokeTool(testApp.module, createDepartmentTool, other)).toEqual({ error: USER_QUOTA_ERROR, code: 'USER_QUOTA_EXCEEDED' });
+    expect(await testApp.owner.query(`SELECT count(*)::int AS count FROM departments WHERE name LIKE $1`, [`${name}%`])).toEqual([{ count: 1 }]);
   });
 });

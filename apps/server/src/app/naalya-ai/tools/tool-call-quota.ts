@@ -23,6 +23,21 @@ export const USER_QUOTA_ERROR = ERROR_SENTENCES.USER_QUOTA_EXCEEDED;
 
 export type QuotaRefusal = 'SCHOOL_QUOTA_EXCEEDED' | 'USER_QUOTA_EXCEEDED';
 
+/** What admit() made of a call: counted now, a repeat of one this process counted already, or refused. */
+export type Admission = { charged: boolean; refusal: QuotaRefusal | null; window: number };
+
+/**
+ * Call ids this process remembers having counted: a worker sends an interrupted call again under the same id, and the
+ * repeat must not cost the school a second call. Bounded, so a flood of distinct ids cannot grow it without limit (past
+ * the bound the oldest go first, and a repeat of one of them is counted again: a strict error, never a loose one).
+ */
+export const ADMITTED_CALL_IDS_MAX = 50_000;
+
+/** Long enough for every re-send of a call (they end at its deadline, plus the clock-skew allowance). */
+const ADMITTED_GRACE_MS = 2_000;
+/** The longest a call id is remembered, whatever deadline it claims (the worker's timeout is at most 5 min, 15 s by default). */
+const ADMITTED_TTL_MAX_MS = 120_000;
+
 /**
  * The minute a call counts in: fixed windows on the epoch, so every replica puts a call in the same one as long as
  * their clocks agree (the dispatch tokens' expiry already assumes synchronised clocks; a second of skew moves a few
@@ -56,6 +71,8 @@ type Counter = { window: number; count: number; spent: boolean; reserving: Promi
 export class ToolCallQuota implements OnApplicationBootstrap, BeforeApplicationShutdown {
   private readonly logger = new Logger(ToolCallQuota.name);
   private readonly counters = new Map<string, Counter>();
+  /** Call id to when it may be forgotten (epoch ms), in insertion order. */
+  private readonly admitted = new Map<string, number>();
   private pruneTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -97,6 +114,49 @@ export class ToolCallQuota implements OnApplicationBootstrap, BeforeApplicationS
       return 'USER_QUOTA_EXCEEDED';
     }
     return null;
+  }
+
+  /**
+   * take() once per call id in this process: a repeat of a call id it counted (until that call's deadline has passed)
+   * is admitted without counting. A repeat reaching another replica is counted there, and given back by giveBack()
+   * when the ledger answers it: one call costs one, wherever its copies land.
+   */
+  async admit(callId: string, deadline: number, schoolKey: string, userId: string, now: number = Date.now()): Promise<Admission> {
+    const forgetAt = this.admitted.get(callId);
+    const window = quotaWindow(now);
+    if (forgetAt !== undefined && forgetAt > now) return { charged: false, refusal: null, window };
+    const refusal = await this.take(schoolKey, userId, now);
+    if (refusal) return { charged: false, refusal, window };
+    this.remember(callId, now + Math.min(ADMITTED_TTL_MAX_MS, Math.max(0, deadline - now) + ADMITTED_GRACE_MS), now);
+    return { charged: true, refusal: null, window };
+  }
+
+  /**
+   * Returns a call admit() counted to both allowances of the minute it was counted in (this process's hand, where it was
+   * taken), for a call that turned out to be a repeat answered from the ledger: its first copy already paid. A call of
+   * a past minute is not given back: that minute is over, and the new one's calls in hand were all reserved for it.
+   */
+  giveBack(admission: Admission, schoolKey: string, userId: string, now: number = Date.now()): void {
+    const window = quotaWindow(now);
+    if (!admission.charged || admission.window !== window) return;
+    const school = this.counter(`school:${schoolKey}`, window);
+    const user = this.counter(`user:${userId}`, window);
+    const delta = this.config.TOOL_CALL_QUOTA_STORE === 'memory' ? -1 : 1;
+    school.count = Math.max(0, school.count + delta);
+    user.count = Math.max(0, user.count + delta);
+  }
+
+  private remember(callId: string, forgetAt: number, now: number): void {
+    this.admitted.delete(callId);
+    if (this.admitted.size >= ADMITTED_CALL_IDS_MAX) {
+      for (const [id, at] of this.admitted) if (at <= now) this.admitted.delete(id);
+      // Still full of live ids: the oldest go (insertion order).
+      for (const id of this.admitted.keys()) {
+        if (this.admitted.size < ADMITTED_CALL_IDS_MAX) break;
+        this.admitted.delete(id);
+      }
+    }
+    this.admitted.set(callId, forgetAt);
   }
 
   /** Deletes the counters of minutes before the previous one (safe on every replica at once); resolves to how many went. */

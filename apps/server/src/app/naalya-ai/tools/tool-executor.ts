@@ -26,7 +26,7 @@ import { tenantJwtFor } from '../../core/tenancy/tenant-scope.js';
 import { canonicalHash } from './canonical-hash.js';
 import { auditToolWrite } from './tool-audit.js';
 import { ToolCallLedgerService, requestHash } from './tool-call-ledger.service.js';
-import { ToolCallQuota } from './tool-call-quota.js';
+import { ToolCallQuota, type Admission } from './tool-call-quota.js';
 import type { ToolPosture } from './tool-posture.js';
 import { hasNoTenantScope, inTenantScope, runInRelationshipToolScope, runInToolScope, toJwtPayload } from './tool-scope.js';
 import { toToolError } from './tool-error.js';
@@ -83,6 +83,10 @@ type CallPlan = {
   dispatch: DispatchClaims;
   /** The sha256 of the canonical parsed arguments, for a tool whose calls need the user's approval. */
   confirmArgsHash?: string;
+  /** The quota's word on this call: a write refused by it is still answered from the ledger if it committed before. */
+  admission: Admission;
+  /** Returns the call's quota when the ledger answers it (its first copy paid). */
+  giveBack: () => void;
 };
 
 /**
@@ -142,9 +146,13 @@ export class ToolExecutor {
       }
 
       // Counted only once the call is proven to be the server's own dispatch: a forger cannot spend a school's allowance.
+      // A call id is counted once: a worker's re-send of an interrupted call is the same call.
       const quotaSchool = (scope.mode === 'school' ? scope.targetSchoolId : undefined) ?? identity.schoolId ?? 'platform';
-      const overQuota = await this.quota.take(quotaSchool, identity.sub);
-      if (overQuota) return toolError(overQuota);
+      const admission = await this.quota.admit(meta.callId, meta.deadline, quotaSchool, identity.sub);
+      const mutating = isMutatingEvent(definition.event);
+      // A write over quota may be the repeat of one that committed: the ledger answers it first (runInFrame), or the
+      // model would hear "refused" for a change that happened. A read is refused before any database work.
+      if (admission.refusal && !mutating) return toolError(admission.refusal);
 
       const args = schema.safeParse(parsedEnvelope.data.args);
       // A full stop: the model reads one sentence (zod's own issue messages end without one).
@@ -152,7 +160,6 @@ export class ToolExecutor {
 
       const identityJwt = toJwtPayload(identity);
       if (hasNoTenantScope(identityJwt)) return toolError('NO_TENANT_SCOPE');
-      const mutating = isMutatingEvent(definition.event);
       const targetSchoolId = scope.mode === 'school' ? scope.targetSchoolId : undefined;
       if (mutating && identity.type === UserType.PLATFORM_ADMIN && !targetSchoolId) {
         return toolError('PLATFORM_WRITE_NEEDS_SCHOOL');
@@ -168,6 +175,8 @@ export class ToolExecutor {
         ...(mutating ? { ledgerHash: requestHash({ event: definition.event, identity, scope, args: args.data }) } : {}),
         dispatch: token.claims,
         ...(definition.confirm ? { confirmArgsHash: canonicalHash(args.data) } : {}),
+        admission,
+        giveBack: () => this.quota.giveBack(admission, quotaSchool, identity.sub),
       };
       // The ledger and approval hashes above are of the arguments as the model sent them; only the service sees the pinned campus.
       const callArgs = inCallCampus(definition, scope, args.data);
@@ -183,11 +192,15 @@ export class ToolExecutor {
       return toolError('DISPATCH_REFUSED');
     }
     if (plan.ledgerHash !== undefined) {
-      // A redelivered or replayed call returns what it returned the first time, even past its deadline.
-      await this.ledger.claim(plan.callId);
+      // A redelivered or replayed call returns what it returned the first time, even past its deadline or over quota.
+      await this.ledger.claim(plan.callId, plan.deadline);
       const stored = await this.ledger.lookup(plan.callId, plan.ledgerHash);
-      if (stored) return stored as AgentToolResult<T>;
+      if (stored) {
+        plan.giveBack();
+        return stored as AgentToolResult<T>;
+      }
     }
+    if (plan.admission.refusal) return toolError(plan.admission.refusal);
     // Bound to the token's thread and caller, so an approval given in another conversation or by someone else never counts.
     if (plan.confirmArgsHash !== undefined) {
       const refused = await approvalRefusal({
