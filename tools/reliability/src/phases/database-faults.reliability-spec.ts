@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { createDepartmentTool, listDepartmentsTool, type AgentRuntimeContext } from '@naalya/agent-tools';
+import { listLessonPlansTool } from '@naalya/agent-tools';
 import { describe, expect, it } from 'vitest';
 import {
-  departmentsByName,
   expectCaught,
   expectPassed,
   holdTableLock,
+  lessonPlanWrites,
+  lessonPlansByTitle,
   resolveUnknowns,
   restartWeakened,
   runPhase,
@@ -19,7 +20,7 @@ import {
   type PhaseTarget,
 } from '../support/index.js';
 
-// Database faults under audited writes, each kind several times, the server reaching PostgreSQL through the fault
+// Database faults under audited writes (lesson plans: support/lesson-plan-writes.ts), each kind several times, the server reaching PostgreSQL through the fault
 // proxy:
 // - cut mid-transaction: the writes wait on a table lock inside their transactions when every connection drops;
 // - unreachable: connections drop and new ones are refused for two seconds while writes arrive;
@@ -35,9 +36,9 @@ import {
 //
 // Sabotage: the same server with the audit row written on its own connection, outside the call's transaction
 // (weakened-server.mjs, 'audit-outside-transaction'): a lost COMMIT then leaves an audit row for a write that never
-// happened, and once the call is sent again and runs, a second audit row for one call. And the caller sending an unconfirmed commit again under a new call id (caller.ts,
-// 'new-call-id-per-resend'): the ledger cannot recognise it, so a department that did commit is created again, which
-// its unique name refuses: the model is told the call failed while it happened (a ghost).
+// happened, and once the call is sent again and runs, a second audit row for one call. And the caller sending an
+// unconfirmed commit again under a new call id (caller.ts, 'new-call-id-per-resend'): the ledger cannot recognise it,
+// so a lesson plan that did commit is submitted a second time (two plans with one title: duplicated).
 
 const PHASE = 'database faults';
 const RECOVERY_MS = 5_000;
@@ -50,7 +51,7 @@ type Writes = (count: number) => Promise<CallOutcome>[];
 
 const inject: Record<DatabaseFault, (phase: PhaseContext, writes: Writes) => Promise<CallOutcome[]>> = {
   'cut mid-transaction': async ({ stack }, writes) => {
-    const lock = await holdTableLock(stack, 'departments');
+    const lock = await holdTableLock(stack, 'lesson_plans');
     const calls = writes(4);
     await waitFor(async () => (await lock.waiters()) >= 4, 10_000, 'writes waiting inside their transactions');
     stack.database.cutAll();
@@ -77,7 +78,7 @@ const inject: Record<DatabaseFault, (phase: PhaseContext, writes: Writes) => Pro
     return outcomes;
   },
   'backend terminated': async ({ stack }, writes) => {
-    const lock = await holdTableLock(stack, 'departments');
+    const lock = await holdTableLock(stack, 'lesson_plans');
     const calls = writes(4);
     await waitFor(async () => (await lock.waiters()) >= 4, 10_000, 'writes waiting inside their transactions');
     await stack.owner.query(
@@ -89,21 +90,17 @@ const inject: Record<DatabaseFault, (phase: PhaseContext, writes: Writes) => Pro
 };
 
 export const databaseFaultsPhase = (target: PhaseTarget, size: { rounds: number; faults?: readonly DatabaseFault[] }): Promise<PhaseRow> => {
-  const effects = departmentsByName(target.stack.owner);
+  const effects = lessonPlansByTitle(target.stack.owner);
   return runPhase(
     PHASE,
     target,
     async (phase) => {
       const { stack, caller, record, check } = phase;
-      const context: AgentRuntimeContext = await stack.contextFor('admin@greenhill.school');
+      const plans = await lessonPlanWrites(stack, caller, record);
       const tag = randomUUID().slice(0, 8);
       const all: CallOutcome[] = [];
       let serial = 0;
-      const writes: Writes = (count) =>
-        Array.from({ length: count }, () => {
-          const name = `Db ${tag} ${serial++}`;
-          return caller.call(createDepartmentTool, { name }, context).then((outcome) => record({ ...outcome, effectKey: name }));
-        });
+      const writes: Writes = (count) => Array.from({ length: count }, () => plans.write(`Db ${tag} ${serial++}`));
       for (let round = 0; round < size.rounds; round++) {
         for (const fault of size.faults ?? DATABASE_FAULTS) {
           const outcomes = await inject[fault](phase, writes);
@@ -117,14 +114,14 @@ export const databaseFaultsPhase = (target: PhaseTarget, size: { rounds: number;
           }
           // The pool finds its way back: a call works again within RECOVERY_MS of the fault's end.
           const recovery = await waitFor(
-            async () => (await caller.call(listDepartmentsTool, {}, context)).kind === 'ok',
+            async () => (await caller.call(listLessonPlansTool, {}, plans.context)).kind === 'ok',
             RECOVERY_MS,
             `${fault}: recovery`,
           ).catch(() => undefined);
           check(recovery !== undefined, `${fault}: no call worked within ${RECOVERY_MS / 1000} s of the fault's end`);
         }
       }
-      const { disagreements } = await resolveUnknowns({ caller, context, outcomes: all, effects });
+      const { disagreements } = await resolveUnknowns({ caller, context: plans.context, outcomes: all, effects });
       for (const disagreement of disagreements) check(false, disagreement);
     },
     { effects, maxUnknownShare: 0.01 },
@@ -145,7 +142,7 @@ describe(PHASE, () => {
       databaseFaultsPhase(weakened, { rounds: 2, faults: ['answer to COMMIT lost'] }),
     );
     expectCaught(row, 're-sent under a new call id');
-    expect(row.ghost + row.duplicated).toBeGreaterThan(0);
+    expect(row.duplicated).toBeGreaterThan(0);
   });
 
   it('fails with the audit row written outside the call transaction', async () => {

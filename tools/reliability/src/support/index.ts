@@ -49,3 +49,4 @@ export * from './run-phase.js';
 export * from './stack.js';
 export * from './phase-suite.js';
 export * from './runs.js';
+export * from './lesson-plan-writes.js';
