@@ -94,6 +94,33 @@ describe('AgentToolService sends a lost tool call again', () => {
     expect(sent).toHaveLength(1);
   });
 
+  const failed = async () => ({ error: 'That action could not be completed. Do not retry; tell the user what you were trying to do.', code: 'TOOL_FAILED' });
+
+  it('a write whose first send went unsettled and whose repeat failed on its own delivery is sent again, and the ledger settles it', async () => {
+    const sent = stubClient([lost, failed, async () => created]);
+
+    expect(await service().call('create.department', createDepartmentPayload())).toEqual(created);
+    expect(sent).toHaveLength(3);
+  });
+
+  it('a write still failing only on its repeats when its sends run out is "outcome unknown" with its call id, never a failure (a ghost)', async () => {
+    const sent = stubClient([async () => ({ error: 'The platform could not confirm whether that change was saved.', code: 'OUTCOME_UNKNOWN' }), failed, failed, failed]);
+    const payload = createDepartmentPayload();
+
+    const result = await service().call('create.department', payload);
+    expect(sent).toHaveLength(4);
+    expect(result).toMatchObject({ code: 'PLATFORM_UNREACHABLE' });
+    expect('error' in result && result.error).toContain('The outcome is unknown');
+    expect('error' in result && result.error).toContain(payload.meta.callId);
+  });
+
+  it('a failure on the first send is the answer: nothing went unsettled before it', async () => {
+    const sent = stubClient([failed, async () => created]);
+
+    expect(await service().call('create.department', createDepartmentPayload())).toMatchObject({ code: 'TOOL_FAILED' });
+    expect(sent).toHaveLength(1);
+  });
+
   it('does not send again after a timeout: the send had all the time left', async () => {
     const sent = stubClient([() => Promise.reject(new RmqRpcError('timeout', 'no reply within 5000 ms'))]);
 

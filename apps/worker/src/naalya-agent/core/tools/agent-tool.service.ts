@@ -60,6 +60,12 @@ const isAgentToolResult = (reply: unknown): reply is AgentToolResult => {
 // runs (once) if it did not.
 const outcomeUnknownReply = (reply: unknown): boolean => isAgentToolResult(reply) && 'error' in reply && reply.code === 'OUTCOME_UNKNOWN';
 
+// The server's masked failure: this delivery rolled back (a database connection cut under it, say). After an earlier
+// send of the same write went unsettled, that says nothing of the earlier copy, which may have committed: reported as
+// a failure it would be a ghost (the battery's audited writes found one), so it is sent again like a lost reply, and
+// the ledger settles it. The refusals the server makes before it reads the ledger are the same for every copy.
+const deliveryFailedReply = (reply: unknown): boolean => isAgentToolResult(reply) && 'error' in reply && reply.code === 'TOOL_FAILED';
+
 const sendOutcomeOf = (error: unknown): SendOutcome<never> => {
   const reason = describeError(error);
   if (!(error instanceof RmqRpcError)) return { kind: 'lost', reason };
@@ -142,7 +148,8 @@ export class AgentToolService implements AgentToolCaller, OnModuleInit, OnModule
     const deadline = Math.min(payload.meta.deadline, Date.now() + this.timeoutMs);
     // One correlation id for every send: a reply to an earlier send still settles the call, once.
     const correlationId = randomUUID();
-    const { outcome, sends } = await sendUntilDeadline<unknown>({
+    const mutating = isMutatingEvent(event);
+    const { outcome, sends, unsettled } = await sendUntilDeadline<unknown>({
       deadline,
       // Each message expires with the time left, so a server that comes back later cannot perform a call whose caller
       // already gave up (reliability.md, finding 2).
@@ -151,7 +158,7 @@ export class AgentToolService implements AgentToolCaller, OnModuleInit, OnModule
           (reply): SendOutcome<unknown> => ({ kind: 'reply', reply }),
           sendOutcomeOf,
         ),
-      resendReply: outcomeUnknownReply,
+      resendReply: (reply, afterUnsettled) => outcomeUnknownReply(reply) || (mutating && afterUnsettled && deliveryFailedReply(reply)),
       waitForConnection: (timeoutMs) => this.client.whenConnected(timeoutMs),
       onResend: (sendNumber, reason, timeLeftMs) => {
         this.resent += 1;
@@ -160,6 +167,10 @@ export class AgentToolService implements AgentToolCaller, OnModuleInit, OnModule
       ...this.options.resends,
     });
     if (outcome.kind === 'reply') {
+      if (mutating && unsettled && deliveryFailedReply(outcome.reply)) {
+        this.logger.warn(`Tool call "${event}" (callId ${callId}) still unsettled after ${sends} sends: the last delivery failed, an earlier one may have committed`);
+        return transportFailure(event, 'unreachable', callId);
+      }
       if (isAgentToolResult(outcome.reply)) return outcome.reply;
       this.logger.warn(`Tool call "${event}" (callId ${callId}) got an unreadable reply`);
       return transportFailure(event, 'unreachable', callId);

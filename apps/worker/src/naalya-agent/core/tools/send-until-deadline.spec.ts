@@ -36,7 +36,7 @@ const run = async (script: Script, options: { deadlineIn: number; connected?: (t
       }
       return step;
     },
-    resendReply: (reply) => reply === 'unknown commit',
+    resendReply: (reply, afterUnsettled) => reply === 'unknown commit' || (afterUnsettled && reply === 'this delivery failed'),
     waitForConnection: async (timeoutMs) => {
       const up = options.connected?.(timeoutMs) ?? true;
       if (!up) clock.at += timeoutMs;
@@ -72,6 +72,13 @@ describe('sendUntilDeadline', () => {
     const { outcome, sends } = await run([{ kind: 'reply', reply: 'unknown commit' }, { kind: 'reply', reply: 'from the ledger' }], { deadlineIn: 5_000 });
     expect(outcome).toEqual({ kind: 'reply', reply: 'from the ledger' });
     expect(sends).toBe(2);
+  });
+
+  it('tells resendReply whether an earlier send went unsettled, and says so with the outcome', async () => {
+    const first = await run([{ kind: 'reply', reply: 'this delivery failed' }], { deadlineIn: 5_000 });
+    expect(first).toMatchObject({ outcome: { kind: 'reply', reply: 'this delivery failed' }, sends: 1, unsettled: false });
+    const after = await run([lost, { kind: 'reply', reply: 'this delivery failed' }, { kind: 'reply', reply: 'from the ledger' }], { deadlineIn: 5_000 });
+    expect(after).toMatchObject({ outcome: { kind: 'reply', reply: 'from the ledger' }, sends: 3, unsettled: true });
   });
 
   it('never extends the deadline: each send is given exactly the time left, and nothing is sent past it', async () => {

@@ -41,8 +41,12 @@ export type SendUntilDeadline<R> = {
   deadline: number;
   /** One send of the unchanged request, with the time it has left (its message expires with it). */
   send: (timeLeftMs: number, sendNumber: number) => Promise<SendOutcome<R>>;
-  /** A reply that says the outcome could not be known, which the same request sent again can settle. */
-  resendReply: (reply: R) => boolean;
+  /**
+   * A reply that leaves the outcome open, which the same request sent again can settle: one that says so, or, once an
+   * earlier send went unsettled (`afterUnsettled`), one that speaks only for its own delivery (a repeat that failed
+   * says nothing of the earlier copy, which may have committed).
+   */
+  resendReply: (reply: R, afterUnsettled: boolean) => boolean;
   /** Resolves true once a send could go out again, false if not within the time given. */
   waitForConnection: (timeoutMs: number) => Promise<boolean>;
   /** Called before every send after the first: the caller logs and counts it. */
@@ -58,26 +62,29 @@ const reasonOf = <R>(outcome: SendOutcome<R>): string => (outcome.kind === 'repl
  * returns the last outcome with the number of sends. Safe only for a request whose repeats the receiver answers as one
  * (a tool call: the server's ledger answers a repeated write by its call id, and a read may simply run again).
  */
-export const sendUntilDeadline = async <R>(input: SendUntilDeadline<R>): Promise<{ outcome: SendOutcome<R>; sends: number }> => {
+export const sendUntilDeadline = async <R>(input: SendUntilDeadline<R>): Promise<{ outcome: SendOutcome<R>; sends: number; unsettled: boolean }> => {
   const policy = input.policy ?? TOOL_CALL_RESENDS;
   const clock = input.clock ?? SYSTEM_CLOCK;
   const left = () => input.deadline - clock.now();
   let sends = 0;
   let last: SendOutcome<R> = { kind: 'lost', reason: 'not sent' };
+  // Whether a send before the last left the outcome open (lost, or a reply resendReply picked).
+  let unsettled = false;
   for (;;) {
     if (sends > 0) {
-      if (sends >= policy.maxSends) return { outcome: last, sends };
+      if (sends >= policy.maxSends) return { outcome: last, sends, unsettled };
       const pause = Math.min(policy.maxPauseMs, policy.initialPauseMs * 2 ** (sends - 1)) * (1 - clock.random() / 2);
-      if (pause >= left()) return { outcome: last, sends };
+      if (pause >= left()) return { outcome: last, sends, unsettled };
       await clock.sleep(pause);
-      if (!(await input.waitForConnection(left())) || left() <= 0) return { outcome: last, sends };
+      if (!(await input.waitForConnection(left())) || left() <= 0) return { outcome: last, sends, unsettled };
       input.onResend(sends + 1, reasonOf(last), left());
     } else if (left() <= 0) {
-      return { outcome: { kind: 'timeout', reason: 'the deadline passed before the call was sent' }, sends };
+      return { outcome: { kind: 'timeout', reason: 'the deadline passed before the call was sent' }, sends, unsettled };
     }
+    if (sends > 0) unsettled = true;
     sends += 1;
     last = await input.send(left(), sends);
-    if (last.kind === 'timeout' || last.kind === 'failed') return { outcome: last, sends };
-    if (last.kind === 'reply' && !input.resendReply(last.reply)) return { outcome: last, sends };
+    if (last.kind === 'timeout' || last.kind === 'failed') return { outcome: last, sends, unsettled };
+    if (last.kind === 'reply' && !input.resendReply(last.reply, unsettled)) return { outcome: last, sends, unsettled };
   }
 };
