@@ -129,8 +129,9 @@ export const databaseFaultsPhase = (target: PhaseTarget, size: { rounds: number;
 };
 
 describe(PHASE, () => {
-  // A small pool, so a fault reaches every connection the server has.
-  const target = usePhaseTarget({ timeoutMs: 8_000, stack: { poolSize: 4 } });
+  // A small pool, so a fault reaches every connection the server has. The worker's default deadline (15 s), as in
+  // production: the unknowns this phase counts are those a real call would end with (audited writes: why).
+  const target = usePhaseTarget({ timeoutMs: 15_000, stack: { poolSize: 4 } });
 
   it('5 kinds of database fault, 4 rounds: no partial write, no audit row without its effect, unconfirmed commits settled by sending again (at most 1 % unknown)', async () => {
     const row = await databaseFaultsPhase(target, { rounds: 4 });
