@@ -114,7 +114,7 @@ const WEAKENINGS = {
     },
   },
   // No per-school or per-user quota: every call is let through.
-  'no-quota': { providers: [[ToolCallQuota, { take: () => null }]] },
+  'no-quota': { providers: [[ToolCallQuota, { take: async () => null, admit: async () => ({ charged: false, refusal: null, window: 0 }), giveBack: () => undefined }]] },
   // No sweeper: nothing takes back a step whose lease expired (a dead worker's), so its run stays running and its
   // thread locked. (Its other duty, starting queued runs, still happens when a run ends through the ingest.)
   'no-sweeper': {
