@@ -19,7 +19,7 @@ const config = [
               onlyDependOnLibsWithTags: ['type:contract'],
               bannedExternalImports: ['@nestjs/*', 'typeorm', '@casl/*', 'langchain', '@langchain/*', 'amqplib', 'deepagents'],
             },
-            { sourceTag: 'type:transport', onlyDependOnLibsWithTags: ['type:contract'], bannedExternalImports: ['typeorm', '@casl/*', 'langchain', '@langchain/*'] },
+            { sourceTag: 'type:transport', onlyDependOnLibsWithTags: ['type:contract', 'type:telemetry'], bannedExternalImports: ['typeorm', '@casl/*', 'langchain', '@langchain/*'] },
             {
               sourceTag: 'scope:server',
               onlyDependOnLibsWithTags: ['scope:server', 'scope:shared'],
@@ -31,6 +31,12 @@ const config = [
               bannedExternalImports: ['typeorm', '@casl/*', '@nestjs/typeorm'],
             },
             { sourceTag: 'scope:shared', onlyDependOnLibsWithTags: ['scope:shared'] },
+            // Tracing (OpenTelemetry) for the apps and the transport: it knows no project of ours and no framework.
+            {
+              sourceTag: 'type:telemetry',
+              onlyDependOnLibsWithTags: [],
+              bannedExternalImports: ['@nestjs/*', 'typeorm', '@casl/*', 'langchain', '@langchain/*', 'amqplib', 'deepagents'],
+            },
             // The Hub (browser) sees the platform only through the contract: never server, worker or transport code.
             {
               sourceTag: 'scope:hub',

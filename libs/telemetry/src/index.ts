@@ -1,0 +1,3 @@
+export * from './lib/conventions.js';
+export * from './lib/spans.js';
+export * from './lib/start-tracing.js';
