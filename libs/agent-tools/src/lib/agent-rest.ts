@@ -65,6 +65,8 @@ export type RunSummary = {
   lastSeq: number;
   /** The run's language model tokens so far, as the server counted them from the worker's usage reports. */
   usage: RunUsage;
+  /** The OpenTelemetry trace the run started in (32 hex digits), to find it in a tracing backend; null with tracing off. */
+  traceId: string | null;
   createdAt: string;
   updatedAt: string;
 };
@@ -73,7 +75,12 @@ export type RunSummary = {
 export type ThreadDetail = ThreadSummary & { runs: RunSummary[] };
 
 /** POST /agent/threads/:id/runs: `queued` under `enqueue` while another run is active. */
-export type StartRunResponse = { runId: string; status: 'running' | 'queued' };
+export type StartRunResponse = {
+  runId: string;
+  status: 'running' | 'queued';
+  /** The trace this request, and the run it started, belong to: only when the server traces (OTEL_EXPORTER_OTLP_ENDPOINT). */
+  traceId?: string;
+};
 
 /** POST /agent/threads/:id/resume: the run resumes once every pending question is answered. */
 export type ResumeResponse = { runId: string; resumed: boolean; pendingInterruptIds: string[] };

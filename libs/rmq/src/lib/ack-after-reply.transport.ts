@@ -1,11 +1,13 @@
 import { Logger, type LoggerService } from '@nestjs/common';
 import { RmqContext, Server, type CustomTransportStrategy, type MessageHandler, type MsPattern } from '@nestjs/microservices';
 import { isObservable, type Observable } from 'rxjs';
+import { failSpan, withActiveSpan } from '@naalya/telemetry';
 import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
 import { RecoveringConnection } from './rmq-connection.js';
 import { runInRmqMessageFrame, type RmqMessageFrame } from './current-rmq-message.js';
 import { parseRmqPacket, rmqError, type RmqReplyPacket } from './rmq-packet.js';
 import { isDirectReplyTo } from './rmq-names.js';
+import { startProcessSpan } from './rmq-tracing.js';
 
 export const DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024;
 
@@ -392,7 +394,11 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
       return;
     }
 
+    // The consumer span, continuing the publisher's trace (traceparent in the headers, used for nothing else).
+    const processing = startProcessSpan(this.options.queue, pattern, message);
+    if (processing) delivery.onFinish(() => processing.span.end());
     const timer = setTimeout(() => {
+      failSpan(processing?.span, undefined, 'timeout');
       const reason = `The handler of ${shorten(pattern)} exceeded its time limit of ${this.options.handlerTimeoutMs} ms.`;
       // Settled first, so the reply carries this reason even if the handler reacts to the abort by failing at once.
       refuse(reason);
@@ -413,7 +419,8 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
       },
     };
     const context = new RmqContext([message, this.handlerChannel(delivery.channel), pattern]);
-    const fail = (error: unknown): void =>
+    const fail = (error: unknown): void => {
+      failSpan(processing?.span, error, 'handler_failed');
       delivery.settle({
         settlement: 'dead-letter',
         // Nest's exception filter has already turned a thrown error into { status, message }; a raw Error only
@@ -421,6 +428,7 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
         reply: isEvent ? undefined : { id, err: error instanceof Error ? rmqError(MASKED_ERROR) : error, isDisposed: true },
         reason: `The handler of ${shorten(pattern)} failed: ${shorten(describe(error))}`,
       });
+    };
     const succeed = (response: unknown): void => delivery.settle({ settlement: 'ack', reply: isEvent ? undefined : { id, response, isDisposed: true } });
     // As Nest's transformToObservable, the reply is the last value of an Observable result, but a Promise (what Nest's
     // handler proxy returns) is awaited directly: the RxJS pipeline built per message cost CPU on every call.
@@ -436,14 +444,21 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
       delivery.onFinish(() => subscription.unsubscribe());
     };
     try {
-      runInRmqMessageFrame(frame, () => {
-        // Subscribing inside the frame too: a handler returning a cold Observable does its work on subscription.
-        const result = handler(packet.data, context);
-        if (isObservable(result)) subscribe(result);
-        else if (result instanceof Promise) result.then((value) => (isObservable(value) ? subscribe(value) : succeed(value)), fail);
-        else succeed(result);
-      });
+      runInRmqMessageFrame(frame, () =>
+        withActiveSpan(
+          processing?.span,
+          () => {
+            // Subscribing inside the frame too: a handler returning a cold Observable does its work on subscription.
+            const result = handler(packet.data, context);
+            if (isObservable(result)) subscribe(result);
+            else if (result instanceof Promise) result.then((value) => (isObservable(value) ? subscribe(value) : succeed(value)), fail);
+            else succeed(result);
+          },
+          processing?.parent,
+        ),
+      );
     } catch (error) {
+      failSpan(processing?.span, error, 'handler_failed');
       this.logger.error(`The handler of ${shorten(pattern)} threw synchronously: ${describe(error)}`);
       refuse(MASKED_ERROR);
     }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ChannelModel, ConfirmChannel, Options } from 'amqplib';
 import { RecoveringConnection, describeBrokerError, type RecoveringConnectionOptions } from './rmq-connection.js';
+import { endPublishSpan, startPublishSpan, withTraceHeaders } from './rmq-tracing.js';
 
 /** How many times one publish is sent, at most, across recycled channels. */
 export const MAX_SENDS = 20;
@@ -85,6 +86,19 @@ export class ConfirmPublisher {
    * twice as once (run steps and run event batches do).
    */
   async publish(exchange: string, routingKey: string, content: Buffer, properties: Options.Publish = {}): Promise<void> {
+    const span = startPublishSpan(exchange, routingKey, { messageId: properties.messageId, correlationId: properties.correlationId, bodySize: content.length });
+    if (!span) return this.publishConfirmed(exchange, routingKey, content, properties);
+    try {
+      // The traceparent goes in the headers, beside the body a signature covers, never into it.
+      await this.publishConfirmed(exchange, routingKey, content, { ...properties, headers: withTraceHeaders(properties.headers, span) });
+      endPublishSpan(span);
+    } catch (error) {
+      endPublishSpan(span, error);
+      throw error;
+    }
+  }
+
+  private async publishConfirmed(exchange: string, routingKey: string, content: Buffer, properties: Options.Publish): Promise<void> {
     const messageId = properties.messageId ?? randomUUID();
     const { confirmTimeoutMs } = this.options;
     const deadline = Date.now() + (confirmTimeoutMs ?? RESEND_WINDOW_MS);

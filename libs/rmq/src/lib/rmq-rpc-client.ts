@@ -3,6 +3,7 @@ import type { ChannelModel, ConfirmChannel, ConsumeMessage } from 'amqplib';
 import { RecoveringConnection, type BrokerLogger } from './rmq-connection.js';
 import { DIRECT_REPLY_TO } from './rmq-names.js';
 import type { RmqIncomingPacket, RmqReplyPacket } from './rmq-packet.js';
+import { endPublishSpan, startPublishSpan, withTraceHeaders } from './rmq-tracing.js';
 
 export type RmqRpcClientOptions = {
   /** amqp://user:password@host:port/vhost, or several nodes of one cluster separated by commas (see BrokerNodes). */
@@ -38,7 +39,16 @@ export class RmqRpcError extends Error {
 }
 
 /** A call waiting for its reply, and the channel whose direct reply-to address that reply comes to. */
-type PendingCall = { resolve: (response: unknown) => void; reject: (error: RmqRpcError) => void; timer: NodeJS.Timeout; channel: ConfirmChannel; sends: number; timeoutMs: number };
+type PendingCall = {
+  resolve: (response: unknown) => void;
+  reject: (error: RmqRpcError) => void;
+  timer: NodeJS.Timeout;
+  channel: ConfirmChannel;
+  sends: number;
+  timeoutMs: number;
+  /** traceparent of the call's producer span, sent with every send of it; undefined with tracing off. */
+  headers?: Record<string, unknown>;
+};
 
 /** How many times one call is published, at most, when the broker nacks it. */
 const MAX_SENDS = 10;
@@ -138,11 +148,25 @@ export class RmqRpcClient {
     if (this.pending.has(id)) return Promise.reject(new RmqRpcError('unreachable', 'a call with this correlation id is already waiting'));
     const deadline = Date.now() + timeoutMs;
     const body = Buffer.from(JSON.stringify({ pattern, data, id } satisfies RmqIncomingPacket));
-    return new Promise<unknown>((resolve, reject) => {
+    // One producer span per call, from the publish to its reply: the hop as the caller lives it.
+    const span = startPublishSpan(this.options.exchange, this.options.routingKey, { correlationId: id, bodySize: body.length });
+    const headers = withTraceHeaders(undefined, span);
+    const reply = new Promise<unknown>((resolve, reject) => {
       const timer = setTimeout(() => this.finish(id)?.reject(new RmqRpcError('timeout', `no reply within ${timeoutMs} ms`)), timeoutMs);
-      this.pending.set(id, { resolve, reject, timer, channel, sends: 0, timeoutMs });
+      this.pending.set(id, { resolve, reject, timer, channel, sends: 0, timeoutMs, headers });
       this.send(id, body, deadline);
     });
+    if (!span) return reply;
+    return reply.then(
+      (response) => {
+        endPublishSpan(span);
+        return response;
+      },
+      (error: unknown) => {
+        endPublishSpan(span, error);
+        throw error;
+      },
+    );
   }
 
   /** How many channels were replaced after a nack: for tests and metrics. */
@@ -177,6 +201,8 @@ export class RmqRpcClient {
           persistent: false,
           mandatory: true,
           ...(this.options.userId === undefined ? {} : { userId: this.options.userId }),
+          // Beside the envelope, never in it: the server reads it only to parent its spans.
+          ...(call.headers ? { headers: call.headers } : {}),
         },
         (error: unknown) => {
           // Confirmed (or returned, which the 'return' listener has settled): the reply is awaited on this channel.

@@ -11,7 +11,8 @@ import { HumanMessage, type BaseMessage } from '@langchain/core/messages';
 import { Command, GraphRecursionError, type BaseCheckpointSaver, type StateSnapshot } from '@langchain/langgraph';
 import { Logger, type LoggerService } from '@nestjs/common';
 import type { UsageReporter } from '../core/graph/model-call.middleware.js';
-import { createRoverGraph } from '../core/graph/rover.graph.js';
+import { ROVER_AGENT_NAME, createRoverGraph } from '../core/graph/rover.graph.js';
+import { invokeAgent } from '../core/graph/tracing.middleware.js';
 import { modelCallErrorIn } from '../core/model/model-errors.js';
 import type { SubagentDeps } from '../core/subagents/subagent.types.js';
 import type { AgentToolCaller } from '../core/tools/agent-tool-caller.js';
@@ -271,18 +272,23 @@ export class AgentRunExecutor {
       }
       const translator = new RunEventTranslator((toolCallId) => toolCaller.hopMs(toolCallIdempotencyKey(ids.threadId, toolCallId)));
       if (plan.kind === 'run') {
-        const stream = await graph.stream(plan.input, {
-          ...config,
-          // messages: the model's tokens as they come; updates: finished messages and tool results; tasks: which task
-          // runs a specialist (for its attribution); custom: streamOnSuccess notices.
-          streamMode: ['messages', 'updates', 'tasks', 'custom'],
-          subgraphs: true,
-          recursionLimit: this.deps.recursionLimit ?? 40,
+        // Rover's invoke_agent span: its model calls, tool calls and specialists nest inside it.
+        const stopped = await invokeAgent(ROVER_AGENT_NAME, ids.threadId, async () => {
+          const stream = await graph.stream(plan.input, {
+            ...config,
+            // messages: the model's tokens as they come; updates: finished messages and tool results; tasks: which task
+            // runs a specialist (for its attribution); custom: streamOnSuccess notices.
+            streamMode: ['messages', 'updates', 'tasks', 'custom'],
+            subgraphs: true,
+            recursionLimit: this.deps.recursionLimit ?? 40,
+          });
+          for await (const chunk of stream) {
+            for (const event of translator.translate(chunk)) await publish(event);
+            if (lease.lost) return true;
+          }
+          return false;
         });
-        for await (const chunk of stream) {
-          for (const event of translator.translate(chunk)) await publish(event);
-          if (lease.lost) return 'stopped';
-        }
+        if (stopped) return 'stopped';
       }
       if (!lease.held()) return 'stopped';
 

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { ActionAuditAction, AuditSource } from '@naalya/access';
 import type { JwtPayload } from '../auth/jwt-payload.js';
+import { currentTraceId } from '@naalya/telemetry';
 import { currentManager } from '../tenancy/tenant-context.js';
 
 export type AuditEntry = {
@@ -22,9 +23,10 @@ export class AuditLogService {
     // Plain SQL: the row is fixed and written on every audited call, and the QueryBuilder's insert (metadata walk,
     // property-name rewriting, returning-column merge) cost more CPU than the statement itself (bench/results).
     const [row] = (await currentManager().query(
-      `INSERT INTO audit_log (school_id, actor_id, actor_type, action, resource_type, resource_id, source, call_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-      [jwt.schoolId, jwt.sub, jwt.type, entry.action, entry.resourceType, entry.resourceId ?? null, entry.source, entry.callId ?? null],
+      `INSERT INTO audit_log (school_id, actor_id, actor_type, action, resource_type, resource_id, source, call_id, trace_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
+      // The trace of the REST request or the tool call that wrote it (null with tracing off): audit row to spans.
+      [jwt.schoolId, jwt.sub, jwt.type, entry.action, entry.resourceType, entry.resourceId ?? null, entry.source, entry.callId ?? null, currentTraceId() ?? null],
     )) as { id: string }[];
     return (row as { id: string }).id;
   }

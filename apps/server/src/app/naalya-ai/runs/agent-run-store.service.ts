@@ -1,6 +1,7 @@
 import { ConflictException, HttpException, HttpStatus, Inject, Injectable, NotFoundException } from '@nestjs/common';
 import { ERROR_SENTENCES, type AgentRunKind, type AgentRunStatus, type CommittedWrite, type LeaseRefusal, type RunUsage } from '@naalya/agent-tools';
 import { DataSource } from 'typeorm';
+import { currentTraceId } from '@naalya/telemetry';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 import { lockUntilCommit } from '../../core/database/advisory-lock.js';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
@@ -233,6 +234,8 @@ export class AgentRunStore {
         epoch: 0,
         attempts: 0,
         expiresAt: run.expiresAt ?? null,
+        // The request's trace (POST run, or the direct-run request): what the worker's spans continue.
+        traceId: currentTraceId() ?? null,
       });
     } catch (error) {
       if (isActiveRunConflict(error)) throw runInProgress();

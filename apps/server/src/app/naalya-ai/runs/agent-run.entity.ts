@@ -54,6 +54,8 @@ export class AgentRunEntity {
   @Column({ name: 'output_tokens', type: 'bigint', transformer: BIGINT_AS_NUMBER }) outputTokens: number;
   /** Tokens (input and output) of the current step: counted against AGENT_STEP_TOKEN_BUDGET, reset at every dispatch. */
   @Column({ name: 'step_tokens', type: 'bigint', transformer: BIGINT_AS_NUMBER }) stepTokens: number;
+  /** The trace of the request that started the run (null with tracing off): stored so an operator finds its spans. */
+  @Column({ name: 'trace_id', type: 'text', nullable: true }) traceId: string | null;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
   @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' }) updatedAt: Date;
 }

@@ -1,4 +1,5 @@
 import { isApprovalAnswer } from '@naalya/agent-tools';
+import { currentTraceId } from '@naalya/telemetry';
 import { currentManager } from '../../core/tenancy/tenant-context.js';
 
 /**
@@ -29,8 +30,8 @@ export const voidApprovalsOf = async (runId: string): Promise<void> => {
 export const recordConfirmationAnswer = async (answer: ConfirmationAnswer): Promise<void> => {
   await currentManager().query(
     `INSERT INTO tool_call_approvals
-       (school_id, thread_id, run_id, interrupt_id, call_id, event, args_hash, user_id, approved, answer, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now() + make_interval(secs => $11))`,
+       (school_id, thread_id, run_id, interrupt_id, call_id, event, args_hash, user_id, approved, answer, expires_at, trace_id)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now() + make_interval(secs => $11), $12)`,
     [
       answer.schoolId,
       answer.threadId,
@@ -43,6 +44,8 @@ export const recordConfirmationAnswer = async (answer: ConfirmationAnswer): Prom
       isApprovalAnswer(answer.answer),
       answer.answer,
       APPROVAL_TTL_SECONDS,
+      // The resume request's trace (null with tracing off): the approval row leads to the spans of the answer.
+      currentTraceId() ?? null,
     ],
   );
 };

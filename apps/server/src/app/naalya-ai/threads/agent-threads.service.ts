@@ -11,6 +11,7 @@ import {
   type ThreadDetail,
   type ThreadSummary,
 } from '@naalya/agent-tools';
+import { currentTraceId } from '@naalya/telemetry';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { IdentityService } from '../../core/auth/identity.service.js';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
@@ -61,6 +62,7 @@ const runSummary = (run: AgentRunEntity): RunSummary => ({
   errorCode: run.errorCode,
   lastSeq: run.lastSeq,
   usage: { inputTokens: run.inputTokens, outputTokens: run.outputTokens },
+  traceId: run.traceId,
   createdAt: run.createdAt.toISOString(),
   updatedAt: run.updatedAt.toISOString(),
 });
@@ -156,7 +158,8 @@ export class AgentThreadsService {
       return { runId, status: 'running' as const, steps: [await this.lifecycle.dispatchStep(runId, { kind: 'start' }, caller)] };
     });
     await this.publishOrFail(caller, steps);
-    return { runId, status };
+    const traceId = currentTraceId();
+    return { runId, status, ...(traceId ? { traceId } : {}) };
   }
 
   async resume(threadId: string, dto: ResumeDto, caller: JwtPayload): Promise<ResumeResponse> {

@@ -12,6 +12,7 @@ import {
   type AnyAgentTool,
 } from '@naalya/agent-tools';
 import { currentRmqMessage } from '@naalya/rmq';
+import { failSpan, inSpan, tracingEnabled } from '@naalya/telemetry';
 import type { ZodType } from 'zod';
 import { AuditLogService } from '../../core/audit/audit-log.service.js';
 import { AppAbilityFactory } from '../../core/authorization/app-ability.factory.js';
@@ -105,6 +106,22 @@ export class ToolExecutor {
   ) {}
 
   async execute<A, T>(
+    payload: unknown,
+    schema: ZodType<A>,
+    posture: ToolPosture<T>,
+    fn: (args: A, jwt: JwtPayload) => Promise<T>,
+  ): Promise<AgentToolResult<T>> {
+    if (!tracingEnabled()) return this.executeCall(payload, schema, posture, fn);
+    // One span around the whole call, parent of its SQL (the audit insert included) and child of the AMQP hop's.
+    return inSpan('execute', { attributes: { 'naalya.tool.event': TOOLS_BY_SCHEMA.get(schema)?.event ?? 'unknown' } }, async (span) => {
+      const result = await this.executeCall(payload, schema, posture, fn);
+      // execute() never throws: a refusal or a masked failure is a result, recorded by its code (never its text).
+      if ('error' in result) failSpan(span, undefined, result.code ?? 'error');
+      return result;
+    });
+  }
+
+  private async executeCall<A, T>(
     payload: unknown,
     schema: ZodType<A>,
     posture: ToolPosture<T>,

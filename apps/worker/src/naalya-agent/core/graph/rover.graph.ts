@@ -9,6 +9,7 @@ import { buildAgentTools } from '../tools/build-agent-tools.js';
 import { modelCallMiddleware, type UsageReporter } from './model-call.middleware.js';
 import { roverSystemPrompt } from './rover.prompt.js';
 import { stoppedToolCallsMiddleware } from './stopped-tool-calls.middleware.js';
+import { tracingMiddleware } from './tracing.middleware.js';
 import { untrustedReplyMiddleware } from './untrusted-reply.middleware.js';
 
 export type RoverGraphDeps = SubagentDeps & {
@@ -27,7 +28,8 @@ export const createRoverGraph = (context: AgentRuntimeContext, toolCaller: Agent
   const model = deps.modelFor('rover');
   const subagents = selectSubagents(context, toolCaller, deps);
   // Outermost first: the reply is made answerable after its usage was reported, and the usage is the provider's.
-  const modelCalls = [untrustedReplyMiddleware(), modelCallMiddleware(deps.reportUsage)];
+  // Tracing outermost: a chat span holds the model call and its usage report (an RPC of its own, same trace).
+  const modelCalls = [tracingMiddleware(), untrustedReplyMiddleware(), modelCallMiddleware(deps.reportUsage)];
   return createAgent({
     name: ROVER_AGENT_NAME,
     model,
