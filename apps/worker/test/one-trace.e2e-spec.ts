@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fromRunInterrupt } from '@naalya/agent-tools';
 import { GenAi } from '@naalya/telemetry';
 import { createTestStack, readRunEvents, type TestStack } from '@naalya/test-stack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -151,5 +152,41 @@ describe('one trace per run, across the server, the runs queue, the worker and t
     expect(named('invoke_agent rover')[0]?.attrs).toMatchObject({ [GenAi.OPERATION_NAME]: 'invoke_agent', [GenAi.CONVERSATION_ID]: threadId });
     // The message texts stay out of the spans: they carry pupils' names and marks.
     expect(JSON.stringify(spans)).not.toContain('Ivan Ochieng');
+  }, 90_000);
+
+  it('a confirmed write: the answer starts the trace the resumed step continues, its approval row and the audit row carry it', async () => {
+    const token = await stack.login('admin@greenhill.school');
+    const call = async <T>(path: string, body: unknown): Promise<T> => {
+      const response = await fetch(`${stack.server().baseUrl}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: JSON.stringify(body),
+      });
+      if (!response.ok) throw new Error(`${path}: ${response.status} ${await response.text()}`);
+      return (await response.json()) as T;
+    };
+    const { id: threadId } = await call<{ id: string }>('/agent/threads', {});
+    const started = await call<{ runId: string; traceId?: string }>(`/agent/threads/${threadId}/runs`, { message: 'delete the Languages department' });
+    const asked = await readRunEvents(stack.server().baseUrl, token, { threadId, runId: started.runId }, { signal: AbortSignal.timeout(30_000) });
+    const finish = asked.at(-1)?.event;
+    const interruptId = finish?.type === 'RUN_FINISHED' && finish.outcome.type === 'interrupt' ? fromRunInterrupt(finish.outcome.interrupts[0]).interruptId : undefined;
+    expect(interruptId).toEqual(expect.any(String));
+
+    const resumed = await call<{ resumed: boolean; traceId?: string }>(`/agent/threads/${threadId}/resume`, { interruptId, answer: 'yes' });
+    expect(resumed).toMatchObject({ resumed: true, traceId: expect.stringMatching(/^[0-9a-f]{32}$/) });
+    expect(resumed.traceId).not.toBe(started.traceId);
+    const done = await readRunEvents(stack.server().baseUrl, token, { threadId, runId: started.runId }, { lastEventId: asked.at(-1)?.seq, signal: AbortSignal.timeout(30_000) });
+    const written = done.map(({ event }) => event).find((event) => event.type === 'CUSTOM');
+    const auditId = written?.type === 'CUSTOM' ? written.value['auditId'] : undefined;
+
+    const { rows: approvals } = await stack.owner.query(`SELECT trace_id, approved FROM tool_call_approvals WHERE run_id = $1`, [started.runId]);
+    expect(approvals).toEqual([{ trace_id: resumed.traceId, approved: true }]);
+    const { rows: audit } = await stack.owner.query(`SELECT trace_id, action FROM audit_log WHERE id = $1`, [auditId]);
+    expect(audit).toEqual([{ trace_id: resumed.traceId, action: 'delete' }]);
+    // The run keeps the trace it started in.
+    const { rows: run } = await stack.owner.query(`SELECT trace_id FROM agent_runs WHERE id = $1`, [started.runId]);
+    expect(run).toEqual([{ trace_id: started.traceId }]);
+    const spans = await traceOf(resumed.traceId as string);
+    expect(spans.filter((span) => !span.parentSpanId).map((span) => span.attrs['url.path'])).toEqual([`/agent/threads/${threadId}/resume`]);
   }, 90_000);
 });

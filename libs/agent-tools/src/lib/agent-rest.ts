@@ -83,7 +83,13 @@ export type StartRunResponse = {
 };
 
 /** POST /agent/threads/:id/resume: the run resumes once every pending question is answered. */
-export type ResumeResponse = { runId: string; resumed: boolean; pendingInterruptIds: string[] };
+export type ResumeResponse = {
+  runId: string;
+  resumed: boolean;
+  pendingInterruptIds: string[];
+  /** The trace of this answer and of the step it resumes (its approval row carries it too); only when the server traces. */
+  traceId?: string;
+};
 
 /**
  * GET and PUT /platform/schools/:schoolId/model-policy (platform administrators only): a school's data choice, which

@@ -173,7 +173,8 @@ export class AgentThreadsService {
       return { result: { runId: run.id, resumed, pendingInterruptIds }, steps };
     });
     await this.publishOrFail(caller, steps);
-    return result;
+    const traceId = currentTraceId();
+    return { ...result, ...(traceId ? { traceId } : {}) };
   }
 
   /**
