@@ -10,7 +10,7 @@ import { AckAfterReplyTransport } from './ack-after-reply.transport.js';
 import { ConfirmPublisher } from './confirm-publisher.js';
 import { currentRmqMessage } from './current-rmq-message.js';
 import { MESSAGE_SIGNATURE_HEADER } from './message-signature.js';
-import { rmqNames } from './rmq-names.js';
+import { DIRECT_REPLY_TO, rmqNames } from './rmq-names.js';
 import { RmqRpcClient } from './rmq-rpc-client.js';
 import { declareTopology, deleteTopology } from './rmq-topology.js';
 
@@ -94,8 +94,9 @@ describe('tracing the AMQP hop', () => {
   it('a traceparent forged by a publisher only parents the span: the message is handled exactly as without it', async () => {
     const channel = await admin.createChannel();
     const forged = '00-0123456789abcdef0123456789abcdef-0123456789abcdef-01';
-    const replyTo = await channel.assertQueue('', { exclusive: true });
-    channel.sendToQueue(names.toolsQueue, Buffer.from(JSON.stringify({ pattern: 'echo', data: { n: 2 }, id: 'x' })), { replyTo: replyTo.queue, headers: { traceparent: forged } });
+    // Direct reply-to, the only reply address the transport answers: consumed on the channel that publishes.
+    await channel.consume(DIRECT_REPLY_TO, () => undefined, { noAck: true });
+    channel.sendToQueue(names.toolsQueue, Buffer.from(JSON.stringify({ pattern: 'echo', data: { n: 2 }, id: 'x' })), { replyTo: DIRECT_REPLY_TO, headers: { traceparent: forged } });
     await expect.poll(() => seen.length).toBe(1);
     expect(seen[0]?.traceId).toBe('0123456789abcdef0123456789abcdef');
     await channel.close();
