@@ -1,5 +1,5 @@
 import type { ConsumeMessage } from 'amqplib';
-import { Messaging, SpanKind, extractTraceContext, failSpan, injectTraceContext, startSpan, type Context, type Span } from '@naalya/telemetry';
+import { Messaging, SpanKind, extractTraceContext, failSpan, injectTraceContext, startSpan, tracingEnabled, type Context, type Span } from '@naalya/telemetry';
 
 /**
  * The AMQP hop's spans, written here once for every publisher and consumer of the platform (the contrib amqplib
@@ -22,6 +22,8 @@ export type PublishSpanDetails = { messageId?: string; correlationId?: string; b
 
 /** A PRODUCER span for one publish (or one RPC call, until its reply); undefined with tracing off. */
 export const startPublishSpan = (exchange: string, routingKey: string, details: PublishSpanDetails): Span | undefined => {
+  // Before any attribute is built: with tracing off a publish allocates nothing here.
+  if (!tracingEnabled()) return undefined;
   const destination = destinationOf(exchange, routingKey);
   return startSpan(`publish ${destination}`, {
     kind: SpanKind.PRODUCER,
@@ -58,6 +60,8 @@ export type ProcessSpan = { span: Span; parent: Context };
 
 /** A CONSUMER span for one delivery, child of the publisher's span when the message carries its traceparent. */
 export const startProcessSpan = (queue: string, pattern: string, message: ConsumeMessage): ProcessSpan | undefined => {
+  // Before the headers are read: with tracing off a delivery allocates nothing here.
+  if (!tracingEnabled()) return undefined;
   const parent = extractTraceContext(message.properties.headers as Record<string, unknown> | undefined);
   const span = startSpan(
     `process ${queue}`,
