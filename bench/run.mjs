@@ -27,6 +27,7 @@ import { brokerPid, cpuMicros, rssBytes, selfCpuMicros } from './lib/proc.mjs';
 import { createRawClient } from './lib/raw-client.mjs';
 import { CLUSTER_PAIRS, CLUSTER_VARIANTS, VARIANTS, aggregate, clusterMarkdown, markdown, ratios, svgChart, targets } from './lib/report.mjs';
 import { profileMarkdown, summariseProfile } from './lib/profile-summary.mjs';
+import { startOtlpSink } from './lib/otlp-sink.mjs';
 import { logOffset, readStatements, setStatementLogging } from './lib/statement-log.mjs';
 import { directRuns, measureStreaming, startEventPublisher, streamMarkdown } from './lib/stream.mjs';
 
@@ -34,6 +35,9 @@ const argv = process.argv.slice(2);
 const flag = (name) => argv.includes(`--${name}`);
 const option = (name, fallback) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=')[1] ?? fallback;
 const SMOKE = flag('smoke');
+// --tracing: the servers trace every call and export to an OTLP receiver in this process (lib/otlp-sink.mjs), to
+// measure what tracing costs; without it OTEL_EXPORTER_OTLP_ENDPOINT is unset and the servers start no tracing.
+const TRACING = flag('tracing');
 const CLUSTER = flag('cluster');
 const MODE = flag('soak')
   ? 'soak'
@@ -123,7 +127,7 @@ const startClusterInfrastructure = async () => {
  * Everything the run starts, for its one teardown: at the end, on an error, and on SIGINT or SIGTERM. Set-ups still
  * under way (the stack, the cluster's boot) are waited for, so that what they start is stopped too.
  */
-const started = { stack: undefined, infrastructure: undefined, children: [], closers: [], queues: {} };
+const started = { stack: undefined, infrastructure: undefined, sink: undefined, children: [], closers: [], queues: {} };
 let stopping;
 const teardown = () =>
   (stopping ??= (async () => {
@@ -155,6 +159,11 @@ const main = async () => {
     // Handled where it is awaited, after the stack; a failed boot meanwhile is not an unhandled rejection.
     started.infrastructure.catch(() => undefined);
   }
+  const sink = TRACING ? await startOtlpSink() : undefined;
+  if (sink) {
+    started.closers.push(() => sink.close());
+    started.sink = sink;
+  }
   started.stack = createTestStack({
     name: 'bench',
     poolSize: POOL_SIZE,
@@ -168,6 +177,7 @@ const main = async () => {
       AGENT_EVENT_STREAMS_PER_USER: '1000',
       RUN_EVENTS_PREFETCH: String(RUN_EVENTS_PREFETCH),
       LOG_LEVEL: 'error',
+      ...(sink ? { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url } : {}),
     },
   });
   try {
@@ -522,6 +532,7 @@ const runMode = async ({ stack, infrastructure, queues, children, closers, start
   const ratioRows = ratios(phases, CONCURRENCIES, MODE === 'cluster' ? CLUSTER_PAIRS : undefined);
   const targetRows = targets(ratioRows);
   const meta = { startedAt, mode: MODE, rounds: ROUNDS, phaseMs: PHASE_MS, slices: SLICES, prefetch: PREFETCH, poolSize: POOL_SIZE, cpus: cpus().length, loadBefore };
+  if (started.sink) meta.tracing = { ...started.sink.counts };
   const table = markdown({ rows, ratioRows, targetRows, statements, meta });
   if (MODE === 'cluster') {
     Object.assign(meta, { loadBeforePhases, loadDuring: loads, loadAfter: loadavg().map((l) => l.toFixed(2)).join(' '), placement, concurrencies: CONCURRENCIES });
@@ -559,7 +570,7 @@ const runMode = async ({ stack, infrastructure, queues, children, closers, start
 };
 
 /** A run with other rounds, phases, variants or pool than the defaults writes `custom` results, never the reference ones. */
-const customRun = () => ['rounds', 'phase-ms', 'slices', 'concurrency', 'variants', 'pool'].some((name) => option(name) !== undefined);
+const customRun = () => TRACING || ['rounds', 'phase-ms', 'slices', 'concurrency', 'variants', 'pool'].some((name) => option(name) !== undefined);
 
 /**
  * The cluster setting: (a) to (e) again, each keyed `q<variant>`, on the bench's three RabbitMQ nodes with quorum

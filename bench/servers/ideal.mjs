@@ -15,7 +15,8 @@ const SQL = {
   // The server's time limits ride in the tenant's statement (transaction-local: PgBouncer's transaction pooling allows
   // neither startup parameters nor session settings); the values are its defaults, which the bench does not change.
   tenant: `SELECT set_config('app.school_id', $1, true), set_config('app.platform', $2, true), set_config('app.user_id', $3, true), set_config('statement_timeout', $4, true), set_config('idle_in_transaction_session_timeout', $5, true)`,
-  lock: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
+  // As the server's ledger claim: the wait for another delivery of the call bounded by the call's deadline.
+  lock: `SELECT set_config('lock_timeout', $2, true), pg_advisory_xact_lock(hashtextextended($1, 0)), set_config('lock_timeout', '0', true)`,
   ledgerLookup: 'SELECT request_hash, result FROM tool_call_ledger WHERE call_id = $1',
   user: `SELECT "UserEntity"."id" AS "UserEntity_id", "UserEntity"."school_id" AS "UserEntity_school_id", "UserEntity"."campus_id" AS "UserEntity_campus_id", "UserEntity"."email" AS "UserEntity_email", "UserEntity"."full_name" AS "UserEntity_full_name", "UserEntity"."user_type" AS "UserEntity_user_type", "UserEntity"."is_active" AS "UserEntity_is_active", "UserEntity"."created_at" AS "UserEntity_created_at" FROM "users" "UserEntity" WHERE (("UserEntity"."id" = $1)) LIMIT 1`,
   permissions: `SELECT "permission"."id" AS "permission_id", "permission"."school_id" AS "permission_school_id", "permission"."role_id" AS "permission_role_id", "permission"."action" AS "permission_action", "permission"."resource" AS "permission_resource", "permission"."conditions" AS "permission_conditions" FROM "role_permissions" "permission" INNER JOIN "user_x_roles" "userRole" ON "userRole"."role_id" = "permission"."role_id" WHERE "userRole"."user_id" = $1`,
@@ -127,7 +128,7 @@ const createDepartment = (envelope) => {
   const { identity, args, meta, scope } = envelope;
   const hash = createHash('sha256').update(JSON.stringify({ event: 'create.department', identity, scope, args })).digest('hex');
   return inTransaction(envelope, async (client, claims) => {
-    await client.query(SQL.lock, [meta.callId]);
+    await client.query(SQL.lock, [meta.callId, String(Math.max(100, Math.ceil(meta.deadline - Date.now())))]);
     const { rows: stored } = await client.query(SQL.ledgerLookup, [meta.callId]);
     if (stored[0]) return stored[0].result;
     const permissions = await currentPermissions(client, identity);
