@@ -37,6 +37,12 @@ const config = [
               onlyDependOnLibsWithTags: [],
               bannedExternalImports: ['@nestjs/*', 'typeorm', '@casl/*', 'langchain', '@langchain/*', 'amqplib', 'deepagents'],
             },
+            // Metrics and logs: both apps import it (scope:shared), the Hub never does; it knows no app, transport or store.
+            {
+              sourceTag: 'type:observability',
+              onlyDependOnLibsWithTags: [],
+              bannedExternalImports: ['typeorm', '@casl/*', 'langchain', '@langchain/*', 'amqplib', 'amqp-connection-manager', 'deepagents', 'pg'],
+            },
             // The Hub (browser) sees the platform only through the contract: never server, worker or transport code.
             {
               sourceTag: 'scope:hub',
