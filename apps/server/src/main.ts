@@ -3,15 +3,20 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app/app.module.js';
-import { ConfigError, loadServerConfig, nestLogLevels } from './app/core/config/server-config.js';
+import { MetricsServer, PinoLoggerService } from '@naalya/observability';
+import { ConfigError, loadServerConfig, loadServerObservability, nestLogLevels } from './app/core/config/server-config.js';
 import { useStrictBodyParsers } from './app/core/http/hostile-input.js';
 import { serveHub } from './app/core/http/hub-static.js';
+import { serverMetrics } from './app/core/observability/server-metrics.js';
 import { connectToolTransport } from './app/core/transport/tool-transport.js';
 import { startAgentRunMessaging } from './app/naalya-ai/agent-run-messaging.js';
 
 const bootstrap = async () => {
   const config = loadServerConfig();
-  const app = await NestFactory.create(AppModule.forRoot(config), { abortOnError: false, logger: nestLogLevels(config.LOG_LEVEL) });
+  const observability = loadServerObservability(config);
+  // Every Nest and app log line through pino: JSON (production) or readable lines, with the ids in effect.
+  const logger = new PinoLoggerService({ app: 'server', format: observability.logFormat, levels: nestLogLevels(config.LOG_LEVEL) });
+  const app = await NestFactory.create(AppModule.forRoot(config), { abortOnError: false, logger });
   useStrictBodyParsers(app);
   // SIGTERM: stop consuming, finish the calls in flight, close the database, then exit.
   app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
@@ -23,6 +28,13 @@ const bootstrap = async () => {
   serveHub(app);
   await app.listen(config.HTTP_PORT, config.HTTP_HOST);
   new Logger('Server').log(`HTTP on ${await app.getUrl()}; tool calls from queue "${config.AGENT_TOOLS_QUEUE}"`);
+  // Last, so a scrape never sees a server that is not serving yet; its own port, never HTTP_PORT (checked in the config).
+  if (observability.metrics) {
+    const address = await new MetricsServer(serverMetrics.registry, observability.metrics).listen();
+    new Logger('Server').log(`Metrics on http://${address.address}:${address.port}/metrics`);
+  } else {
+    new Logger('Server').log('Metrics off (METRICS_PORT unset).');
+  }
 };
 
 bootstrap().catch((error: unknown) => {

@@ -39,6 +39,8 @@ export class MetricsServer {
         resolve();
       });
     });
+    // A scrape endpoint never keeps the process alive: shutdown is decided by the app's own hooks.
+    server.unref();
     return server.address() as AddressInfo;
   }
 

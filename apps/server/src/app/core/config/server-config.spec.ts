@@ -1,6 +1,6 @@
 import { generateMessageSigningKeyPair } from '@naalya/rmq';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadServerConfig, requireOwnerUrl } from './server-config.js';
+import { ConfigError, loadServerConfig, loadServerObservability, requireOwnerUrl } from './server-config.js';
 
 const RUN_KEYS = generateMessageSigningKeyPair('k1');
 
@@ -177,5 +177,31 @@ describe('loadServerConfig', () => {
       expect(() => loadServerConfig({ ...VALID, [name]: 'soon' }), name).toThrow(new RegExp(`${name} is invalid`));
     }
     expect(() => loadServerConfig({ ...VALID, RETENTION_PURGE_INTERVAL_MS: '10' })).toThrow(/RETENTION_PURGE_INTERVAL_MS is invalid/);
+  });
+});
+
+describe('loadServerObservability', () => {
+  const refusal = (env: NodeJS.ProcessEnv, httpPort = 3000): string => {
+    try {
+      loadServerObservability({ HTTP_PORT: httpPort }, env);
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      return (error as Error).message;
+    }
+    throw new Error('expected a refusal');
+  };
+
+  it('reads LOG_FORMAT (json in production unless set) and METRICS_PORT / METRICS_HOST', () => {
+    expect(loadServerObservability({ HTTP_PORT: 3000 }, {})).toEqual({ logFormat: 'pretty', metrics: undefined });
+    expect(loadServerObservability({ HTTP_PORT: 3000 }, { NODE_ENV: 'production', METRICS_PORT: '9464', METRICS_HOST: '0.0.0.0' })).toEqual({
+      logFormat: 'json',
+      metrics: { host: '0.0.0.0', port: 9464 },
+    });
+  });
+
+  it('refuses, naming the variable, a LOG_FORMAT it does not know and /metrics on the API port', () => {
+    expect(refusal({ LOG_FORMAT: 'text' })).toBe('Invalid server configuration (see .env.example):\n  LOG_FORMAT must be one of json, pretty (got "text")');
+    expect(refusal({ METRICS_PORT: '3000' })).toContain('METRICS_PORT must differ from HTTP_PORT (3000)');
+    expect(refusal({ METRICS_PORT: 'ninety' })).toContain('METRICS_PORT must be a port number');
   });
 });

@@ -1,5 +1,6 @@
 import type { LogLevel } from '@nestjs/common';
 import { SERVER_PRODUCTION_SECRETS, productionSecretProblems } from '@naalya/access';
+import { ObservabilityConfigError, loadLogFormat, loadMetricsConfig, type LogFormat, type MetricsConfig } from '@naalya/observability';
 import { MessageSigningKeyError, SIGNING_KEY_HINT, brokerUrlListProblem, parseMessageSigningKey } from '@naalya/rmq';
 import { z } from 'zod';
 import { parseModelListSetting, type ModelList } from './model-list.js';
@@ -144,3 +145,19 @@ const NEST_LEVELS = { error: ['fatal', 'error'], warn: ['fatal', 'error', 'warn'
 /** LOG_LEVEL in Nest's terms: each level includes the ones above it. */
 export const nestLogLevels = (level: ServerConfig['LOG_LEVEL']): LogLevel[] =>
   level === 'debug' ? [...NEST_LEVELS.info, 'debug'] : [...NEST_LEVELS[level]];
+
+/**
+ * LOG_FORMAT and METRICS_PORT / METRICS_HOST, read beside the rest so a bad value stops the process the same way, naming
+ * the variable. /metrics may not share HTTP_PORT: the API's port is public, the metrics port is for the monitoring network.
+ */
+export const loadServerObservability = (
+  config: Pick<ServerConfig, 'HTTP_PORT'>,
+  env: NodeJS.ProcessEnv = process.env,
+): { logFormat: LogFormat; metrics: MetricsConfig | undefined } => {
+  try {
+    return { logFormat: loadLogFormat(env), metrics: loadMetricsConfig(env, { HTTP_PORT: config.HTTP_PORT }) };
+  } catch (error) {
+    if (!(error instanceof ObservabilityConfigError)) throw error;
+    throw new ConfigError(`Invalid server configuration (see .env.example):\n  ${error.message}`);
+  }
+};

@@ -1,6 +1,7 @@
 import { Global, Inject, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { SERVER_CONFIG, type ServerConfig } from '../config/server-config.js';
+import { watchDatabasePool } from '../observability/server-metrics.js';
 import { registerDataSource } from '../tenancy/tenant-context.js';
 import { createAppDataSource, type EntityList } from './data-source.js';
 
@@ -43,6 +44,8 @@ export class DatabaseModule implements OnApplicationShutdown {
             await dataSource.initialize();
             await assertRowLevelSecurityApplies(dataSource);
             registerDataSource(dataSource);
+            // pg's Pool behind TypeORM's postgres driver: read at each scrape, never held.
+            watchDatabasePool(() => (dataSource.driver as unknown as { master?: { totalCount: number; idleCount: number; waitingCount: number; options?: { max?: number } } }).master);
             return dataSource;
           },
         },

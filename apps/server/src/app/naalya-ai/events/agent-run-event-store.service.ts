@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { FINAL_RUN_STATUSES, type AgentRunEvent, type RunUsage } from '@naalya/agent-tools';
 import { withoutNul } from '../../core/database/jsonb-safe.js';
 import { currentManager, runUnscoped, withSchool } from '../../core/tenancy/tenant-context.js';
+import { serverMetrics } from '../../core/observability/server-metrics.js';
 import { runStateAfter, type RunState } from '../runs/agent-run-state.js';
 import { AgentRunStore, type RunForEvent } from '../runs/agent-run-store.service.js';
 
@@ -39,6 +40,17 @@ const stateOf = (run: RunForEvent): RunState => ({ status: run.status, pendingIn
  * the server's own events (a cancel, an abandoned step, an expired question) are appended in the lifecycle's unit of
  * work. A pause's questions are stamped with the instant they expire, the run's expires_at.
  */
+/**
+ * How long each event took from the worker that made it to being stored here. The worker stamps `timestamp` with its
+ * clock; a value in the future (skew) counts as 0 rather than as a negative lag.
+ */
+const observeEventLag = (events: readonly AgentRunEvent[]): void => {
+  const now = Date.now();
+  for (const event of events) {
+    if (typeof event.timestamp === 'number') serverMetrics.eventLag.observe(Math.max(0, now - event.timestamp) / 1000);
+  }
+};
+
 @Injectable()
 export class AgentRunEventStore {
   constructor(private readonly runs: AgentRunStore) {}
@@ -66,6 +78,7 @@ export class AgentRunEventStore {
         else {
           seen.add(message.messageId);
           accepted.push({ messageId: message.messageId, events: [...message.events] });
+          observeEventLag(message.events);
           for (const event of message.events) state = runStateAfter(state, event);
           lastSeq += message.events.length;
           outcomes.push({ kind: 'persisted', lastSeq });
@@ -136,6 +149,7 @@ export class AgentRunEventStore {
       [runId, run.schoolId, run.ownerId, seqs, messageIds, types, payloads],
     );
     await this.runs.applyState(runId, seq, next, questionsExpireAt);
+    if (next.status !== run.status) serverMetrics.runStatuses.inc({ status: next.status });
   }
 }
 

@@ -14,6 +14,7 @@ import { z } from 'zod';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 import { verifyDispatchToken } from '../dispatch/dispatch-token.js';
 import { AgentRunEventStore, type PersistOutcome, type RunEventMessage } from './agent-run-event-store.service.js';
+import { serverMetrics } from '../../core/observability/server-metrics.js';
 
 
 /** Told when a worker's event ended a run (so the thread's next queued run can start). */
@@ -115,6 +116,7 @@ export class AgentRunIngest implements BeforeApplicationShutdown {
 
   private parse(message: ConsumeMessage): ({ runId: string } & RunEventMessage) | { reason: string } {
     const { content, fields, properties } = message;
+    if (fields.redelivered) serverMetrics.redeliveries.inc({ kind: 'run-event' });
     // Only the worker's broker user: RabbitMQ validates user_id against the publishing connection, so anyone else who
     // can write the exchange (an operator's account, a misconfigured service) cannot put words in a user's stream.
     const claimed = foreignPublisher(properties.userId, this.config.WORKER_BROKER_USER);

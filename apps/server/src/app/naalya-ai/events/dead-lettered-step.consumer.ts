@@ -11,6 +11,10 @@ import {
 import type { ConsumeMessage } from 'amqplib';
 import { z } from 'zod';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
+import { serverMetrics } from '../../core/observability/server-metrics.js';
+
+/** The x-first-death-reason values RabbitMQ sets: the dead-letter counter's only label values (and other). */
+const DEATH_REASONS = new Set(['rejected', 'expired', 'maxlen', 'delivery_limit']);
 
 /**
  * Told of each run step the broker dead-lettered: the step crashed or hung every worker that took it (more deliveries
@@ -121,6 +125,8 @@ export class DeadLetteredStepConsumer implements BeforeApplicationShutdown {
   }
 
   private async handOver(step: DeadLetteredStep, closing: AbortSignal): Promise<MessageSettlement | null> {
+    // The broker's reasons are a fixed set (rejected, expired, maxlen, delivery_limit); anything else is counted as other.
+    serverMetrics.deadLetters.inc({ reason: DEATH_REASONS.has(step.reason) ? step.reason : 'other' });
     this.logger.warn(`Run ${step.runId}: its step was dead-lettered (${step.reason}).`);
     for (let failures = 0; ; ) {
       try {

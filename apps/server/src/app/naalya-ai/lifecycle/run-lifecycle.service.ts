@@ -13,6 +13,7 @@ import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 import { UserEntity } from '../../core/identity/user.entity.js';
 import { repo, runUnscoped, withSchool } from '../../core/tenancy/tenant-context.js';
+import { serverMetrics } from '../../core/observability/server-metrics.js';
 import { AgentContextService } from '../dispatch/agent-context.service.js';
 import { AgentRunPublisher } from '../dispatch/agent-run-publisher.service.js';
 import { AgentRunEventStore } from '../events/agent-run-event-store.service.js';
@@ -119,6 +120,7 @@ export class RunLifecycle {
   async cancelHeld(runId: string): Promise<{ committedWrites: CommittedWrite[] } | null> {
     const run = await this.runs.lock(runId);
     if (!run || (run.status !== 'running' && run.status !== 'interrupted' && run.status !== 'queued')) return null;
+    serverMetrics.cancels.inc();
     await this.runs.revoke(runId);
     const committedWrites = await this.runs.committedWrites(runId);
     await this.events.appendServerEvent(runId, {

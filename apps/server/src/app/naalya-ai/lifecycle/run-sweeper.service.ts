@@ -4,6 +4,7 @@ import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-confi
 import { verifyDispatchToken } from '../dispatch/dispatch-token.js';
 import { AgentRunStore, type RunTenant } from '../runs/agent-run-store.service.js';
 import { RunLifecycle, type PendingStep } from './run-lifecycle.service.js';
+import { serverMetrics } from '../../core/observability/server-metrics.js';
 
 /** Runs looked at per sweep; the rest wait for the next one. */
 const SWEEP_BATCH = 100;
@@ -117,10 +118,12 @@ export class RunSweeper implements BeforeApplicationShutdown {
     }
     if (run.kind === 'agent' && run.status === 'running' && !run.leaseLive) {
       if (run.attempts >= this.config.AGENT_RUN_MAX_ATTEMPTS) {
+        serverMetrics.leaseExpiries.inc({ action: 'abandoned' });
         this.logger.warn(`Run ${runId}: no worker finished its step in ${run.attempts} attempts; the run fails.`);
         await this.lifecycle.fail(runId, run.threadId, 'RUN_ABANDONED');
         return [await this.lifecycle.startNextQueued(run.threadId, owner)].filter((step): step is PendingStep => step !== null);
       }
+      serverMetrics.leaseExpiries.inc({ action: 'redispatched' });
       this.logger.warn(`Run ${runId}: its lease expired (attempt ${run.attempts}); dispatching the step again from its checkpoint.`);
       return [await this.lifecycle.dispatchStep(runId, await this.runs.stepOf(runId), owner, { again: true })];
     }

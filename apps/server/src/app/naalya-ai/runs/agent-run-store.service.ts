@@ -6,6 +6,7 @@ import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-confi
 import { lockUntilCommit } from '../../core/database/advisory-lock.js';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { withCode } from '../../core/http/error-code.js';
+import { serverMetrics } from '../../core/observability/server-metrics.js';
 import { currentManager, repo } from '../../core/tenancy/tenant-context.js';
 import { AgentRunEntity, type RunStep, type StoredInterrupt } from './agent-run.entity.js';
 import type { RunState } from './agent-run-state.js';
@@ -241,6 +242,7 @@ export class AgentRunStore {
       if (isActiveRunConflict(error)) throw runInProgress();
       throw error;
     }
+    serverMetrics.runStatuses.inc({ status: run.status });
   }
 
   /**

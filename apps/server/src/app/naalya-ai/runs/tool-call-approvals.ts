@@ -1,5 +1,6 @@
 import { isApprovalAnswer } from '@naalya/agent-tools';
 import { currentTraceId } from '@naalya/telemetry';
+import { serverMetrics } from '../../core/observability/server-metrics.js';
 import { currentManager } from '../../core/tenancy/tenant-context.js';
 
 /**
@@ -48,6 +49,7 @@ export const recordConfirmationAnswer = async (answer: ConfirmationAnswer): Prom
       currentTraceId() ?? null,
     ],
   );
+  serverMetrics.approvals.inc({ outcome: isApprovalAnswer(answer.answer) ? 'granted' : 'denied' });
 };
 
 /** Why a call that needs confirmation has no usable approval; for the security log only. */

@@ -11,6 +11,7 @@ import {
   type AgentToolResult,
   type AnyAgentTool,
 } from '@naalya/agent-tools';
+import { withLogContext } from '@naalya/observability';
 import { currentRmqMessage } from '@naalya/rmq';
 import { failSpan, inSpan, tracingEnabled } from '@naalya/telemetry';
 import type { ZodType } from 'zod';
@@ -20,6 +21,7 @@ import { IdentityService } from '../../core/auth/identity.service.js';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 import { nulCharacterPath, nulCharacterSentence } from '../../core/http/hostile-input.js';
+import { measureToolCall, serverMetrics } from '../../core/observability/server-metrics.js';
 import { currentManager, markRollbackOnly } from '../../core/tenancy/tenant-context.js';
 import { envelopeMatchesClaims, verifyDispatchToken, type DispatchClaims } from '../dispatch/dispatch-token.js';
 import { approvalRefusal } from '../runs/tool-call-approvals.js';
@@ -111,6 +113,22 @@ export class ToolExecutor {
     posture: ToolPosture<T>,
     fn: (args: A, jwt: JwtPayload) => Promise<T>,
   ): Promise<AgentToolResult<T>> {
+    // Labelled by the tool's event (a fixed set), never by the envelope's claims, which a forger chooses.
+    const tool = TOOLS_BY_SCHEMA.get(schema)?.event ?? 'unknown';
+    if (currentRmqMessage()?.fields.redelivered) serverMetrics.redeliveries.inc({ kind: 'tool-call' });
+    // The ids of the call, read before anything is checked, so every line written for it (a masked error's cause
+    // included) can be found by them; they are claims to log, never to decide on.
+    const meta = (payload as { meta?: { callId?: unknown; runId?: unknown } } | undefined)?.meta;
+    const ids = { callId: typeof meta?.callId === 'string' ? meta.callId.slice(0, 100) : undefined };
+    return withLogContext(ids, () => measureToolCall(tool, () => this.executeTraced(payload, schema, posture, fn)));
+  }
+
+  private async executeTraced<A, T>(
+    payload: unknown,
+    schema: ZodType<A>,
+    posture: ToolPosture<T>,
+    fn: (args: A, jwt: JwtPayload) => Promise<T>,
+  ): Promise<AgentToolResult<T>> {
     if (!tracingEnabled()) return this.executeCall(payload, schema, posture, fn);
     // One span around the whole call, parent of its SQL (the audit insert included) and child of the AMQP hop's.
     return inSpan('execute', { attributes: { 'naalya.tool.event': TOOLS_BY_SCHEMA.get(schema)?.event ?? 'unknown' } }, async (span) => {
@@ -127,6 +145,8 @@ export class ToolExecutor {
     posture: ToolPosture<T>,
     fn: (args: A, jwt: JwtPayload) => Promise<T>,
   ): Promise<AgentToolResult<T>> {
+    // Set once the dispatch token is verified, so a masked error's cause is logged with its run.
+    let runId: string | undefined;
     try {
       // Step 0: the envelope is untrusted bytes; nothing runs unless it has exactly the published shape.
       const envelope = payload as { identity?: { sub?: unknown; type?: unknown } } | undefined;
@@ -169,7 +189,10 @@ export class ToolExecutor {
       const mutating = isMutatingEvent(definition.event);
       // A write over quota may be the repeat of one that committed: the ledger answers it first (runInFrame), or the
       // model would hear "refused" for a change that happened. A read is refused before any database work.
-      if (admission.refusal && !mutating) return toolError(admission.refusal);
+      if (admission.refusal && !mutating) {
+        serverMetrics.quotaRefusals.inc({ quota: admission.refusal });
+        return toolError(admission.refusal);
+      }
 
       const args = schema.safeParse(parsedEnvelope.data.args);
       // A full stop: the model reads one sentence (zod's own issue messages end without one).
@@ -197,9 +220,14 @@ export class ToolExecutor {
       };
       // The ledger and approval hashes above are of the arguments as the model sent them; only the service sees the pinned campus.
       const callArgs = inCallCampus(definition, scope, args.data);
-      return await inTenantScope(plan.tenantJwt, () => this.runInFrame(plan, posture, () => fn(callArgs, plan.tenantJwt)));
+      // The run is known once the dispatch token is verified: lines from here on carry it.
+      runId = token.claims.runId;
+      return await withLogContext({ runId: token.claims.runId }, () =>
+        inTenantScope(plan.tenantJwt, () => this.runInFrame(plan, posture, () => fn(callArgs, plan.tenantJwt))),
+      );
     } catch (error) {
-      return toToolError(error, 'execute');
+      // Logged here, once, with the call's ids: the worker and the model only ever see the masked sentence.
+      return withLogContext({ runId }, () => toToolError(error, 'execute'));
     }
   }
 
@@ -217,7 +245,10 @@ export class ToolExecutor {
         return stored as AgentToolResult<T>;
       }
     }
-    if (plan.admission.refusal) return toolError(plan.admission.refusal);
+    if (plan.admission.refusal) {
+      serverMetrics.quotaRefusals.inc({ quota: plan.admission.refusal });
+      return toolError(plan.admission.refusal);
+    }
     // Bound to the token's thread and caller, so an approval given in another conversation or by someone else never counts.
     if (plan.confirmArgsHash !== undefined) {
       const refused = await approvalRefusal({
@@ -228,6 +259,7 @@ export class ToolExecutor {
         userId: plan.identityJwt.sub,
       });
       if (refused) {
+        if (refused === 'expired') serverMetrics.approvals.inc({ outcome: 'expired' });
         logSecurityEvent({ kind: 'tool call', reason: `approval-${refused}`, event: plan.event, callId: plan.callId, sub: plan.identityJwt.sub, runId: plan.dispatch.runId });
         return toolError('CONFIRMATION_REQUIRED');
       }
