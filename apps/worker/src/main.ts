@@ -2,14 +2,17 @@ import './tracing.js';
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { MetricsServer, PinoLoggerService } from '@naalya/observability';
 import { AckAfterReplyTransport } from '@naalya/rmq';
 import { AppModule } from './app.module.js';
-import { WorkerConfigError, enabledLogLevels, loadWorkerConfig, type WorkerConfig } from './app/config/worker-config.js';
+import { WorkerConfigError, enabledLogLevels, loadWorkerConfig, loadWorkerObservability, type WorkerConfig } from './app/config/worker-config.js';
+import { workerMetrics } from './app/observability/worker-metrics.js';
 import { ChatModelUnavailableError, assertChatModelAvailable } from './naalya-agent/core/model/chat-model.factory.js';
 
-const readConfig = (): WorkerConfig | null => {
+const readConfig = (): (WorkerConfig & { observability: ReturnType<typeof loadWorkerObservability> }) | null => {
   try {
-    return loadWorkerConfig(process.env);
+    const config = loadWorkerConfig(process.env);
+    return { ...config, observability: loadWorkerObservability(process.env, config) };
   } catch (error) {
     if (!(error instanceof WorkerConfigError)) throw error;
     console.error(error.message);
@@ -23,6 +26,9 @@ const bootstrap = async (): Promise<void> => {
     process.exitCode = 1;
     return;
   }
+  // Every Nest and app log line through pino: JSON (production) or readable lines, with the run's and call's ids.
+  const logger = new PinoLoggerService({ app: 'worker', format: config.observability.logFormat, levels: enabledLogLevels(config.logLevel) });
+  Logger.overrideLogger(logger);
   try {
     await assertChatModelAvailable({ agentModel: config.agentModel, providerKeys: config.providerKeys, baseUrl: config.agentModelBaseUrl });
   } catch (error) {
@@ -49,12 +55,19 @@ const bootstrap = async (): Promise<void> => {
   // exits 1 with its message, instead of Nest calling process.abort().
   const app = await NestFactory.createMicroservice(AppModule.forRoot(config), {
     strategy: transport,
-    logger: enabledLogLevels(config.logLevel),
+    logger,
     abortOnError: false,
   });
   // SIGTERM: stop consuming, let run steps in flight finish (bounded), then close the broker and database.
   app.enableShutdownHooks(['SIGTERM', 'SIGINT']);
   await app.listen();
+  // Its own port (METRICS_PORT), never the health port; a scrape needs nothing the steps use.
+  if (config.observability.metrics) {
+    const address = await new MetricsServer(workerMetrics.registry, config.observability.metrics).listen();
+    Logger.log(`Metrics on http://${address.address}:${address.port}/metrics`, 'Worker');
+  } else {
+    Logger.log('Metrics off (METRICS_PORT unset).', 'Worker');
+  }
   Logger.log(
     `Worker ready: runs from queue "${config.queues.runsQueue}", events to "${config.queues.runEventsExchange}", tool calls to "${config.queues.toolsQueue}" (${config.toolCallTimeoutMs} ms); model "${config.agentModel}".`,
     'Worker',

@@ -1,6 +1,6 @@
 import { generateMessageSigningKeyPair } from '@naalya/rmq';
 import { describe, expect, it } from 'vitest';
-import { WorkerConfigError, enabledLogLevels, loadWorkerConfig } from './worker-config.js';
+import { WorkerConfigError, enabledLogLevels, loadWorkerConfig, loadWorkerObservability } from './worker-config.js';
 
 const RABBITMQ_URL = 'amqp://worker:s3cret-pass@127.0.0.1:5672';
 const CHECKPOINT_DATABASE_URL = 'postgres://naalya_checkpoint:ch3ckpoint-pass@127.0.0.1:5432/naalya';
@@ -200,5 +200,26 @@ describe('enabledLogLevels', () => {
   it('enables the chosen level and every more severe one', () => {
     expect(enabledLogLevels('warn')).toEqual(['fatal', 'error', 'warn']);
     expect(enabledLogLevels('verbose')).toHaveLength(6);
+  });
+});
+
+describe('loadWorkerObservability', () => {
+  const health = { port: 3001, host: '127.0.0.1' };
+
+  it('reads LOG_FORMAT (json in production unless set) and METRICS_PORT / METRICS_HOST', () => {
+    expect(loadWorkerObservability({}, { health })).toEqual({ logFormat: 'pretty', metrics: undefined });
+    expect(loadWorkerObservability({ NODE_ENV: 'production', METRICS_PORT: '9465' }, { health })).toEqual({
+      logFormat: 'json',
+      metrics: { host: '127.0.0.1', port: 9465 },
+    });
+  });
+
+  it('refuses, naming the variable, a LOG_FORMAT it does not know and /metrics on the health port', () => {
+    expect(() => loadWorkerObservability({ LOG_FORMAT: 'yaml' }, { health })).toThrow(
+      new WorkerConfigError('Invalid worker configuration:\n  - LOG_FORMAT must be one of json, pretty (got "yaml")'),
+    );
+    expect(() => loadWorkerObservability({ METRICS_PORT: '3001' }, { health })).toThrow(/METRICS_PORT must differ from WORKER_HEALTH_PORT \(3001\)/);
+    // No health endpoint: any port will do.
+    expect(loadWorkerObservability({ METRICS_PORT: '3001' }, { health: undefined }).metrics).toEqual({ host: '127.0.0.1', port: 3001 });
   });
 });

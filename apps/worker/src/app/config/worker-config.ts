@@ -1,3 +1,4 @@
+import { ObservabilityConfigError, loadLogFormat, loadMetricsConfig, type LogFormat, type MetricsConfig } from '@naalya/observability';
 import { MessageSigningKeyError, SIGNING_KEY_HINT, brokerUrlListProblem, parseMessageVerifyingKeys, rmqNames, type MessageVerifyingKeys, type RmqNames } from '@naalya/rmq';
 import { RUN_EVENTS_LINGER_MS_DEFAULT } from '../../naalya-agent/runs/run-event.buffer.js';
 import { WORKER_PRODUCTION_SECRETS, productionSecretProblems } from '@naalya/access';
@@ -215,3 +216,19 @@ export const enabledLogLevels = (level: WorkerLogLevel): WorkerLogLevel[] =>
   LOG_LEVELS.slice(0, LOG_LEVELS.indexOf(level) + 1);
 
 export const WORKER_CONFIG = Symbol('WorkerConfig');
+
+/**
+ * LOG_FORMAT and METRICS_PORT / METRICS_HOST, read beside the rest so a bad value stops the worker the same way, naming
+ * the variable. /metrics may not share the health port: probes and scrapes are told apart by port.
+ */
+export const loadWorkerObservability = (
+  env: Record<string, string | undefined>,
+  config: Pick<WorkerConfig, 'health'>,
+): { logFormat: LogFormat; metrics: MetricsConfig | undefined } => {
+  try {
+    return { logFormat: loadLogFormat(env), metrics: loadMetricsConfig(env, config.health ? { WORKER_HEALTH_PORT: config.health.port } : {}) };
+  } catch (error) {
+    if (!(error instanceof ObservabilityConfigError)) throw error;
+    throw new WorkerConfigError(`Invalid worker configuration:\n  - ${error.message}`);
+  }
+};

@@ -1,7 +1,9 @@
 import { AGENT_RUN_PATTERN, agentRunRequestSchema } from '@naalya/agent-tools';
+import { secondsSince, withLogContext } from '@naalya/observability';
 import { currentRmqMessage } from '@naalya/rmq';
 import { Controller, Logger } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
+import { workerMetrics } from '../../app/observability/worker-metrics.js';
 import { AgentRunExecutor } from './agent-run.executor.js';
 import { RunStepAuthenticity } from './run-step-authenticity.js';
 
@@ -32,11 +34,18 @@ export class AgentRunConsumer {
       throw new Error(`Malformed run request, dead-lettered: ${issues.join('; ')}`);
     }
     const request = parsed.data;
-    const frame = currentRmqMessage();
-    if (frame?.fields.redelivered) {
-      this.logger.warn(`Run ${request.context.run.runId} was redelivered; continuing from its checkpoint.`);
-    }
-    const outcome = await this.executor.execute(request, frame?.signal);
-    this.logger.log(`Run ${request.context.run.runId} (${request.kind}) finished: ${outcome}`);
+    // Every line written for this step (the tool calls', the model's) carries its run.
+    await withLogContext({ runId: request.context.run.runId }, async () => {
+      const frame = currentRmqMessage();
+      if (frame?.fields.redelivered) {
+        workerMetrics.redeliveries.inc();
+        this.logger.warn(`Run ${request.context.run.runId} was redelivered; continuing from its checkpoint.`);
+      }
+      const started = performance.now();
+      const outcome = await this.executor.execute(request, frame?.signal);
+      workerMetrics.runSteps.inc({ kind: request.kind, outcome });
+      workerMetrics.runStepDuration.observe({ kind: request.kind }, secondsSince(started));
+      this.logger.log(`Run ${request.context.run.runId} (${request.kind}) finished: ${outcome}`);
+    });
   }
 }

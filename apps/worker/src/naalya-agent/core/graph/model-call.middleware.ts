@@ -2,6 +2,8 @@ import type { RunUsage } from '@naalya/agent-tools';
 import { AIMessage } from '@langchain/core/messages';
 import { isGraphBubbleUp } from '@langchain/langgraph';
 import { createMiddleware } from 'langchain';
+import { secondsSince } from '@naalya/observability';
+import { workerMetrics } from '../../../app/observability/worker-metrics.js';
 import { estimatedUsage } from '../model/estimated-usage.js';
 import { ModelCallError, classifyModelError } from '../model/model-errors.js';
 
@@ -34,14 +36,28 @@ export const modelCallMiddleware = (reportUsage: UsageReporter) =>
     name: 'ModelCallMiddleware',
     wrapModelCall: async (request, handler) => {
       let response: Awaited<ReturnType<typeof handler>>;
+      const started = performance.now();
       try {
         response = await handler(request);
       } catch (error) {
         // A step stopped from outside (lease lost, time limit) or an interrupt is not the model's failure.
-        if (request.runtime.signal?.aborted || isGraphBubbleUp(error) || error instanceof ModelCallError) throw error;
-        throw new ModelCallError(classifyModelError(error), error);
+        if (request.runtime.signal?.aborted || isGraphBubbleUp(error)) {
+          workerMetrics.modelCalls.inc({ outcome: 'stopped' });
+          throw error;
+        }
+        const failure = error instanceof ModelCallError ? error : new ModelCallError(classifyModelError(error), error);
+        workerMetrics.modelCalls.inc({ outcome: failure.code });
+        workerMetrics.modelCallDuration.observe(secondsSince(started));
+        throw failure;
       }
-      if (AIMessage.isInstance(response)) await reportUsage(usageOf(request.messages, response));
+      workerMetrics.modelCalls.inc({ outcome: 'ok' });
+      workerMetrics.modelCallDuration.observe(secondsSince(started));
+      if (AIMessage.isInstance(response)) {
+        const usage = usageOf(request.messages, response);
+        workerMetrics.modelTokens.inc({ direction: 'input' }, usage.inputTokens);
+        workerMetrics.modelTokens.inc({ direction: 'output' }, usage.outputTokens);
+        await reportUsage(usage);
+      }
       return response;
     },
   });

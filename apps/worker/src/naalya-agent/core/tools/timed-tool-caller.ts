@@ -1,5 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { AgentToolEvent, AgentToolPayload, AgentToolResult } from '@naalya/agent-tools';
+import { secondsSince, withLogContext } from '@naalya/observability';
+import { toolCallOutcome, workerMetrics } from '../../../app/observability/worker-metrics.js';
 import type { AgentToolCaller } from './agent-tool-caller.js';
 
 const untilAborted = <T>(work: Promise<T>, signal: AbortSignal): Promise<T> =>
@@ -31,10 +33,18 @@ export class TimedToolCaller implements AgentToolCaller {
   async call<E extends AgentToolEvent>(event: E, payload: AgentToolPayload[E]): Promise<AgentToolResult> {
     this.signal?.throwIfAborted();
     const started = performance.now();
+    // A throw (timeout, stopped step) has no result code: counted as THREW, whatever the server went on to do.
+    let outcome = 'THREW';
     try {
-      return await (this.signal ? untilAborted(this.inner.call(event, payload), this.signal) : this.inner.call(event, payload));
+      const result = await withLogContext({ callId: payload.meta.callId }, () =>
+        this.signal ? untilAborted(this.inner.call(event, payload), this.signal) : this.inner.call(event, payload),
+      );
+      outcome = toolCallOutcome(result);
+      return result;
     } finally {
       this.hops.set(payload.meta.callId, Math.round((performance.now() - started) * 10) / 10);
+      workerMetrics.toolCalls.inc({ tool: event, outcome });
+      workerMetrics.toolCallDuration.observe({ tool: event }, secondsSince(started));
     }
   }
 
