@@ -1,4 +1,5 @@
 import type { AgentToolResult } from '@naalya/agent-tools';
+import { Logger } from '@nestjs/common';
 import { DURATION_BUCKETS_SECONDS, createMetricsRegistry, secondsSince } from '@naalya/observability';
 
 /**
@@ -47,6 +48,8 @@ export const serverMetrics = {
   ),
 };
 
+const toolCallLog = new Logger('ToolCalls');
+
 /** The outcome label of a tool call's result: `ok`, or its (bounded) error code. */
 export const toolCallOutcome = (result: AgentToolResult<unknown>): string => ('error' in result ? (result.code ?? 'ERROR') : 'ok');
 
@@ -60,8 +63,11 @@ export const measureToolCall = async <T>(tool: string, call: () => Promise<Agent
     return result;
   } finally {
     const labels = { tool, outcome };
+    const seconds = secondsSince(started);
     serverMetrics.toolCalls.inc(labels);
-    serverMetrics.toolCallDuration.observe(labels, secondsSince(started));
+    serverMetrics.toolCallDuration.observe(labels, seconds);
+    // One line per call at debug (an access log of the tool hop), with the callId and runId of the caller's context.
+    toolCallLog.debug({ msg: 'Tool call', tool, outcome, durationMs: Math.round(seconds * 10_000) / 10 });
   }
 };
 

@@ -11,7 +11,7 @@ import {
   type AgentToolResult,
   type AnyAgentTool,
 } from '@naalya/agent-tools';
-import { withLogContext } from '@naalya/observability';
+import { setLogContext, withLogContext } from '@naalya/observability';
 import { currentRmqMessage } from '@naalya/rmq';
 import { failSpan, inSpan, tracingEnabled } from '@naalya/telemetry';
 import type { ZodType } from 'zod';
@@ -145,8 +145,6 @@ export class ToolExecutor {
     posture: ToolPosture<T>,
     fn: (args: A, jwt: JwtPayload) => Promise<T>,
   ): Promise<AgentToolResult<T>> {
-    // Set once the dispatch token is verified, so a masked error's cause is logged with its run.
-    let runId: string | undefined;
     try {
       // Step 0: the envelope is untrusted bytes; nothing runs unless it has exactly the published shape.
       const envelope = payload as { identity?: { sub?: unknown; type?: unknown } } | undefined;
@@ -220,14 +218,13 @@ export class ToolExecutor {
       };
       // The ledger and approval hashes above are of the arguments as the model sent them; only the service sees the pinned campus.
       const callArgs = inCallCampus(definition, scope, args.data);
-      // The run is known once the dispatch token is verified: lines from here on carry it.
-      runId = token.claims.runId;
-      return await withLogContext({ runId: token.claims.runId }, () =>
-        inTenantScope(plan.tenantJwt, () => this.runInFrame(plan, posture, () => fn(callArgs, plan.tenantJwt))),
-      );
+      // The run is known once the dispatch token is verified: lines from here on (a masked error's cause, the call's
+      // own line in measureToolCall) carry it.
+      setLogContext({ runId: token.claims.runId });
+      return await inTenantScope(plan.tenantJwt, () => this.runInFrame(plan, posture, () => fn(callArgs, plan.tenantJwt)));
     } catch (error) {
       // Logged here, once, with the call's ids: the worker and the model only ever see the masked sentence.
-      return withLogContext({ runId }, () => toToolError(error, 'execute'));
+      return toToolError(error, 'execute');
     }
   }
 

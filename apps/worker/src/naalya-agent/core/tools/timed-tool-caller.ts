@@ -1,8 +1,11 @@
+import { Logger } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
 import type { AgentToolEvent, AgentToolPayload, AgentToolResult } from '@naalya/agent-tools';
 import { secondsSince, withLogContext } from '@naalya/observability';
 import { toolCallOutcome, workerMetrics } from '../../../app/observability/worker-metrics.js';
 import type { AgentToolCaller } from './agent-tool-caller.js';
+
+const toolCallLog = new Logger('ToolCalls');
 
 const untilAborted = <T>(work: Promise<T>, signal: AbortSignal): Promise<T> =>
   new Promise<T>((resolve, reject) => {
@@ -43,8 +46,11 @@ export class TimedToolCaller implements AgentToolCaller {
       return result;
     } finally {
       this.hops.set(payload.meta.callId, Math.round((performance.now() - started) * 10) / 10);
+      const seconds = secondsSince(started);
       workerMetrics.toolCalls.inc({ tool: event, outcome });
-      workerMetrics.toolCallDuration.observe({ tool: event }, secondsSince(started));
+      workerMetrics.toolCallDuration.observe({ tool: event }, seconds);
+      // One line per call at debug, inside the call's own context so it carries the callId beside the step's runId.
+      withLogContext({ callId: payload.meta.callId }, () => toolCallLog.debug({ msg: 'Tool call', tool: event, outcome, durationMs: Math.round(seconds * 10_000) / 10 }));
     }
   }
 
