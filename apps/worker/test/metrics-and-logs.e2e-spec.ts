@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { RunStreamEvent } from '@naalya/agent-tools';
 import { createTestStack, readRunEvents, type TestStack } from '@naalya/test-stack';
 import type { BuiltProcess } from '@naalya/test-stack';
@@ -120,6 +121,14 @@ describe('metrics and logs of a conversation, across the server and the worker',
     expect(sampleOf(text, 'naalya_model_tokens_total', { direction: 'output' })).toBeGreaterThan(0);
     expect(sampleOf(text, 'naalya_worker_redeliveries_total')).toBe(0);
     expect(text).not.toMatch(/(user|school|owner|thread|run|call)_?id="/i);
+  });
+
+  it('the example alert rules use only series the two apps serve', async () => {
+    const served = `${await scrape(serverMetricsUrl)}\n${await scrape(workerMetricsUrl)}`;
+    const rules = readFileSync(new URL('../../../deploy/prometheus/alerts.yml', import.meta.url), 'utf8');
+    const used = new Set([...rules.matchAll(/\bnaalya_[a-z_]+/g)].map(([name]) => name.replace(/_(bucket|count|sum)$/, '')));
+    expect(used.size).toBeGreaterThanOrEqual(8);
+    expect([...used].filter((name) => !served.includes(`# TYPE ${name} `))).toEqual([]);
   });
 
   it('/metrics is on its own port, never on the public API port', async () => {
