@@ -9,11 +9,11 @@ const sample = async (name: string, labels: Record<string, string>): Promise<num
 describe('server metrics', () => {
   it('measureToolCall counts each call under its tool and outcome, and times it in seconds', async () => {
     const before = (await sample('naalya_tool_calls_total', { tool: 'spec.tool', outcome: 'ok' })) ?? 0;
-    await measureToolCall('spec.tool', async () => ({ data: 1 }));
-    await measureToolCall('spec.tool', async () => ({ error: 'No.', code: 'FORBIDDEN' }));
+    await measureToolCall('spec.tool', async () => ({ data: 1, scopeContext: 'school' }));
+    await measureToolCall('spec.tool', async () => ({ error: 'No.', code: 'PERMISSION_DENIED' as const }));
     await expect(measureToolCall('spec.tool', () => Promise.reject(new Error('bug')))).rejects.toThrow('bug');
     expect(await sample('naalya_tool_calls_total', { tool: 'spec.tool', outcome: 'ok' })).toBe(before + 1);
-    expect(await sample('naalya_tool_calls_total', { tool: 'spec.tool', outcome: 'FORBIDDEN' })).toBeGreaterThanOrEqual(1);
+    expect(await sample('naalya_tool_calls_total', { tool: 'spec.tool', outcome: 'PERMISSION_DENIED' })).toBeGreaterThanOrEqual(1);
     expect(await sample('naalya_tool_calls_total', { tool: 'spec.tool', outcome: 'THREW' })).toBeGreaterThanOrEqual(1);
     const histogram = (await serverMetrics.registry.getMetricsAsJSON()).find((entry) => entry.name === 'naalya_tool_call_duration_seconds');
     const count = histogram?.values.find(
@@ -23,7 +23,7 @@ describe('server metrics', () => {
   });
 
   it('labels an error result by its code', () => {
-    expect(toolCallOutcome({ data: null })).toBe('ok');
+    expect(toolCallOutcome({ data: null, scopeContext: 'school' })).toBe('ok');
     expect(toolCallOutcome({ error: 'x', code: 'TOOL_FAILED' })).toBe('TOOL_FAILED');
   });
 
