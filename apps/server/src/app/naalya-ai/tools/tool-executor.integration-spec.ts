@@ -19,7 +19,8 @@ import { withSchool } from '../../core/tenancy/tenant-context.js';
 import { PLATFORM_WRITE_NEEDS_SCHOOL_ERROR } from '../../core/tenancy/tenant-scope.js';
 import type { DemoPersona } from '../../seed/demo-seed.js';
 import { DepartmentService } from '../../departments/department.service.js';
-import { dispatchEnvelope } from '../../../testing/dispatch-envelope.js';
+import { currentLogContext } from '@naalya/observability';
+import { dispatchEnvelope, personaRun } from '../../../testing/dispatch-envelope.js';
 import { createTestApp, type TestApp } from '../../../testing/test-app.js';
 import { inMessageFrame, invokeHandler, invokeTool, messageFrame } from '../../../testing/tool-handlers.js';
 import { TOOL_FIXTURES } from './fixtures/tool-fixtures.js';
@@ -471,6 +472,26 @@ describe('errors', () => {
     vi.spyOn(testApp.module.get(DepartmentService), 'list').mockRejectedValue(new Error('connection to db-internal-7 password=hunter2 failed'));
     const result = await call(listDepartmentsTool, await dispatchEnvelope(schoolA.personas.schoolAdmin, listDepartmentsTool, {}));
     expect(result).toEqual({ error: MASKED_TOOL_ERROR, code: 'TOOL_FAILED' });
+  });
+
+  it("logs a masked error's real cause once, at the server, with the call's runId and callId", async () => {
+    const logged: { message: unknown; ids: ReturnType<typeof currentLogContext> }[] = [];
+    const error = vi.spyOn(Logger.prototype, 'error').mockImplementation((message: unknown) => void logged.push({ message, ids: currentLogContext() }));
+    const persona = schoolA.personas.schoolAdmin;
+    const { runId } = personaRun(persona.id);
+    // One throw inside the tool's scope (the service), one after it (the audit insert, caught by execute() itself).
+    vi.spyOn(testApp.module.get(DepartmentService), 'list').mockRejectedValueOnce(new Error('connection to db-internal-7 failed'));
+    const read = await dispatchEnvelope(persona, listDepartmentsTool, {});
+    expect(await call(listDepartmentsTool, read)).toEqual({ error: MASKED_TOOL_ERROR, code: 'TOOL_FAILED' });
+    vi.spyOn(testApp.module.get(AuditLogService), 'record').mockRejectedValueOnce(new Error('audit table unavailable'));
+    const write = await dispatchEnvelope(persona, createDepartmentTool, { name: 'Unaudited again' });
+    expect(await call(createDepartmentTool, write)).toEqual({ error: MASKED_TOOL_ERROR, code: 'TOOL_FAILED' });
+    error.mockRestore();
+
+    const causes = logged.filter(({ message }) => (message as { msg?: string }).msg?.startsWith('Agent tool failed'));
+    expect(causes).toHaveLength(2);
+    expect(causes[0]).toMatchObject({ ids: { runId, callId: read.meta.callId }, message: { err: expect.stringContaining('connection to db-internal-7 failed') } });
+    expect(causes[1]).toMatchObject({ ids: { runId, callId: write.meta.callId }, message: { err: expect.stringContaining('audit table unavailable') } });
   });
 
   it('passes an HttpException message through', async () => {
