@@ -172,7 +172,10 @@ describe('the container images, step by step (no Docker daemon here)', () => {
       AGENT_TOOLS_QUEUE: toolsQueue,
       AGENT_RUNS_QUEUE: runsQueue,
       HTTP_PORT: String(ports.server),
-      LOG_LEVEL: 'warn',
+      // The image's METRICS_PORT is fixed; here a free one, so tests beside this one cannot collide on it.
+      METRICS_PORT: '0',
+      // info: the server says where /metrics is.
+      LOG_LEVEL: 'info',
     };
     appEnv.worker = {
       RABBITMQ_URL: brokerUrl(brokerUsers.worker, secrets.worker),
@@ -183,6 +186,7 @@ describe('the container images, step by step (no Docker daemon here)', () => {
       AGENT_TOOLS_QUEUE: toolsQueue,
       AGENT_RUNS_QUEUE: runsQueue,
       WORKER_HEALTH_PORT: String(ports.worker),
+      METRICS_PORT: '0',
       LOG_LEVEL: 'log',
     };
     // The compose file's setup job, from the server image's own CLIs in production mode: the only step given the owner's
@@ -236,6 +240,8 @@ describe('the container images, step by step (no Docker daemon here)', () => {
     }
     expect(images.server.env['HTTP_HOST']).toBe('0.0.0.0');
     expect(images.worker.env['WORKER_HEALTH_HOST']).toBe('0.0.0.0');
+    // /metrics for a scraper inside the container network, on a port of its own in both images.
+    for (const app of APPS) expect(images[app].env, app).toMatchObject({ METRICS_HOST: '0.0.0.0', METRICS_PORT: '9464' });
     // The build context (`COPY . .`) must not carry local secrets, keys or installs into a layer.
     const ignored = readFileSync(join(ROOT, '.dockerignore'), 'utf8').split('\n').map((line) => line.trim());
     for (const entry of ['.env', '.naalya', 'deploy/.env.compose', '**/node_modules', '**/dist', '.git']) expect(ignored, entry).toContain(entry);
@@ -271,6 +277,14 @@ describe('the container images, step by step (no Docker daemon here)', () => {
     if (app === 'worker') {
       expect(await response.json()).toMatchObject({ ready: true, checks: { broker: { ok: true }, checkpointDatabase: { ok: true }, model: { ok: true } } });
     }
+    // Production mode: JSON log lines, and /metrics on its own port (here a free one) on every interface.
+    const metricsLine = started.output().split('\n').find((line) => line.includes('Metrics on http://'));
+    expect(metricsLine, started.output()).toBeDefined();
+    expect(JSON.parse(metricsLine as string)).toMatchObject({ app, level: 'info', msg: expect.stringMatching(/^Metrics on http:\/\/0\.0\.0\.0:\d+\/metrics$/) });
+    const metricsPort = /:(\d+)\/metrics/.exec(metricsLine as string)?.[1];
+    const scraped = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+    expect(scraped.status).toBe(200);
+    expect(await scraped.text()).toContain(`process_cpu_user_seconds_total{app="${app}"}`);
     // SIGTERM, as `docker stop` sends: the app drains and ends on it (Nest's shutdown hooks re-raise the signal once
     // closed), well inside Docker's 10-second grace before its SIGKILL.
     const since = Date.now();
