@@ -3,7 +3,8 @@ import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app/app.module.js';
-import { MetricsServer, PinoLoggerService } from '@naalya/observability';
+import { MetricsServer, PinoLoggerService, addLogContextSource } from '@naalya/observability';
+import { currentTraceId } from '@naalya/telemetry';
 import { ConfigError, loadServerConfig, loadServerObservability, nestLogLevels } from './app/core/config/server-config.js';
 import { useStrictBodyParsers } from './app/core/http/hostile-input.js';
 import { serveHub } from './app/core/http/hub-static.js';
@@ -16,6 +17,8 @@ const bootstrap = async () => {
   const observability = loadServerObservability(config);
   // Every Nest and app log line through pino: JSON (production) or readable lines, with the ids in effect.
   const logger = new PinoLoggerService({ app: 'server', format: observability.logFormat, levels: nestLogLevels(config.LOG_LEVEL) });
+  // Each line also names the trace it was written in (nothing with tracing off): logs and traces join on it.
+  addLogContextSource(() => ({ traceId: currentTraceId() }));
   const app = await NestFactory.create(AppModule.forRoot(config), { abortOnError: false, logger });
   useStrictBodyParsers(app);
   // SIGTERM: stop consuming, finish the calls in flight, close the database, then exit.

@@ -2,7 +2,8 @@ import './tracing.js';
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { MetricsServer, PinoLoggerService } from '@naalya/observability';
+import { MetricsServer, PinoLoggerService, addLogContextSource } from '@naalya/observability';
+import { currentTraceId } from '@naalya/telemetry';
 import { AckAfterReplyTransport } from '@naalya/rmq';
 import { AppModule } from './app.module.js';
 import { WorkerConfigError, enabledLogLevels, loadWorkerConfig, loadWorkerObservability, type WorkerConfig } from './app/config/worker-config.js';
@@ -29,6 +30,8 @@ const bootstrap = async (): Promise<void> => {
   // Every Nest and app log line through pino: JSON (production) or readable lines, with the run's and call's ids.
   const logger = new PinoLoggerService({ app: 'worker', format: config.observability.logFormat, levels: enabledLogLevels(config.logLevel) });
   Logger.overrideLogger(logger);
+  // Each line also names the trace it was written in (nothing with tracing off): logs and traces join on it.
+  addLogContextSource(() => ({ traceId: currentTraceId() }));
   try {
     await assertChatModelAvailable({ agentModel: config.agentModel, providerKeys: config.providerKeys, baseUrl: config.agentModelBaseUrl });
   } catch (error) {

@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { RunStreamEvent } from '@naalya/agent-tools';
 import { createTestStack, readRunEvents, type TestStack } from '@naalya/test-stack';
 import type { BuiltProcess } from '@naalya/test-stack';
@@ -6,8 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // Metrics and logs across both processes: a conversation with a tool call runs through the built server and worker
 // (JSON logs, /metrics on a free port each), then each /metrics is scraped for its series, the API port is checked not
-// to serve /metrics, and the log lines of the two processes are matched by the run's and the tool call's ids.
+// to serve /metrics, and the log lines of the two processes are matched by the run's and the tool call's ids. Tracing is
+// on (to a receiver that accepts and drops the spans; one-trace.e2e-spec checks the spans), so lines carry the traceId.
 let stack: TestStack;
+let collector: Server;
 let worker: BuiltProcess;
 let token: string;
 let serverMetricsUrl: string;
@@ -53,9 +57,15 @@ const sampleOf = (text: string, name: string, labels: Record<string, string> = {
 };
 
 beforeAll(async () => {
+  collector = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{}'));
+  });
+  await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+  const tracing = { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(collector.address() as AddressInfo).port}` };
   stack = await createTestStack({ name: 'metrics' });
-  await stack.startServer({ env: { METRICS_PORT: '0', LOG_FORMAT: 'json', LOG_LEVEL: 'debug' } });
-  worker = await stack.startWorker({ METRICS_PORT: '0', LOG_FORMAT: 'json', LOG_LEVEL: 'debug' });
+  await stack.startServer({ env: { METRICS_PORT: '0', LOG_FORMAT: 'json', LOG_LEVEL: 'debug', ...tracing } });
+  worker = await stack.startWorker({ METRICS_PORT: '0', LOG_FORMAT: 'json', LOG_LEVEL: 'debug', ...tracing });
   serverMetricsUrl = metricsUrlIn(stack.server().output(), 'server');
   workerMetricsUrl = metricsUrlIn(worker.output(), 'worker');
   token = await stack.login('admin@greenhill.school');
@@ -74,6 +84,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stack?.teardown();
+  await new Promise((resolve) => collector?.close(resolve));
 });
 
 describe('metrics and logs of a conversation, across the server and the worker', () => {
@@ -139,7 +150,7 @@ describe('metrics and logs of a conversation, across the server and the worker',
     expect(await onApi.text()).not.toContain('naalya_tool_calls_total');
   });
 
-  it("every log line is JSON, and one tool call's lines in both processes carry its runId and callId", () => {
+  it("every log line is JSON, and one tool call's lines in both processes carry its runId, callId and traceId", () => {
     const serverLines = jsonLines(stack.server().output());
     const workerLines = jsonLines(worker.output());
     expect(serverLines.every((line) => line['app'] === 'server' && typeof line['level'] === 'string' && typeof line['time'] === 'string')).toBe(true);
@@ -149,8 +160,11 @@ describe('metrics and logs of a conversation, across the server and the worker',
     expect(serverCall).toMatchObject({ context: 'ToolCalls', outcome: 'ok', level: 'debug' });
     const callId = serverCall?.['callId'];
     expect(typeof callId).toBe('string');
-    // The worker's line for the same call, found by the ids alone.
-    expect(workerLines.find((line) => line['msg'] === 'Tool call' && line['callId'] === callId)).toMatchObject({ runId, outcome: 'ok' });
+    // The worker's line for the same call, found by the ids alone; both in the run's one trace.
+    const workerCall = workerLines.find((line) => line['msg'] === 'Tool call' && line['callId'] === callId);
+    expect(workerCall).toMatchObject({ runId, outcome: 'ok' });
+    expect(serverCall?.['traceId']).toMatch(/^[0-9a-f]{32}$/);
+    expect(workerCall?.['traceId']).toBe(serverCall?.['traceId']);
     expect(workerLines.find((line) => typeof line['msg'] === 'string' && line['msg'].includes('finished: success'))).toMatchObject({ runId, context: 'AgentRunConsumer' });
   });
 
