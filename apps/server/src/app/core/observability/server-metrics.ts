@@ -41,6 +41,10 @@ export const serverMetrics = {
     'Messages the broker delivered again to the server (a consumer died or its channel closed before settling them), by queue kind.',
     ['kind'],
   ),
+  retentionPurged: metrics.counter('naalya_retention_purged_rows_total', 'Rows the retention purge deleted, by kind (runs, run_events, approvals, ledger, audit).', [
+    'kind',
+  ]),
+  retentionPurges: metrics.counter('naalya_retention_purges_total', 'Retention purges this instance ran, by outcome (ok, failed).', ['outcome']),
   eventLag: metrics.histogram(
     'naalya_run_event_lag_seconds',
     'Time from a run event made by the worker to its storing by the server (includes clock skew between the hosts).',

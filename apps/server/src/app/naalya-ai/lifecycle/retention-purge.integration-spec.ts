@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from '../../../testing/test-app.js';
 import { createTestApp } from '../../../testing/test-app.js';
 import { createPeerApp, testRmqNames } from '../fixtures/agent-run-test-kit.js';
-import { RetentionPurge, type RetentionCounts } from './retention-purge.service.js';
+import { serverMetrics } from '../../core/observability/server-metrics.js';
+import { RETENTION_KINDS, RetentionPurge, type RetentionCounts } from './retention-purge.service.js';
 
 // Small batches, so two replicas purging at once take many rounds each and really compete for the same rows.
 const RETENTION = {
@@ -146,6 +147,12 @@ const present = async (ids: Record<string, string[]>): Promise<Record<string, st
 const sorted = (ids: Record<string, string[]>) => Object.fromEntries(Object.entries(ids).map(([table, values]) => [table, [...values].sort()]));
 const merge = (a: Record<string, string[]>, b: Record<string, string[]>) =>
   Object.fromEntries(Object.keys(a).map((table) => [table, [...a[table], ...(b[table] ?? [])]]));
+/** naalya_retention_purged_rows_total by kind, as /metrics would serve it now. */
+const purgedRows = async (): Promise<RetentionCounts> => {
+  const values = (await serverMetrics.retentionPurged.get()).values;
+  return Object.fromEntries(RETENTION_KINDS.map((kind) => [kind, values.find((value) => value.labels['kind'] === kind)?.value ?? 0])) as RetentionCounts;
+};
+
 const add = (a: RetentionCounts, b: RetentionCounts): RetentionCounts => ({
   runs: a.runs + b.runs,
   run_events: a.run_events + b.run_events,
@@ -165,11 +172,15 @@ describe('retention purge', () => {
     const kept = merge(first.kept, second.kept);
     const before = await tableSizes();
 
+    const purgedBefore = await purgedRows();
     const [a, b] = await Promise.all([testApp.app.get(RetentionPurge).purge(), peer.get(RetentionPurge).purge()]);
 
     // Each row counted once, under one kind, by whichever replica took it: the counts add up to what was seeded to go
     // (an ended run's events and approvals go with it, counted as the run).
     expect(add(a, b)).toEqual({ runs: 6, run_events: 24, approvals: 8, ledger: 22, audit: 16 });
+    // The /metrics counter (one registry for both replicas here, as each process has its own) counted the same rows.
+    const purgedAfter = await purgedRows();
+    expect(Object.fromEntries(RETENTION_KINDS.map((kind) => [kind, purgedAfter[kind] - purgedBefore[kind]]))).toEqual(add(a, b));
     expect(await present(doomed)).toEqual({ runs: [], events: [], approvals: [], ledger: [], audit: [] });
     expect(await present(kept)).toEqual(sorted(kept));
     // Nothing the test did not seed (the demo's own rows, all young) was touched.

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
+import { serverMetrics } from '../../core/observability/server-metrics.js';
 
 export const RETENTION_KINDS = ['runs', 'run_events', 'approvals', 'ledger', 'audit'] as const;
 export type RetentionKind = (typeof RETENTION_KINDS)[number];
@@ -52,7 +53,18 @@ export class RetentionPurge implements BeforeApplicationShutdown {
 
   /** One purge (never two at once on an instance); resolves to the rows it deleted of each kind. */
   purge(): Promise<RetentionCounts> {
-    this.purging ??= this.purgeOnce().finally(() => (this.purging = null));
+    this.purging ??= this.purgeOnce()
+      .then(
+        (totals) => {
+          serverMetrics.retentionPurges.inc({ outcome: 'ok' });
+          return totals;
+        },
+        (error: unknown) => {
+          serverMetrics.retentionPurges.inc({ outcome: 'failed' });
+          throw error;
+        },
+      )
+      .finally(() => (this.purging = null));
     return this.purging;
   }
 
@@ -71,6 +83,8 @@ export class RetentionPurge implements BeforeApplicationShutdown {
       let full = false;
       for (const { kind, deleted } of rows) {
         totals[kind] += deleted;
+        // Counted per batch, as committed: a purge that fails later still deleted these.
+        serverMetrics.retentionPurged.inc({ kind }, deleted);
         if (deleted >= batch) full = true;
       }
       if (!full) break;
