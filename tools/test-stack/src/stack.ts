@@ -119,6 +119,9 @@ export const createTestStack = async (options: TestStackOptions): Promise<TestSt
     WORKER_BROKER_USER: decodeURIComponent(new URL(RABBITMQ_URL).username || 'guest'),
     RUN_SIGNING_KEY: runSigning.privateKey,
     SHUTDOWN_DRAIN_TIMEOUT_MS: '3000',
+    // The suites and the bench log personas in many times from one address; login limits have their own suite.
+    LOGIN_ATTEMPTS_PER_ACCOUNT: '10000',
+    LOGIN_ATTEMPTS_PER_ADDRESS: '1000000',
     LOG_LEVEL: 'warn',
     ...options.env,
   };

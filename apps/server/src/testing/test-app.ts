@@ -72,11 +72,34 @@ export const testConfig = (database: TestDatabase, overrides: Partial<ServerConf
   APPROVAL_RETENTION_DAYS: 30,
   TOOL_CALL_LEDGER_RETENTION_DAYS: 30,
   AUDIT_RETENTION_DAYS: 365,
+  // Suites log in as the demo personas many times from one address; the login-limits suite sets its own.
+  LOGIN_ATTEMPTS_PER_ACCOUNT: 10_000,
+  LOGIN_ATTEMPTS_PER_ADDRESS: 1_000_000,
+  LOGIN_ATTEMPT_WINDOW_SECONDS: 900,
+  TRUSTED_PROXIES: '',
   HTTP_PORT: 0,
   HTTP_HOST: '127.0.0.1',
   LOG_LEVEL: 'error',
   ...overrides,
 });
+
+/**
+ * One server process's module on an existing test database, HTTP on a free port of `host`: a second instance beside a
+ * test app is another replica sharing its database (what several servers behind a load balancer share).
+ */
+export const startServerInstance = async (
+  database: TestDatabase,
+  overrides: Partial<ServerConfig> = {},
+  host = '127.0.0.1',
+): Promise<{ app: INestApplication; module: TestingModule }> => {
+  const module = await Test.createTestingModule({ imports: [AppModule.forRoot(testConfig(database, overrides))] }).compile();
+  // Quiet by default; TEST_LOGS=1 shows the server's logs when a test needs explaining.
+  const app = module.createNestApplication({ logger: process.env['TEST_LOGS'] ? ['error', 'warn'] : false });
+  useStrictBodyParsers(app);
+  await app.init();
+  await app.listen(0, host);
+  return { app, module };
+};
 
 /**
  * The real server module on its own cloned database, seeded with the two demo schools, HTTP on a free port.
@@ -91,13 +114,7 @@ export const createTestApp = async (
   await owner.initialize();
   const demo = await owner.transaction((manager) => seedDemo(manager));
   await ensureDispatchRuns(owner, demo);
-  const module = await Test.createTestingModule({ imports: [AppModule.forRoot(testConfig(database, typeof overrides === 'function' ? overrides(database) : overrides))] })
-    .compile();
-  // Quiet by default; TEST_LOGS=1 shows the server's logs when a test needs explaining.
-  const app = module.createNestApplication({ logger: process.env['TEST_LOGS'] ? ['error', 'warn'] : false });
-  useStrictBodyParsers(app);
-  await app.init();
-  await app.listen(0, '127.0.0.1');
+  const { app, module } = await startServerInstance(database, typeof overrides === 'function' ? overrides(database) : overrides);
   const logger = module.get(DataSource).logger as StrayQueryLogger;
   return {
     app,

@@ -16,6 +16,7 @@ export const HTTP_ERROR_CODES = [
   'IDENTITY_REFUSED',
   'NO_TENANT_SCOPE',
   'PLATFORM_WRITE_NEEDS_SCHOOL',
+  'LOGIN_ATTEMPTS_EXCEEDED',
 ] as const;
 export type HttpErrorCode = (typeof HTTP_ERROR_CODES)[number];
 
@@ -23,6 +24,7 @@ export const HTTP_ERROR_SENTENCES = {
   IDENTITY_REFUSED: 'Your account is not active or has changed. Sign in again.',
   NO_TENANT_SCOPE: 'No school context for this user.',
   PLATFORM_WRITE_NEEDS_SCHOOL: 'A platform administrator can only change a school chosen for this session. Pick the school first.',
+  LOGIN_ATTEMPTS_EXCEEDED: 'Too many sign-in attempts. Wait a few minutes before trying again.',
 } as const satisfies Partial<Record<HttpErrorCode, string>>;
 
 /** The code of an error nothing more specific was said about: what its status means. */

@@ -8,6 +8,7 @@ import { BrokerStatus } from './health/broker-status.js';
 import { DeadLetterDepths } from './health/dead-letter-depths.js';
 import { HealthController } from './health/health.controller.js';
 import { AuthService } from './auth/auth.service.js';
+import { LoginAttemptLimiter } from './auth/login-attempt-limiter.js';
 import { IdentityService } from './auth/identity.service.js';
 import { JwtAuthGuard } from './auth/jwt-auth.guard.js';
 import { MeController } from './auth/me.controller.js';
@@ -32,6 +33,7 @@ export class CoreModule {
       providers: [
         { provide: SERVER_CONFIG, useValue: config },
         AuthService,
+        LoginAttemptLimiter,
         IdentityService,
         AppAbilityFactory,
         AuditLogService,

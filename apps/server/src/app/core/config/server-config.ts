@@ -4,6 +4,7 @@ import { ObservabilityConfigError, loadLogFormat, loadMetricsConfig, type LogFor
 import { MessageSigningKeyError, SIGNING_KEY_HINT, brokerUrlListProblem, parseMessageSigningKey } from '@naalya/rmq';
 import { z } from 'zod';
 import { parseModelListSetting, type ModelList } from './model-list.js';
+import { trustedProxiesProblem } from '../http/client-address.js';
 
 const postgresUrl = z
   .string()
@@ -24,6 +25,12 @@ const runSigningKey = z.string().superRefine((value, context) => {
 // names the bad entry's position, never its text: the URLs carry the broker password.
 const brokerUrlList = z.string().superRefine((value, context) => {
   const problem = brokerUrlListProblem(value);
+  if (problem) context.addIssue({ code: 'custom', message: problem });
+});
+
+// Addresses and CIDR blocks of the load balancers in front of the server: only from them is X-Forwarded-For believed.
+const trustedProxies = z.string().superRefine((value, context) => {
+  const problem = trustedProxiesProblem(value);
   if (problem) context.addIssue({ code: 'custom', message: problem });
 });
 
@@ -94,6 +101,13 @@ const serverConfigSchema = z.object({
   APPROVAL_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(30),
   TOOL_CALL_LEDGER_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(30),
   AUDIT_RETENTION_DAYS: z.coerce.number().int().min(365, 'must be at least 365 (the audit log is kept at least a year)').max(36_500).default(2_555),
+  // Login attempts per account (its email) and per client address in a fixed window, counted in PostgreSQL so that every
+  // replica spends one allowance: the first slows guessing one account's password, the second one client trying many
+  // accounts. A successful login clears its account's count.
+  LOGIN_ATTEMPTS_PER_ACCOUNT: z.coerce.number().int().min(1).max(10_000).default(10),
+  LOGIN_ATTEMPTS_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000).default(100),
+  LOGIN_ATTEMPT_WINDOW_SECONDS: z.coerce.number().int().min(1).max(86_400).default(900),
+  TRUSTED_PROXIES: trustedProxies.default(''),
   HTTP_PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   // The interface the API listens on: loopback by default, so a laptop does not publish it; 0.0.0.0 in a container, where
   // the container's own network is the boundary and the port is published (or not) by the platform.
