@@ -76,8 +76,11 @@ const allows = (permissions, action, resource) =>
 /** When the server signs dispatch tokens, the ideal checks the signature too (CPU only, no statement). */
 const dispatchClaims = (token) => {
   if (!BENCH_DISPATCH_KEY || !token) return undefined;
-  const [version, body, signature] = token.split('.');
-  const expected = createHmac('sha256', BENCH_DISPATCH_KEY).update(`${version}.${body}`).digest();
+  // v2.<kid>.<claims>.<mac>: the MAC covers everything before it. The bench's key is a plain secret (key id "default").
+  const parts = token.split('.');
+  const signature = parts.pop();
+  const body = parts.at(-1) ?? '';
+  const expected = createHmac('sha256', BENCH_DISPATCH_KEY).update(parts.join('.')).digest();
   const given = Buffer.from(signature ?? '', 'base64url');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw new Error('bad dispatch token');
   return JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));

@@ -15,7 +15,7 @@ export { startAgentRunMessaging } from './app/naalya-ai/agent-run-messaging.js';
 export { AgentRunEventStore } from './app/naalya-ai/events/agent-run-event-store.service.js';
 export { RunSweeper } from './app/naalya-ai/lifecycle/run-sweeper.service.js';
 export { AgentThreadsService } from './app/naalya-ai/threads/agent-threads.service.js';
-export { signDispatchToken, type DispatchClaims } from './app/naalya-ai/dispatch/dispatch-token.js';
+export { dispatchTokenBody, signDispatchToken, type DispatchClaims } from './app/naalya-ai/dispatch/dispatch-token.js';
 export { canonicalHash } from './app/naalya-ai/tools/canonical-hash.js';
 export { CALL_ID_REUSED_ERROR, ToolCallLedgerService } from './app/naalya-ai/tools/tool-call-ledger.service.js';
 export { SCHOOL_QUOTA_ERROR, ToolCallQuota, USER_QUOTA_ERROR } from './app/naalya-ai/tools/tool-call-quota.js';

@@ -1,5 +1,7 @@
 import jwt from 'jsonwebtoken';
 import type { DemoPersona } from '../app/seed/demo-seed.js';
+import { SERVER_CONFIG, type ServerConfig } from '../app/core/config/server-config.js';
+import { jwtKeyRing } from '../app/core/config/signing-key-ring.js';
 import { TARGET_SCHOOL_HEADER } from '../app/core/http/target-school.js';
 import type { FixtureRestRoute } from '../app/naalya-ai/tools/fixtures/tool-fixture.js';
 import type { TestApp } from './test-app.js';
@@ -8,12 +10,15 @@ import type { TestApp } from './test-app.js';
  * A token as login would sign it. Signed directly so a deactivated user's still-valid token (issued
  * before deactivation) can be tried too; login itself is tested on its own.
  */
-export const tokenFor = (testApp: TestApp, persona: DemoPersona): string =>
-  jwt.sign(
-    { sub: persona.id, type: persona.type, schoolId: persona.schoolId, campusId: persona.campusId },
-    'test-secret-test-secret-test-secret-0000',
-    { algorithm: 'HS256', expiresIn: 600 },
-  );
+export const tokenFor = (testApp: Pick<TestApp, 'module'>, persona: DemoPersona): string => {
+  // The test app's own current key, as login signs with it (a suite may configure its own keys).
+  const { current } = jwtKeyRing(testApp.module.get<ServerConfig>(SERVER_CONFIG));
+  return jwt.sign({ sub: persona.id, type: persona.type, schoolId: persona.schoolId, campusId: persona.campusId }, current.secret, {
+    algorithm: 'HS256',
+    expiresIn: 600,
+    keyid: current.kid,
+  });
+};
 
 export const callRest = async (
   testApp: TestApp,

@@ -37,8 +37,10 @@ export const testConfig = (database: TestDatabase, overrides: Partial<ServerConf
   AGENT_TOOLS_QUEUE: 'agent-tools',
   AGENT_RUNS_QUEUE: 'agent-runs',
   JWT_SECRET: 'test-secret-test-secret-test-secret-0000',
+  JWT_PREVIOUS_SECRETS: '',
   JWT_TTL_SECONDS: 3600,
   DISPATCH_SIGNING_KEY: TEST_DISPATCH_SIGNING_KEY,
+  DISPATCH_PREVIOUS_SIGNING_KEYS: '',
   DISPATCH_TOKEN_TTL_SECONDS: 3600,
   RUN_SIGNING_KEY: TEST_RUN_SIGNING_KEYS.privateKey,
   // Tests publish as guest, like the worker's test client.

@@ -11,7 +11,7 @@ import {
   type AnyAgentTool,
 } from '@naalya/agent-tools';
 import type pg from 'pg';
-import { signDispatchToken } from '@naalya/server/testing';
+import { dispatchTokenBody, signDispatchToken } from '@naalya/server/testing';
 import { type CallOutcome, type EffectProbe, type ReliabilityStack } from '../support/index.js';
 import { openRawPublisher, readReply } from './raw-publisher.js';
 import { PERSONA_EMAILS, type PersonaKey, type Query, type SchoolWorld } from './seeded-world.js';
@@ -39,7 +39,7 @@ export type DispatchClaims = { identity: AgentIdentity; scope: AgentCallScope; r
 
 /** The epoch a dispatch token was minted for (its claims are readable; only the signature is secret). */
 export const epochOf = (dispatchToken: string | undefined): number => {
-  const claims = JSON.parse(Buffer.from(String(dispatchToken).split('.')[1] ?? '', 'base64url').toString('utf8') || '{}') as { epoch?: unknown };
+  const claims = JSON.parse(Buffer.from(dispatchTokenBody(String(dispatchToken)) ?? '', 'base64url').toString('utf8') || '{}') as { epoch?: unknown };
   return typeof claims.epoch === 'number' ? claims.epoch : 0;
 };
 

@@ -157,9 +157,10 @@ const envelopeMessage = (
 
 const setMeta = (envelope: AgentToolRequest, meta: Record<string, unknown>) => ({ ...envelope, meta: { ...envelope.meta, ...meta } });
 
+/** A token's parts: `v2.<kid>.<claims>.<mac>`; `head` is the version and key id, which the MAC covers with the claims. */
 const tokenParts = (token: string) => {
-  const [version = '', body = '', signature = ''] = token.split('.');
-  return { version, body, signature, claims: JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as Record<string, unknown> };
+  const [version = '', kid = '', body = '', signature = ''] = token.split('.');
+  return { version, kid, head: `${version}.${kid}`, body, signature, claims: JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as Record<string, unknown> };
 };
 
 const encode = (claims: unknown) => Buffer.from(JSON.stringify(claims)).toString('base64url');
@@ -216,14 +217,14 @@ export const forgedMessage = (context: ForgeContext): Record<ForgedKind, fc.Arbi
           fc.record({ how: fc.constant('signature character changed' as const), at: fc.nat(), to: fc.constantFrom(...BASE64URL) }),
           fc.record({ how: fc.constant('body character changed' as const), at: fc.nat(), to: fc.constantFrom(...BASE64URL) }),
           fc.record({ how: fc.constant('signature truncated' as const), keep: fc.integer({ min: 1, max: 42 }) }),
-          fc.record({ how: fc.constant('version changed' as const), version: fc.constantFrom('v0', 'v2', 'V1', 'v1 ', 'jwt') }),
+          fc.record({ how: fc.constant('version changed' as const), version: fc.constantFrom('v0', 'v1', 'v3', 'V2', 'v2 ', 'jwt') }),
           fc.record({ how: fc.constant('parts reshuffled' as const), shape: fc.constantFrom('extra part', 'body and signature swapped', 'no signature', 'signature of another token') }),
         ),
       )
       .map(([call, tamper]) => {
         const envelope = context.genuine(call);
         const token = envelope.meta.dispatchToken as string;
-        const { version, body, signature, claims } = tokenParts(token);
+        const { kid, head, body, signature, claims } = tokenParts(token);
         let forgedToken: string;
         let detail: string = tamper.how;
         switch (tamper.how) {
@@ -239,31 +240,31 @@ export const forgedMessage = (context: ForgeContext): Record<ForgedKind, fc.Arbi
               type: () => ({ ...claims, identity: { ...identity, type: 'platform_admin' } }),
               scope: () => ({ ...claims, scope: { mode: 'school', targetSchoolId: otherThan(context.schoolIds, undefined, tamper.seed) } }),
             };
-            forgedToken = `${version}.${encode(edits[tamper.claim]!())}.${signature}`;
+            forgedToken = `${head}.${encode(edits[tamper.claim]!())}.${signature}`;
             detail = `${tamper.how} (${tamper.claim})`;
             break;
           }
           case 'signature character changed':
-            forgedToken = `${version}.${body}.${flipAt(signature, tamper.at, tamper.to)}`;
+            forgedToken = `${head}.${body}.${flipAt(signature, tamper.at, tamper.to)}`;
             break;
           case 'body character changed':
-            forgedToken = `${version}.${flipAt(body, tamper.at, tamper.to)}.${signature}`;
+            forgedToken = `${head}.${flipAt(body, tamper.at, tamper.to)}.${signature}`;
             break;
           case 'signature truncated':
-            forgedToken = `${version}.${body}.${signature.slice(0, tamper.keep)}`;
+            forgedToken = `${head}.${body}.${signature.slice(0, tamper.keep)}`;
             break;
           case 'version changed':
-            forgedToken = `${tamper.version}.${body}.${signature}`;
+            forgedToken = `${tamper.version}.${kid}.${body}.${signature}`;
             detail = `${tamper.how} (${tamper.version})`;
             break;
           case 'parts reshuffled': {
             const other = tokenParts(context.genuine(call).meta.dispatchToken as string);
             forgedToken = {
               'extra part': `${token}.${signature}`,
-              'body and signature swapped': `${version}.${signature}.${body}`,
-              'no signature': `${version}.${body}.`,
+              'body and signature swapped': `${head}.${signature}.${body}`,
+              'no signature': `${head}.${body}.`,
               // Same claims but minted a moment apart have different bytes (exp may differ); equal bytes would be genuine.
-              'signature of another token': `${version}.${encode({ ...claims, exp: (claims['exp'] as number) + 7 })}.${other.signature}`,
+              'signature of another token': `${head}.${encode({ ...claims, exp: (claims['exp'] as number) + 7 })}.${other.signature}`,
             }[tamper.shape];
             detail = `${tamper.how} (${tamper.shape})`;
             break;

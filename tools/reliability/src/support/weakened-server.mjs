@@ -98,7 +98,8 @@ const WEAKENINGS = {
       executor.execute = async (payload, schema, posture, fn) => {
         const tool = RPC_AGENT_TOOLS.find((candidate) => candidate.schema === schema);
         const args = schema.safeParse(payload?.args);
-        const token = String(payload?.meta?.dispatchToken ?? '').split('.')[1];
+        // v2.<kid>.<claims>.<mac>: the claims are the third part.
+        const token = String(payload?.meta?.dispatchToken ?? '').split('.')[2];
         if (tool && requiresConfirmation(tool) && args.success && token) {
           const claims = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
           const { callId } = payload.meta;

@@ -1,6 +1,6 @@
 import { BadRequestException, Body, Controller, HttpCode, Inject, Post, Req } from '@nestjs/common';
 import type { LoginResponse } from '@naalya/access';
-import type { Request } from 'express';
+import type { IncomingMessage } from 'node:http';
 import { z } from 'zod';
 import { SERVER_CONFIG, type ServerConfig } from '../config/server-config.js';
 import { clientAddress, parseTrustedProxies, type TrustedProxies } from '../http/client-address.js';
@@ -25,7 +25,7 @@ export class AuthController {
   @Public()
   @Post('login')
   @HttpCode(200)
-  async login(@Body() body: unknown, @Req() request: Request): Promise<LoginResponse> {
+  async login(@Body() body: unknown, @Req() request: IncomingMessage): Promise<LoginResponse> {
     const parsed = loginSchema.safeParse(body);
     if (!parsed.success) throw new BadRequestException('Send an email and a password.');
     // Counted before the password is checked (the hash is the expensive part a guesser wants to run), and on the

@@ -5,6 +5,7 @@ import { MessageSigningKeyError, SIGNING_KEY_HINT, brokerUrlListProblem, parseMe
 import { z } from 'zod';
 import { parseModelListSetting, type ModelList } from './model-list.js';
 import { trustedProxiesProblem } from '../http/client-address.js';
+import { currentKeyProblem, previousKeysProblem } from './signing-key-ring.js';
 
 const postgresUrl = z
   .string()
@@ -31,6 +32,12 @@ const brokerUrlList = z.string().superRefine((value, context) => {
 // Addresses and CIDR blocks of the load balancers in front of the server: only from them is X-Forwarded-For believed.
 const trustedProxies = z.string().superRefine((value, context) => {
   const problem = trustedProxiesProblem(value);
+  if (problem) context.addIssue({ code: 'custom', message: problem });
+});
+
+// An HMAC key, "kid:secret" or a plain secret (key id "default"); the previous keys are checked against it below.
+const currentSigningKey = z.string().superRefine((value, context) => {
+  const problem = currentKeyProblem(value);
   if (problem) context.addIssue({ code: 'custom', message: problem });
 });
 
@@ -61,9 +68,14 @@ const serverConfigSchema = z.object({
   AGENT_RUNS_QUEUE: z.string().min(1).default('agent-runs'),
   TOOL_HANDLER_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   SHUTDOWN_DRAIN_TIMEOUT_MS: z.coerce.number().int().min(0).default(10_000),
-  JWT_SECRET: z.string().min(32, 'must be at least 32 characters'),
+  JWT_SECRET: currentSigningKey,
+  // Keys that signed login tokens before JWT_SECRET did ("kid:secret", comma-separated): still verified, never used to
+  // sign. Remove one once JWT_TTL_SECONDS have passed since it stopped being current (signing-key-ring.ts).
+  JWT_PREVIOUS_SECRETS: z.string().default(''),
   JWT_TTL_SECONDS: z.coerce.number().int().min(60).default(8 * 3600),
-  DISPATCH_SIGNING_KEY: z.string().min(32, 'must be at least 32 characters'),
+  DISPATCH_SIGNING_KEY: currentSigningKey,
+  // The same for dispatch tokens: retire a key once DISPATCH_TOKEN_TTL_SECONDS have passed since it was replaced.
+  DISPATCH_PREVIOUS_SIGNING_KEYS: z.string().default(''),
   DISPATCH_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).default(3600),
   WORKER_BROKER_USER: z.string().min(1).default('naalya_worker'),
   AGENT_RUN_LEASE_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
@@ -115,6 +127,17 @@ const serverConfigSchema = z.object({
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
 });
 
+// The previous keys are checked against their current key: a repeated key id would make a token's key ambiguous.
+const checkedServerConfigSchema = serverConfigSchema.superRefine((config, context) => {
+  for (const [previous, current] of [
+    ['JWT_PREVIOUS_SECRETS', config.JWT_SECRET],
+    ['DISPATCH_PREVIOUS_SIGNING_KEYS', config.DISPATCH_SIGNING_KEY],
+  ] as const) {
+    const problem = previousKeysProblem(config[previous], current);
+    if (problem) context.addIssue({ code: 'custom', path: [previous], message: problem });
+  }
+});
+
 export type ServerConfig = z.infer<typeof serverConfigSchema>;
 
 /** Where the run-event notifier LISTENs: DATABASE_LISTEN_URL, or DATABASE_URL when no pooler sits in between. */
@@ -130,7 +153,7 @@ const MISSING_HINTS: Partial<Record<string, string>> = {
 export class ConfigError extends Error {}
 
 export const loadServerConfig = (env: NodeJS.ProcessEnv = process.env): ServerConfig => {
-  const parsed = serverConfigSchema.safeParse(env);
+  const parsed = checkedServerConfigSchema.safeParse(env);
   // With NODE_ENV=production, a secret published in the repository (or too short) stops the start like a bad value.
   const secrets = productionSecretProblems(SERVER_PRODUCTION_SECRETS, env).map((problem) => `  ${problem}`);
   if (parsed.success && secrets.length === 0) return parsed.data;

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { dispatchKeyRing } from '../../core/config/signing-key-ring.js';
 import { ForbiddenException, Inject, Injectable, NotFoundException } from '@nestjs/common';
 import { UserType } from '@naalya/access';
 import { agentRuntimeContextSchema, type AgentRuntimeContext } from '@naalya/agent-tools';
@@ -47,7 +48,7 @@ export class AgentContextService {
     const ability = this.abilityFactory.fromPermissions(jwt, await this.identityService.assertCurrentWithPermissions(jwt));
     const run = { runId: dto.runId ?? randomUUID(), threadId: dto.threadId ?? randomUUID() };
     // Signs exactly what was minted here; a tool call runs only if it carries this and matches it (ToolExecutor).
-    const dispatchToken = signDispatchToken(this.config.DISPATCH_SIGNING_KEY, {
+    const dispatchToken = signDispatchToken(dispatchKeyRing(this.config), {
       identity: { sub: user.id, type: user.userType, schoolId: user.schoolId, campusId: user.campusId },
       scope: scopeOfRunMode(runMode),
       ...run,

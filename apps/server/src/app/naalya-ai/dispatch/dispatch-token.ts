@@ -2,11 +2,15 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { USER_TYPES } from '@naalya/access';
 import type { AgentCallScope, AgentIdentity } from '@naalya/agent-tools';
 import { z } from 'zod';
+import { DEFAULT_KID, keyOfId, parseSigningKey, type SigningKeyRing } from '../../core/config/signing-key-ring.js';
 
 /**
  * What the server minted at dispatch, signed so that a tool call can prove it: the caller, the run mode (as the
- * call scope it pins), the run and its thread, and an expiry. Format: `v1.<base64url(JSON claims)>.<base64url(HMAC-SHA256)>`.
- * The worker treats it as opaque; only the server holds DISPATCH_SIGNING_KEY.
+ * call scope it pins), the run and its thread, and an expiry. Format: `v2.<kid>.<base64url(JSON claims)>.<base64url(HMAC-SHA256)>`,
+ * the MAC over everything before it, so the key id is signed too; `kid` names which of DISPATCH_SIGNING_KEY and
+ * DISPATCH_PREVIOUS_SIGNING_KEYS signed it, so the key can be replaced while runs are in flight. `v1.<claims>.<mac>`
+ * (before key ids) is still read, as a token of the key id "default". The worker treats the token as opaque; only the
+ * server holds the keys.
  */
 export type DispatchClaims = {
   identity: AgentIdentity;
@@ -21,8 +25,13 @@ export type DispatchClaims = {
 
 export type DispatchTokenRefusal = 'missing' | 'malformed' | 'bad-signature' | 'expired';
 
-const VERSION = 'v1';
+/** The key ring, or one key as configured (`kid:secret` or a plain secret): tests and tools sign with one key. */
+export type DispatchKeys = SigningKeyRing | string;
+
+const ringOf = (keys: DispatchKeys): SigningKeyRing => (typeof keys === 'string' ? { current: parseSigningKey(keys), previous: [] } : keys);
+
 const id = z.string().min(1).max(100);
+const KID = /^[A-Za-z0-9_-]{1,32}$/;
 
 const claimsSchema = z.strictObject({
   identity: z.strictObject({ sub: id, type: z.enum(USER_TYPES), schoolId: id.nullable(), campusId: id.nullable() }),
@@ -36,7 +45,7 @@ const claimsSchema = z.strictObject({
   exp: z.number().int().positive(),
 });
 
-const mac = (key: string, body: string): Buffer => createHmac('sha256', key).update(`${VERSION}.${body}`).digest();
+const mac = (secret: string, signed: string): string => createHmac('sha256', secret).update(signed).digest('base64url');
 
 /** Fixed key order, so equal claims always give equal bytes. */
 const normalise = (claims: DispatchClaims): DispatchClaims => ({
@@ -56,28 +65,50 @@ const normalise = (claims: DispatchClaims): DispatchClaims => ({
   exp: claims.exp,
 });
 
-export const signDispatchToken = (key: string, claims: DispatchClaims): string => {
-  const body = Buffer.from(JSON.stringify(normalise(claims))).toString('base64url');
-  return `${VERSION}.${body}.${mac(key, body).toString('base64url')}`;
+/** Signed with the current key, naming it. */
+export const signDispatchToken = (keys: DispatchKeys, claims: DispatchClaims): string => {
+  const { current } = ringOf(keys);
+  const signed = `v2.${current.kid}.${Buffer.from(JSON.stringify(normalise(claims))).toString('base64url')}`;
+  return `${signed}.${mac(current.secret, signed)}`;
 };
 
-/** The claims of a token this key signed that has not expired, or why not. The signature is compared in constant time. */
+/** The parts of a token of either format: what its MAC covers, the key id, the claims and the MAC; null if neither. */
+const partsOf = (token: string): { signed: string; kid: string; body: string; signature: string } | null => {
+  const parts = token.split('.');
+  if (parts[0] === 'v2' && parts.length === 4 && KID.test(parts[1] ?? '') && parts[2] && parts[3]) {
+    return { signed: parts.slice(0, 3).join('.'), kid: parts[1] ?? '', body: parts[2], signature: parts[3] };
+  }
+  if (parts[0] === 'v1' && parts.length === 3 && parts[1] && parts[2]) {
+    return { signed: `v1.${parts[1]}`, kid: DEFAULT_KID, body: parts[1], signature: parts[2] };
+  }
+  return null;
+};
+
+/** The claims part of a token, undecoded and unverified: for tests and tools that read or edit a token. */
+export const dispatchTokenBody = (token: string): string | undefined => partsOf(token)?.body;
+
+/**
+ * The claims of a token one of these keys signed that has not expired, or why not. The signature is compared in
+ * constant time. A token naming a key id the ring does not hold (retired, or never ours) is a bad signature.
+ */
 export const verifyDispatchToken = (
-  key: string,
+  keys: DispatchKeys,
   token: string | undefined,
   nowMs: number = Date.now(),
 ): { ok: true; claims: DispatchClaims } | { ok: false; reason: DispatchTokenRefusal } => {
   if (!token) return { ok: false, reason: 'missing' };
-  const parts = token.split('.');
-  if (parts.length !== 3 || parts[0] !== VERSION || !parts[1] || !parts[2]) return { ok: false, reason: 'malformed' };
+  const parts = partsOf(token);
+  if (!parts) return { ok: false, reason: 'malformed' };
+  const key = keyOfId(ringOf(keys), parts.kid);
+  if (!key) return { ok: false, reason: 'bad-signature' };
   // The encoded texts are compared, not the decoded bytes: the last character of a 32-byte MAC in base64url carries two
   // unused bits, and a decoder ignores them, so a token with that character changed would otherwise still verify.
-  const expected = Buffer.from(mac(key, parts[1]).toString('base64url'));
-  const given = Buffer.from(parts[2]);
+  const expected = Buffer.from(mac(key.secret, parts.signed));
+  const given = Buffer.from(parts.signature);
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad-signature' };
   let decoded: unknown;
   try {
-    decoded = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8'));
+    decoded = JSON.parse(Buffer.from(parts.body, 'base64url').toString('utf8'));
   } catch {
     return { ok: false, reason: 'malformed' };
   }

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
+import { dispatchKeyRing } from '../../core/config/signing-key-ring.js';
 import { DISPATCH_TOKEN_HEADER, runEventBatchSchema, type AgentRunEvent } from '@naalya/agent-tools';
 import {
   DEFAULT_MAX_MESSAGE_BYTES,
@@ -142,7 +143,7 @@ export class AgentRunIngest implements BeforeApplicationShutdown {
     if (messageId.length === 0 || messageId.length > 200) return { reason: 'no message id (needed to store it exactly once)' };
     // The step's dispatch token names the run, its thread and the epoch the events belong to; the store fences on the epoch.
     const header = properties.headers?.[DISPATCH_TOKEN_HEADER];
-    const token = verifyDispatchToken(this.config.DISPATCH_SIGNING_KEY, typeof header === 'string' ? header : undefined);
+    const token = verifyDispatchToken(dispatchKeyRing(this.config), typeof header === 'string' ? header : undefined);
     if (!token.ok) return { reason: `a dispatch token that is ${token.reason}` };
     if (token.claims.runId !== runId) return { reason: 'a dispatch token of another run' };
     if (events.some((event) => event.threadId !== token.claims.threadId)) return { reason: "an event of a thread that is not its dispatch token's" };

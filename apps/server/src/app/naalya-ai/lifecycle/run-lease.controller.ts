@@ -1,4 +1,5 @@
 import { Controller, Inject, Logger } from '@nestjs/common';
+import { dispatchKeyRing } from '../../core/config/signing-key-ring.js';
 import { MessagePattern, Payload } from '@nestjs/microservices';
 import { AGENT_RUN_LEASE_PATTERN, agentRunLeaseRequestSchema, type AgentRunLeaseReply } from '@naalya/agent-tools';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
@@ -29,7 +30,7 @@ export class RunLeaseController {
   async lease(@Payload() payload: unknown): Promise<AgentRunLeaseReply> {
     const request = agentRunLeaseRequestSchema.safeParse(payload);
     if (!request.success) return { granted: false, reason: 'refused' };
-    const call = verifyWorkerCall(this.config.DISPATCH_SIGNING_KEY, request.data, this.logger, 'run lease');
+    const call = verifyWorkerCall(dispatchKeyRing(this.config), request.data, this.logger, 'run lease');
     if (!call) return { granted: false, reason: 'refused' };
     const { runId, epoch, workerId } = call;
     // A release changes nothing: the step's last event ends the run, and a lease left to expire harms nobody.

@@ -27,7 +27,7 @@ import { SERVER_CONFIG } from '../../core/config/server-config.js';
 import { registerDataSource } from '../../core/tenancy/tenant-context.js';
 import { connectToolTransport } from '../../core/transport/tool-transport.js';
 import { AgentRunPublisher } from '../dispatch/agent-run-publisher.service.js';
-import { signDispatchToken, type DispatchClaims } from '../dispatch/dispatch-token.js';
+import { dispatchTokenBody, signDispatchToken, type DispatchClaims } from '../dispatch/dispatch-token.js';
 import { AgentRunEventStore, type MessageOutcome } from '../events/agent-run-event-store.service.js';
 import { STALE_INTERRUPT_ERROR } from '../runs/agent-run-store.service.js';
 import { DISPATCH_REFUSED_ERROR } from '../tools/tool-executor.js';
@@ -187,7 +187,7 @@ const runRow = async (runId: string): Promise<RunRow> =>
 const expireLease = (runId: string) => ownerRows(`UPDATE agent_runs SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, [runId]);
 
 /** The epoch a dispatch token carries (the worker treats it as opaque; the test reads it). */
-const claimsOf = (token: string): DispatchClaims => JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString('utf8')) as DispatchClaims;
+const claimsOf = (token: string): DispatchClaims => JSON.parse(Buffer.from(dispatchTokenBody(token) ?? '', 'base64url').toString('utf8')) as DispatchClaims;
 
 /** The lease RPC as the worker calls it: over the tools queue, the step's dispatch token and the worker's id. */
 const lease = async (action: 'claim' | 'renew' | 'release', dispatchToken: string, workerId = 'worker-a'): Promise<AgentRunLeaseReply> =>
@@ -291,8 +291,8 @@ describe('the run lease (agent.run.lease over the tools queue)', () => {
     const run = await newRun();
     const claims = claimsOf(run.token);
     const forged = signDispatchToken('forger-key-forger-key-forger-key-0000', claims);
-    const [version, , signature] = run.token.split('.');
-    const tampered = `${version}.${Buffer.from(JSON.stringify({ ...claims, runId: randomUUID() })).toString('base64url')}.${signature}`;
+    const [version, kid, , signature] = run.token.split('.');
+    const tampered = `${version}.${kid}.${Buffer.from(JSON.stringify({ ...claims, runId: randomUUID() })).toString('base64url')}.${signature}`;
     const older = signDispatchToken(testApp.module.get(SERVER_CONFIG).DISPATCH_SIGNING_KEY, { ...claims, epoch: claims.epoch - 1 });
 
     expect(await lease('claim', forged)).toEqual({ granted: false, reason: 'refused' });

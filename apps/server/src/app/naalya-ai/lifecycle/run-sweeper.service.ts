@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger, type BeforeApplicationShutdown } from '@nestjs/common';
+import { dispatchKeyRing } from '../../core/config/signing-key-ring.js';
 import { DataSource } from 'typeorm';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 import { verifyDispatchToken } from '../dispatch/dispatch-token.js';
@@ -57,7 +58,7 @@ export class RunSweeper implements BeforeApplicationShutdown {
 
   /** A step the broker dead-lettered (it failed on every delivery): its run fails, if that step is still its current one. */
   async failDeadLettered(runId: string, dispatchToken: string): Promise<void> {
-    const token = verifyDispatchToken(this.config.DISPATCH_SIGNING_KEY, dispatchToken, 0);
+    const token = verifyDispatchToken(dispatchKeyRing(this.config), dispatchToken, 0);
     if (!token.ok || token.claims.runId !== runId) {
       this.logger.warn(`A dead-lettered step of run ${runId} carries no valid dispatch token (${token.ok ? 'another run' : token.reason}); ignored.`);
       return;

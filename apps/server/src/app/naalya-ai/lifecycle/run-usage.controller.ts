@@ -1,4 +1,5 @@
 import { Controller, Inject, Logger } from '@nestjs/common';
+import { dispatchKeyRing } from '../../core/config/signing-key-ring.js';
 import { MessagePattern, Payload } from '@nestjs/microservices';
 import { AGENT_RUN_USAGE_PATTERN, agentRunUsageRequestSchema, type AgentRunUsageReply } from '@naalya/agent-tools';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
@@ -25,7 +26,7 @@ export class RunUsageController {
   async report(@Payload() payload: unknown): Promise<AgentRunUsageReply> {
     const request = agentRunUsageRequestSchema.safeParse(payload);
     if (!request.success) return { proceed: false, reason: 'refused' };
-    const call = verifyWorkerCall(this.config.DISPATCH_SIGNING_KEY, request.data, this.logger, 'usage report');
+    const call = verifyWorkerCall(dispatchKeyRing(this.config), request.data, this.logger, 'usage report');
     if (!call) return { proceed: false, reason: 'refused' };
     const answer = await call.asOwner(() => this.lifecycle.reportUsage(call.runId, call.epoch, call.workerId, request.data.usage));
     if (answer.proceed) return answer;

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { DemoPersona } from '../../seed/demo-seed.js';
 import type { TestApp } from '../../../testing/test-app.js';
 import { SERVER_CONFIG } from '../../core/config/server-config.js';
-import { signDispatchToken } from '../dispatch/dispatch-token.js';
+import { dispatchTokenBody, signDispatchToken } from '../dispatch/dispatch-token.js';
 import {
   agentRequest,
   createAgentTestApp,
@@ -126,7 +126,7 @@ describe('usage reports (agent.run.usage)', () => {
 
   it("counts nothing for a token the server did not sign, an older step's token, another worker, or a run not running", async () => {
     const step = await claimedRun();
-    const claims = JSON.parse(Buffer.from(step.token.split('.')[1], 'base64url').toString('utf8')) as Parameters<typeof signDispatchToken>[1];
+    const claims = JSON.parse(Buffer.from(dispatchTokenBody(step.token) ?? '', 'base64url').toString('utf8')) as Parameters<typeof signDispatchToken>[1];
     const forged = signDispatchToken('forger-key-forger-key-forger-key-0000', claims);
     const older = signDispatchToken(testApp.module.get(SERVER_CONFIG).DISPATCH_SIGNING_KEY, { ...claims, epoch: claims.epoch - 1 });
     const usage = { inputTokens: 500, outputTokens: 50 };

@@ -1,7 +1,7 @@
 import type { Logger } from '@nestjs/common';
 import type { AgentIdentity } from '@naalya/agent-tools';
 import { runUnscoped, withSchool } from '../../core/tenancy/tenant-context.js';
-import { verifyDispatchToken } from '../dispatch/dispatch-token.js';
+import { verifyDispatchToken, type DispatchKeys } from '../dispatch/dispatch-token.js';
 import type { RunSweeper } from './run-sweeper.service.js';
 
 /** A worker's call about the run step it holds (a lease, a usage report): what its dispatch token alone says. */
@@ -25,7 +25,7 @@ const ownerFrame =
  * every such call, so the lease and the usage report cannot come to trust different things.
  */
 export const verifyWorkerCall = (
-  signingKey: string,
+  signingKey: DispatchKeys,
   request: { dispatchToken: string; workerId: string },
   logger: Logger,
   what: string,

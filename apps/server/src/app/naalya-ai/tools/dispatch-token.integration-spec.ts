@@ -75,10 +75,10 @@ describe('execute() runs only calls whose dispatch token the server minted for a
 
   it('refuses a token whose claims were edited after signing', async () => {
     const { result, ran } = await attemptWrite((envelope) => {
-      const [version, body, signature] = envelope.meta.dispatchToken!.split('.');
+      const [version, kid, body, signature] = envelope.meta.dispatchToken!.split('.');
       const claims = JSON.parse(Buffer.from(body, 'base64url').toString());
       claims.exp += 86_400;
-      return { ...envelope, meta: { ...envelope.meta, dispatchToken: `${version}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${signature}` } };
+      return { ...envelope, meta: { ...envelope.meta, dispatchToken: `${version}.${kid}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${signature}` } };
     });
     expect(result).toEqual({ error: DISPATCH_REFUSED_ERROR, code: 'DISPATCH_REFUSED' });
     expect(ran).toBe(false);
@@ -159,7 +159,7 @@ describe('contexts minted by the server carry a token execute() accepts', () => 
       body: '{}',
     });
     const context = (await response.json()) as AgentRuntimeContext;
-    expect(context.dispatchToken).toMatch(/^v1\./);
+    expect(context.dispatchToken).toMatch(/^v2\.default\./);
     expect(await testApp.owner.query(`SELECT status, owner_id FROM agent_runs WHERE id = $1`, [context.run.runId])).toEqual([
       { status: 'running', owner_id: persona.id },
     ]);

@@ -1,4 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
+import { dispatchKeyRing } from '../../core/config/signing-key-ring.js';
 import { UserType } from '@naalya/access';
 import {
   ERROR_SENTENCES,
@@ -173,7 +174,7 @@ export class ToolExecutor {
       }
 
       // The server's own signature over what it minted at dispatch: identity and scope must be exactly those.
-      const token = verifyDispatchToken(this.config.DISPATCH_SIGNING_KEY, meta.dispatchToken);
+      const token = verifyDispatchToken(dispatchKeyRing(this.config), meta.dispatchToken);
       const refusal = token.ok ? envelopeMatchesClaims({ identity, scope }, token.claims) : token.reason;
       if (!token.ok || refusal) {
         logSecurityEvent({ kind: 'tool call', reason: refusal ?? 'malformed', event: definition.event, callId: meta.callId, sub: identity.sub });
