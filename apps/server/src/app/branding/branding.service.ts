@@ -1,4 +1,7 @@
 import { BadRequestException, Injectable } from '@nestjs/common';
+import { Action, Resource } from '@naalya/access';
+import { assertSchoolWideReach } from '../core/authorization/campus-reach.js';
+import { currentAbility } from '../core/authorization/permission-scope.store.js';
 import { lockUntilCommit } from '../core/database/advisory-lock.js';
 import type { JwtPayload } from '../core/auth/jwt-payload.js';
 import { currentScope, repo } from '../core/tenancy/tenant-context.js';
@@ -20,6 +23,8 @@ export class BrandingService {
   }
 
   async update(dto: UpdateBrandingDto, jwt: JwtPayload): Promise<SchoolBranding> {
+    // The branding is the whole school's: a rule limited to a campus does not reach it.
+    assertSchoolWideReach(currentAbility(), { action: Action.UPDATE, resource: Resource.BRANDING });
     const schoolId = this.schoolId();
     // A school's first branding is an insert, with no row to lock: concurrent updates would both insert (a unique
     // violation) or merge over each other's fields.

@@ -1,5 +1,8 @@
 import { Injectable, NotFoundException } from '@nestjs/common';
-import type { CampusSummary } from '@naalya/access';
+import { Action, Resource, type CampusSummary } from '@naalya/access';
+import { In } from 'typeorm';
+import { campusFilter, campusReach } from '../core/authorization/campus-reach.js';
+import { currentAbility } from '../core/authorization/permission-scope.store.js';
 import type { JwtPayload } from '../core/auth/jwt-payload.js';
 import { repo } from '../core/tenancy/tenant-context.js';
 import { CampusEntity } from './campus.entity.js';
@@ -18,7 +21,16 @@ export class CampusService {
     return campusId ? (await this.findVisible(campusId)).id : undefined;
   }
 
+  /**
+   * The campuses the caller's LIST CAMPUS rules reach: a rule limited to `campusId` (a campus's own id, for this
+   * resource) lists that campus only.
+   */
   async list(_jwt: JwtPayload): Promise<CampusSummary[]> {
-    return repo(CampusEntity).find({ select: { id: true, name: true }, order: { name: 'ASC' } });
+    const campuses = campusFilter(campusReach(currentAbility(), { action: Action.LIST, resource: Resource.CAMPUS }), undefined);
+    return repo(CampusEntity).find({
+      select: { id: true, name: true },
+      where: campuses === 'all' ? {} : { id: In(campuses) },
+      order: { name: 'ASC' },
+    });
   }
 }

@@ -54,3 +54,14 @@ export const campusFilter = (reach: CampusReach, requestedCampusId: string | und
   }
   return reach.kind === 'school' ? 'all' : reach.campusIds;
 };
+
+/**
+ * For an action on something of the whole school (its branding): a campus-limited rule allows it on things of its
+ * campus, and a school-wide object is on no one campus, so only rules that reach the whole school allow the action.
+ * Without this, `ability.can(action, 'Type')` would let a campus-limited rule change what every campus shares.
+ */
+export const assertSchoolWideReach = (ability: AppAbility, gate: PermissionGate): void => {
+  const reach = campusReach(ability, gate);
+  if (reach.kind === 'none') throw new ForbiddenException('You do not have permission to do that.');
+  if (reach.kind === 'campuses') throw new ForbiddenException('This belongs to the whole school, and your permission covers only some campuses.');
+};
