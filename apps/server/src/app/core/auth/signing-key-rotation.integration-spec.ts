@@ -94,7 +94,7 @@ describe('signing keys rotate without logging anybody out or interrupting a run'
     worker = await serveWorkerCalls({ ...testApp, app: rotated.app, module: rotated.module }, broker.names);
     expect(await worker.claim(step.token)).toMatchObject({ granted: true });
     const envelope = await dispatchEnvelope(persona(), listMyClassesTool, {}, { run: step, epoch: await epochOf(step.runId), signingKey: DISPATCH_1 });
-    expect(envelope.meta.dispatchToken.split('.')[1]).toBe('k1');
+    expect(envelope.meta.dispatchToken?.split('.')[1]).toBe('k1');
     expect(await invokeTool(rotated.module, listMyClassesTool, envelope)).toHaveProperty('data');
     expect(await worker.reportUsage(step.token, { inputTokens: 10, outputTokens: 2 })).toMatchObject({ proceed: true });
     const events = runEvents(step);
