@@ -1,4 +1,5 @@
 import { request as httpRequest } from 'node:http';
+import pg from 'pg';
 import type { INestApplication } from '@nestjs/common';
 import { HTTP_ERROR_SENTENCES } from '@naalya/access';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -145,5 +146,21 @@ describe('two servers share the counts', () => {
       Array.from({ length: 10 }, (_, index) => login(email, 'wrong', { from: `127.0.1.${index + 1}`, app: index % 2 ? replica : testApp.app })),
     );
     expect(statuses(answers).sort()).toEqual([...Array(PER_ACCOUNT).fill(401), ...Array(10 - PER_ACCOUNT).fill(429)]);
+  });
+});
+
+describe('the counters table', () => {
+  it('the app role reaches it only through the functions, and it holds hashes, never an email or an address', async () => {
+    const client = new pg.Client({ connectionString: testApp.database.appUrl });
+    await client.connect();
+    try {
+      await expect(client.query(`SELECT * FROM login_attempt_counters`)).rejects.toThrow(/permission denied/);
+      await expect(client.query(`DELETE FROM login_attempt_counters`)).rejects.toThrow(/permission denied/);
+    } finally {
+      await client.end();
+    }
+    const keys = ((await testApp.owner.query(`SELECT key FROM login_attempt_counters`)) as { key: string }[]).map((row) => row.key);
+    expect(keys.length).toBeGreaterThan(0);
+    for (const key of keys) expect(key).toMatch(/^[A-Za-z0-9_-]{43}$/);
   });
 });
