@@ -108,6 +108,18 @@ describe('productionSecretProblems', () => {
     }
   });
 
+  it('refuses a published key kept as a previous key of a rotation (JWT_PREVIOUS_SECRETS, DISPATCH_PREVIOUS_SIGNING_KEYS)', () => {
+    const previous = {
+      JWT_PREVIOUS_SECRETS: `k0:${'p'.repeat(40)},default:local-development-secret-change-me-0123456789`,
+      DISPATCH_PREVIOUS_SIGNING_KEYS: 'k1:local-dispatch-signing-key-change-me-0123456789',
+    };
+    expect(productionSecretProblems(SERVER_PRODUCTION_SECRETS, { ...PRODUCTION, ...GOOD, ...previous })).toEqual([
+      expect.stringMatching(/^JWT_PREVIOUS_SECRETS is a value published in the repository/),
+      expect.stringMatching(/^DISPATCH_PREVIOUS_SIGNING_KEYS is a value published in the repository/),
+    ]);
+    expect(productionSecretProblems(SERVER_PRODUCTION_SECRETS, { ...PRODUCTION, ...GOOD, JWT_PREVIOUS_SECRETS: `k0:${'p'.repeat(40)}` })).toEqual([]);
+  });
+
   it(`refuses a signing key shorter than ${MIN_SIGNING_KEY_LENGTH} characters`, () => {
     const problems = productionSecretProblems(SERVER_PRODUCTION_SECRETS, { ...PRODUCTION, ...GOOD, DISPATCH_SIGNING_KEY: 'k1:' + 'x'.repeat(MIN_SIGNING_KEY_LENGTH - 1) });
     expect(problems).toEqual([`DISPATCH_SIGNING_KEY must be at least ${MIN_SIGNING_KEY_LENGTH} characters: NODE_ENV is production, so set a secret of your own`]);

@@ -51,7 +51,11 @@ export type SecretSpec = { readonly name: string; readonly kind: SecretKind; rea
 
 export const SERVER_PRODUCTION_SECRETS: readonly SecretSpec[] = [
   { name: 'JWT_SECRET', kind: 'signing-key' },
+  // Keys still verified while a key is rotated ("kid:secret", comma-separated): a published one there would still let
+  // anyone sign a token the server accepts.
+  { name: 'JWT_PREVIOUS_SECRETS', kind: 'signing-key', optional: true },
   { name: 'DISPATCH_SIGNING_KEY', kind: 'signing-key' },
+  { name: 'DISPATCH_PREVIOUS_SIGNING_KEYS', kind: 'signing-key', optional: true },
   { name: 'RUN_SIGNING_KEY', kind: 'private-key' },
   { name: 'DATABASE_URL', kind: 'url-passwords' },
   { name: 'DATABASE_LISTEN_URL', kind: 'url-passwords', optional: true },
