@@ -2,12 +2,11 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateMessageSigningKeyPair } from '@naalya/rmq';
-import { OWNER_URL } from '@naalya/test-stack';
+import { OWNER_URL, freePort } from '@naalya/test-stack';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -54,16 +53,6 @@ const readImage = (app: App): Image => {
   if (!healthcheck) throw new Error(`apps/${app}/Dockerfile: HEALTHCHECK has no exec-form CMD`);
   return { env, user: one('USER'), npmCi: npmCi.split(/\s+/).slice(1), healthcheck: JSON.parse(healthcheck), cmd: JSON.parse(one('CMD')), text };
 };
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 
 // The images run as the node image's `node` user. Here, when the tests run as root, an unprivileged account stands in
 // for it (setpriv, util-linux); otherwise the test's own user is already not root.
