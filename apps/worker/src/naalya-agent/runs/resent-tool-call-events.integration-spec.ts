@@ -1,78 +1,37 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { connect, type Channel, type ChannelModel } from 'amqplib';
 import { AIMessage } from '@langchain/core/messages';
 import { MemorySaver } from '@langchain/langgraph';
 import { fakeModel } from 'langchain';
-import { rmqNames } from '@naalya/rmq';
-import { closeConnectionByName } from '@naalya/rmq/test-broker';
 import type { AgentRunEvent, AgentRuntimeContext } from '@naalya/agent-tools';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentToolService } from '../core/tools/agent-tool.service.js';
 import { schoolContext } from '../core/tools/tool-context.fixture.js';
 import { FakeRunLeases, TEST_DISPATCH_TOKEN } from '../testing/fake-run-leases.fixture.js';
 import { FakeRunUsage } from '../testing/fake-run-usage.fixture.js';
+import { dropConnectionOnceDelivered, openToolsOnBroker, startLedgerResponder, type ToolsOnBroker } from '../testing/tools-broker.fixture.js';
 import { AgentRunExecutor } from './agent-run.executor.js';
 
 const RABBITMQ_URL = process.env['RABBITMQ_TEST_URL'] ?? 'amqp://guest:guest@127.0.0.1:5672';
-
-type Delivery = { id: string; data: { meta: { callId: string; deadline: number; dispatchToken?: string }; args: unknown } };
 
 // The user watches a conversation through its run events. A tool call the worker had to send again (its reply lost
 // with the connection) is still one call there: one start, one end, one result with the final answer, and the success
 // notice once. The re-send lives below the tool node (AgentToolService), so nothing of it may leak into the stream.
 describe('a tool call sent again after a lost reply, as the user sees it', () => {
-  const queue = `agent-tools.test-events-${randomUUID().slice(0, 8)}`;
-  const exchange = rmqNames(queue).toolsExchange;
-  const connectionName = `naalya-worker-test-${randomUUID().slice(0, 8)}`;
-  let connection: ChannelModel;
-  let channel: Channel;
-  let service: AgentToolService;
+  let tools: ToolsOnBroker;
 
   beforeAll(async () => {
-    connection = await connect(RABBITMQ_URL);
-    channel = await connection.createChannel();
-    await channel.assertQueue(queue, { durable: false });
-    await channel.assertExchange(exchange, 'direct', { durable: false });
-    await channel.bindQueue(queue, exchange, queue);
-    service = new AgentToolService({ rabbitmqUrl: RABBITMQ_URL, toolsQueue: queue, timeoutMs: 10_000, connectionName });
-    await service.onModuleInit();
+    tools = await openToolsOnBroker(RABBITMQ_URL, 'test-events');
   });
 
   afterAll(async () => {
-    await service?.onModuleDestroy();
-    await channel?.deleteQueue(queue);
-    await channel?.deleteExchange(exchange);
-    await connection?.close();
+    await tools?.close();
   });
 
   it('one TOOL_CALL_START, TOOL_CALL_END, CUSTOM and TOOL_CALL_RESULT (the ledger\'s answer) for a write delivered twice', async () => {
-    // The server as far as this goes: a ledger by call id; the first delivery commits and its reply never leaves.
-    const ledger = new Map<string, unknown>();
-    const deliveries: Delivery[] = [];
+    const { service } = tools;
     const answer = { data: { id: 'dept-1' }, scopeContext: 'You can act across the whole school.', auditId: 'audit-1' };
-    const { consumerTag } = await channel.consume(
-      queue,
-      (message) => {
-        if (!message) return;
-        const packet = JSON.parse(message.content.toString()) as Delivery;
-        deliveries.push(packet);
-        const { callId } = packet.data.meta;
-        if (!ledger.has(callId)) {
-          ledger.set(callId, answer);
-          return;
-        }
-        channel.sendToQueue(message.properties.replyTo, Buffer.from(JSON.stringify({ id: packet.id, response: ledger.get(callId), isDisposed: true })), {
-          correlationId: message.properties.correlationId,
-        });
-      },
-      { noAck: true },
-    );
-    // The connection drops once the first delivery is in: its reply, had there been one, is gone with it.
-    const dropAfterFirst = (async () => {
-      for (let waited = 0; deliveries.length === 0 && waited < 5_000; waited += 25) await sleep(25);
-      await closeConnectionByName(connectionName);
-    })();
+    const server = await startLedgerResponder(tools.channel, tools.queue, answer);
+    const { deliveries } = server;
+    const dropAfterFirst = dropConnectionOnceDelivered(deliveries, tools.connectionName);
 
     try {
       const events: AgentRunEvent[] = [];
@@ -112,7 +71,7 @@ describe('a tool call sent again after a lost reply, as the user sees it', () =>
       expect(events.find((event) => event.type === 'TOOL_CALL_RESULT')).toMatchObject({ toolCallId: 'tc-create', content: JSON.stringify(answer) });
       expect(events.filter((event) => event.type === 'RUN_FINISHED')).toHaveLength(1);
     } finally {
-      await channel.cancel(consumerTag);
+      await server.stop();
     }
   });
 });

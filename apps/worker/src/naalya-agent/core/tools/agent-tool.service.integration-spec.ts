@@ -6,6 +6,7 @@ import { rmqNames } from '@naalya/rmq';
 import { closeConnectionByName } from '@naalya/rmq/test-broker';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AgentToolService } from './agent-tool.service.js';
+import { declareToolsQueue, dropConnectionOnceDelivered, openToolsOnBroker, startLedgerResponder, type ToolsOnBroker } from '../../testing/tools-broker.fixture.js';
 import { createDepartmentPayload, listStaffPayload } from './tool-context.fixture.js';
 
 const RABBITMQ_URL = process.env['RABBITMQ_TEST_URL'] ?? 'amqp://guest:guest@127.0.0.1:5672';
@@ -48,13 +49,6 @@ const startResponder = async (channel: Channel, queue: string, answer: (request:
     { noAck: true },
   );
   return { received, stop: () => channel.cancel(consumerTag) };
-};
-
-/** The tools queue bound to its exchange, as the topology setup declares it in production (the client declares nothing). */
-const declareToolsQueue = async (channel: Channel, queue: string, exchange: string) => {
-  await channel.assertQueue(queue, { durable: false });
-  await channel.assertExchange(exchange, 'direct', { durable: false });
-  await channel.bindQueue(queue, exchange, queue);
 };
 
 const timed = async <T>(work: () => Promise<T>) => {
@@ -235,77 +229,45 @@ describe('AgentToolService with the broker unreachable', () => {
 });
 
 describe('AgentToolService across a dropped connection (real RabbitMQ)', () => {
-  const queue = `agent-tools.test-resend-${randomUUID().slice(0, 8)}`;
-  const exchange = rmqNames(queue).toolsExchange;
-  const connectionName = `naalya-worker-test-${randomUUID().slice(0, 8)}`;
-  let connection: ChannelModel;
-  let channel: Channel;
-  let service: AgentToolService;
+  let tools: ToolsOnBroker;
 
   beforeAll(async () => {
-    connection = await connect(RABBITMQ_URL);
-    channel = await connection.createChannel();
-    await declareToolsQueue(channel, queue, exchange);
-    service = new AgentToolService({ rabbitmqUrl: RABBITMQ_URL, toolsQueue: queue, timeoutMs: 10_000, connectionName });
-    await service.onModuleInit();
+    tools = await openToolsOnBroker(RABBITMQ_URL, 'test-resend');
   });
 
   afterAll(async () => {
-    await service?.onModuleDestroy();
-    await channel?.deleteQueue(queue);
-    await channel?.deleteExchange(exchange);
-    await connection?.close();
+    await tools?.close();
   });
 
   it('a write whose reply the dropped connection lost is sent again unchanged and answered from the ledger: one effect, one answer', async () => {
-    // The server as far as this rule goes: a ledger by call id, whose first run commits and whose reply is then lost.
-    const ledger = new Map<string, unknown>();
-    let effects = 0;
-    const deliveries: Received[] = [];
     const answer = { data: { id: 'dept-1' }, scopeContext: 'ok', auditId: 'audit-1' };
-    const { consumerTag } = await channel.consume(
-      queue,
-      (message) => {
-        if (!message) return;
-        const packet = JSON.parse(message.content.toString()) as Omit<Received, 'properties'>;
-        deliveries.push({ ...packet, properties: message.properties });
-        const { callId } = (packet.data as { meta: { callId: string } }).meta;
-        if (!ledger.has(callId)) {
-          effects += 1;
-          ledger.set(callId, answer);
-          return; // committed; the reply never leaves
-        }
-        channel.sendToQueue(message.properties.replyTo, Buffer.from(JSON.stringify({ id: packet.id, response: ledger.get(callId), isDisposed: true })), {
-          correlationId: message.properties.correlationId,
-        });
-      },
-      { noAck: true },
-    );
+    const server = await startLedgerResponder(tools.channel, tools.queue, answer);
+    const { deliveries } = server;
     try {
       const payload = { ...createDepartmentPayload(), meta: { callId: randomUUID(), deadline: Date.now() + 10_000, dispatchToken: 'token-1' } };
       const started = Date.now();
-      const pending = service.call('create.department', payload);
-      for (let waited = 0; deliveries.length === 0 && waited < 5_000; waited += 25) await sleep(25);
-      await closeConnectionByName(connectionName);
+      const pending = tools.service.call('create.department', payload);
+      await dropConnectionOnceDelivered(deliveries, tools.connectionName);
 
       expect(await pending).toEqual(answer);
       expect(Date.now() - started).toBeLessThan(10_000);
-      expect(effects).toBe(1);
+      expect(server.effects()).toBe(1);
       expect(deliveries).toHaveLength(2);
       // The same call: call id, arguments, identity and dispatch token, under the same correlation id.
       expect(deliveries[1].data).toEqual(deliveries[0].data);
       expect(deliveries[1].properties.correlationId).toBe(deliveries[0].properties.correlationId);
       // The re-send expires with the time left, never later than the first.
       expect(Number(deliveries[1].properties.expiration)).toBeLessThan(Number(deliveries[0].properties.expiration));
-      expect(service.resends).toBe(1);
+      expect(tools.service.resends).toBe(1);
     } finally {
-      await channel.cancel(consumerTag);
+      await server.stop();
     }
   });
 
   it('a read made as the connection drops waits for it within its deadline and is answered, not refused at once', async () => {
+    const { channel, service, connectionName } = tools;
     const { consumerTag } = await channel.consume(
-      queue,
+      tools.queue,
       (message) => {
         if (!message) return;
         const packet = JSON.parse(message.content.toString()) as { id: string };
