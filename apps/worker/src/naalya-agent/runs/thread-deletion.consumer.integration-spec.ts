@@ -18,6 +18,7 @@ import { connect, type ChannelModel, type ConfirmChannel } from 'amqplib';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CheckpointStore } from '../core/checkpoint/checkpoint-store.js';
+import { CHECKPOINT_OWNER_URL, CHECKPOINT_ROLE_URL, createCheckpointSchema } from '../testing/checkpoint-role.fixture.js';
 import { RunStepAuthenticity } from './run-step-authenticity.js';
 import { ThreadDeletionConsumer } from './thread-deletion.consumer.js';
 
@@ -28,14 +29,6 @@ const SERVER_KEY = generateMessageSigningKeyPair('server');
 const OTHER_KEY = generateMessageSigningKeyPair('server');
 
 // A checkpoint schema of this file's own, reached by a login role that owns only it (as naalya_checkpoint).
-const OWNER_URL = process.env['TEST_DATABASE_OWNER_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const ROLE = { name: 'naalya_checkpoint_itest', password: 'naalya_checkpoint_itest' };
-const checkpointUrl = (() => {
-  const url = new URL(OWNER_URL);
-  url.username = ROLE.name;
-  url.password = ROLE.password;
-  return url.toString();
-})();
 const schema = `agent_checkpoints_deletion_${suffix}`;
 
 let admin: pg.Client;
@@ -78,18 +71,10 @@ const waitFor = async (check: () => Promise<boolean>, timeoutMs = 10_000) => {
 };
 
 beforeAll(async () => {
-  admin = new pg.Client({ connectionString: OWNER_URL });
+  admin = new pg.Client({ connectionString: CHECKPOINT_OWNER_URL });
   await admin.connect();
-  // The same role as the checkpoint store's own suite, created or updated under the setup's lock.
-  await admin.query(`SELECT pg_advisory_lock(hashtext('naalya-setup-roles'))`);
-  try {
-    const { rowCount } = await admin.query(`SELECT 1 FROM pg_roles WHERE rolname = $1`, [ROLE.name]);
-    await admin.query(`${rowCount ? 'ALTER' : 'CREATE'} ROLE ${ROLE.name} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE PASSWORD '${ROLE.password}'`);
-  } finally {
-    await admin.query(`SELECT pg_advisory_unlock(hashtext('naalya-setup-roles'))`);
-  }
-  await admin.query(`CREATE SCHEMA "${schema}" AUTHORIZATION ${ROLE.name}`);
-  store = new CheckpointStore({ databaseUrl: checkpointUrl, schema, retentionDays: 30, sweepIntervalMs: 3_600_000, poolSize: 2 });
+  await createCheckpointSchema(admin, schema);
+  store = new CheckpointStore({ databaseUrl: CHECKPOINT_ROLE_URL, schema, retentionDays: 30, sweepIntervalMs: 3_600_000, poolSize: 2 });
   await store.onModuleInit();
 
   await declareTopology(RABBITMQ_URL, names);

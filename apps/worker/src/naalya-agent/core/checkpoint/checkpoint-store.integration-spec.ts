@@ -11,17 +11,10 @@ import { scriptedPolicy } from '../model/scripted-policy.js';
 import { schoolContext } from '../tools/tool-context.fixture.js';
 import { CheckpointStore } from './checkpoint-store.js';
 import { FakeRunUsage } from '../../testing/fake-run-usage.fixture.js';
+import { CHECKPOINT_OWNER_URL, CHECKPOINT_ROLE, CHECKPOINT_ROLE_URL, createCheckpointSchema } from '../../testing/checkpoint-role.fixture.js';
 
 // A schema of its own on the local cluster, dropped afterwards, so suites running in parallel never meet. The store
 // connects as a login role that owns only that schema and has no CREATE on the database, like naalya_checkpoint.
-const OWNER_URL = process.env['TEST_DATABASE_OWNER_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const ROLE = { name: 'naalya_checkpoint_itest', password: 'naalya_checkpoint_itest' };
-const DATABASE_URL = (() => {
-  const url = new URL(OWNER_URL);
-  url.username = ROLE.name;
-  url.password = ROLE.password;
-  return url.toString();
-})();
 const schema = `agent_checkpoints_test_${randomUUID().slice(0, 8)}`;
 const DAY_MS = 86_400_000;
 
@@ -29,7 +22,7 @@ let admin: pg.Client;
 const stores: CheckpointStore[] = [];
 
 const openStore = async (retentionDays = 30) => {
-  const store = new CheckpointStore({ databaseUrl: DATABASE_URL, schema, retentionDays, sweepIntervalMs: 3_600_000, poolSize: 2 });
+  const store = new CheckpointStore({ databaseUrl: CHECKPOINT_ROLE_URL, schema, retentionDays, sweepIntervalMs: 3_600_000, poolSize: 2 });
   await store.onModuleInit();
   stores.push(store);
   return store;
@@ -44,17 +37,10 @@ const threadsIn = async () =>
   (await admin.query<{ thread_id: string }>(`SELECT DISTINCT thread_id FROM "${schema}".checkpoints ORDER BY thread_id`)).rows.map((row) => row.thread_id);
 
 beforeAll(async () => {
-  admin = new pg.Client({ connectionString: OWNER_URL });
+  admin = new pg.Client({ connectionString: CHECKPOINT_OWNER_URL });
   await admin.connect();
   // The database setup creates the role and its schema; here the test does, the same way.
-  await admin.query(`SELECT pg_advisory_lock(hashtext('naalya-setup-roles'))`);
-  try {
-    const { rowCount } = await admin.query(`SELECT 1 FROM pg_roles WHERE rolname = $1`, [ROLE.name]);
-    await admin.query(`${rowCount ? 'ALTER' : 'CREATE'} ROLE ${ROLE.name} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE PASSWORD '${ROLE.password}'`);
-  } finally {
-    await admin.query(`SELECT pg_advisory_unlock(hashtext('naalya-setup-roles'))`);
-  }
-  await admin.query(`CREATE SCHEMA "${schema}" AUTHORIZATION ${ROLE.name}`);
+  await createCheckpointSchema(admin, schema);
 });
 
 afterAll(async () => {
@@ -65,7 +51,7 @@ afterAll(async () => {
 
 describe('CheckpointStore', () => {
   it('sets up the saver tables inside its schema at start, idempotently, as a role without CREATE on the database', async () => {
-    const { rows: privileges } = await admin.query(`SELECT has_database_privilege($1, current_database(), 'CREATE') AS can`, [ROLE.name]);
+    const { rows: privileges } = await admin.query(`SELECT has_database_privilege($1, current_database(), 'CREATE') AS can`, [CHECKPOINT_ROLE.name]);
     expect(privileges[0]).toEqual({ can: false });
 
     await openStore();
@@ -77,8 +63,8 @@ describe('CheckpointStore', () => {
 
   it('workers starting together on a fresh schema all set it up (the ones that collide pass again)', async () => {
     const fresh = `${schema}_together`;
-    await admin.query(`CREATE SCHEMA "${fresh}" AUTHORIZATION ${ROLE.name}`);
-    const together = Array.from({ length: 4 }, () => new CheckpointStore({ databaseUrl: DATABASE_URL, schema: fresh, retentionDays: 30, sweepIntervalMs: 3_600_000, poolSize: 2 }));
+    await admin.query(`CREATE SCHEMA "${fresh}" AUTHORIZATION ${CHECKPOINT_ROLE.name}`);
+    const together = Array.from({ length: 4 }, () => new CheckpointStore({ databaseUrl: CHECKPOINT_ROLE_URL, schema: fresh, retentionDays: 30, sweepIntervalMs: 3_600_000, poolSize: 2 }));
     try {
       const started = await Promise.allSettled(together.map((store) => store.onModuleInit()));
       expect(started.filter((result) => result.status === 'rejected')).toEqual([]);
