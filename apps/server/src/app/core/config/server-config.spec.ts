@@ -1,17 +1,6 @@
-import { generateMessageSigningKeyPair } from '@naalya/rmq';
 import { describe, expect, it } from 'vitest';
+import { VALID_SERVER_RUN_KEYS as RUN_KEYS, VALID_SERVER_ENV as VALID } from '../../../testing/server-env.js';
 import { ConfigError, loadServerConfig, loadServerObservability, requireOwnerUrl } from './server-config.js';
-
-const RUN_KEYS = generateMessageSigningKeyPair('k1');
-
-const VALID = {
-  DATABASE_URL: 'postgres://naalya_app:secret@127.0.0.1:5432/naalya',
-  DATABASE_OWNER_URL: 'postgres://postgres@127.0.0.1:5432/naalya',
-  RABBITMQ_URL: 'amqp://guest:guest@127.0.0.1:5672',
-  JWT_SECRET: 'x'.repeat(40),
-  DISPATCH_SIGNING_KEY: 'd'.repeat(40),
-  RUN_SIGNING_KEY: RUN_KEYS.privateKey,
-};
 
 describe('loadServerConfig', () => {
   it('accepts a complete environment and applies defaults', () => {

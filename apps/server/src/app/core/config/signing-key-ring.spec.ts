@@ -1,17 +1,9 @@
-import { generateMessageSigningKeyPair } from '@naalya/rmq';
 import { describe, expect, it } from 'vitest';
+import { VALID_SERVER_ENV as VALID } from '../../../testing/server-env.js';
 import { loadServerConfig } from './server-config.js';
 import { keyOfId, parseSigningKey, parseSigningKeyRing } from './signing-key-ring.js';
 
 const SECRET = 's'.repeat(40);
-const VALID = {
-  DATABASE_URL: 'postgres://naalya_app:secret@127.0.0.1:5432/naalya',
-  DATABASE_OWNER_URL: 'postgres://postgres@127.0.0.1:5432/naalya',
-  RABBITMQ_URL: 'amqp://guest:guest@127.0.0.1:5672',
-  JWT_SECRET: 'x'.repeat(40),
-  DISPATCH_SIGNING_KEY: 'd'.repeat(40),
-  RUN_SIGNING_KEY: generateMessageSigningKeyPair('k1').privateKey,
-};
 
 describe('signing keys with key ids', () => {
   it('reads "kid:secret", and a plain secret as the key id "default" (so tokens signed before key ids stay valid)', () => {
