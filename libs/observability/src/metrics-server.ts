@@ -1,7 +1,8 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { MetricsConfig } from './metrics-config.js';
+import { closeSideServer, listenSideServer } from './side-server.js';
 
 /**
  * `GET /metrics` in Prometheus's text format, on its own port (node:http, no framework): the API's guards, body parsers
@@ -16,7 +17,7 @@ export class MetricsServer {
   ) {}
 
   async listen(): Promise<AddressInfo> {
-    const server = createServer((request, response) => {
+    const server = await listenSideServer((request, response) => {
       const path = (request.url ?? '/').split('?')[0];
       if (request.method !== 'GET' || path !== '/metrics') {
         response.writeHead(404, { 'content-type': 'text/plain' }).end('Only GET /metrics is served here.\n');
@@ -26,19 +27,8 @@ export class MetricsServer {
         (body) => response.writeHead(200, { 'content-type': this.registry.contentType, 'cache-control': 'no-store' }).end(body),
         (error: unknown) => response.writeHead(500, { 'content-type': 'text/plain' }).end(`Metrics could not be collected: ${error instanceof Error ? error.message : String(error)}\n`),
       );
-    });
-    // Bounded like every wait: a client that trickles its request is cut off.
-    server.headersTimeout = 5_000;
-    server.requestTimeout = 10_000;
-    server.keepAliveTimeout = 5_000;
+    }, this.config);
     this.server = server;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.config.port, this.config.host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
     // A scrape endpoint never keeps the process alive: shutdown is decided by the app's own hooks.
     server.unref();
     return server.address() as AddressInfo;
@@ -47,8 +37,6 @@ export class MetricsServer {
   async close(): Promise<void> {
     const server = this.server;
     this.server = undefined;
-    if (!server) return;
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    if (server) await closeSideServer(server);
   }
 }

@@ -1,5 +1,6 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { closeSideServer, listenSideServer } from '@naalya/observability';
 import type { LoggerService } from '@nestjs/common';
 
 /** One thing the worker needs to run a step, and whether it has it now. Each check bounds its own time. */
@@ -32,7 +33,7 @@ export class WorkerHealthServer {
   constructor(private readonly options: WorkerHealthServerOptions) {}
 
   async listen(): Promise<AddressInfo> {
-    const server = createServer((request, response) => {
+    const server = await listenSideServer((request, response) => {
       const send = (status: number, body: unknown) => {
         response.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
         response.end(JSON.stringify(body));
@@ -45,19 +46,8 @@ export class WorkerHealthServer {
         const ready = results.every(([, result]) => result.ok);
         send(ready ? 200 : 503, { ready, checks: Object.fromEntries(results) });
       });
-    });
-    // Bounded like every wait: a client that trickles its request is cut off.
-    server.headersTimeout = 5_000;
-    server.requestTimeout = 10_000;
-    server.keepAliveTimeout = 5_000;
+    }, this.options);
     this.server = server;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(this.options.port, this.options.host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
     const address = server.address() as AddressInfo;
     this.options.logger.log(`Health on http://${address.address}:${address.port} (/health, /ready)`);
     return address;
@@ -66,8 +56,6 @@ export class WorkerHealthServer {
   async close(): Promise<void> {
     const server = this.server;
     this.server = undefined;
-    if (!server) return;
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    if (server) await closeSideServer(server);
   }
 }
