@@ -36,6 +36,7 @@ export class DepartmentController {
     action: ActionAuditAction.DELETE,
     resourceType: AuditResourceType.DEPARTMENT,
     resourceId: (result) => (result as { id: string }).id,
+    target: (params) => params['departmentId'],
   })
   async remove(@Param() params: unknown, @CurrentUser() jwt: JwtPayload) {
     const { departmentId } = parseDto(deleteDepartmentTool.schema, params);

@@ -3,6 +3,7 @@ import type { ActionAuditAction, AuditSource } from '@naalya/access';
 import type { JwtPayload } from '../auth/jwt-payload.js';
 import { currentTraceId } from '@naalya/telemetry';
 import { currentManager } from '../tenancy/tenant-context.js';
+import { auditChanges } from './audit-changes.js';
 
 export type AuditEntry = {
   action: ActionAuditAction;
@@ -10,6 +11,16 @@ export type AuditEntry = {
   resourceId?: string;
   source: AuditSource;
   callId?: string;
+  /** The agent tool's name (agent writes) ... */
+  tool?: string;
+  /** ... or the REST route, "POST /departments" (REST writes). */
+  route?: string;
+  /** The agent run a tool write came from. */
+  runId?: string;
+  /** The display name read before the write, for a write that removes the row it would be read from (a delete). */
+  resourceName?: string | null;
+  /** The validated arguments or body; bounded and stripped of secrets here, whoever calls. */
+  changes?: unknown;
 };
 
 @Injectable()
@@ -22,12 +33,37 @@ export class AuditLogService {
     if (!jwt.schoolId) throw new Error('An audited write needs a school.');
     // Plain SQL: the row is fixed and written on every audited call, and the QueryBuilder's insert (metadata walk,
     // property-name rewriting, returning-column merge) cost more CPU than the statement itself (bench/results).
+    // The display name is read in the same statement, after the write, unless the caller read it before (a delete).
+    const changes = auditChanges(entry.changes);
     const [row] = (await currentManager().query(
-      `INSERT INTO audit_log (school_id, actor_id, actor_type, action, resource_type, resource_id, source, call_id, trace_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
+      `INSERT INTO audit_log (school_id, actor_id, actor_type, action, resource_type, resource_id, source, call_id, trace_id,
+                              tool, route, run_id, resource_name, changes)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, COALESCE($13, audit_resource_name($5, $6)), $14) RETURNING id`,
       // The trace of the REST request or the tool call that wrote it (null with tracing off): audit row to spans.
-      [jwt.schoolId, jwt.sub, jwt.type, entry.action, entry.resourceType, entry.resourceId ?? null, entry.source, entry.callId ?? null, currentTraceId() ?? null],
+      [
+        jwt.schoolId,
+        jwt.sub,
+        jwt.type,
+        entry.action,
+        entry.resourceType,
+        entry.resourceId ?? null,
+        entry.source,
+        entry.callId ?? null,
+        currentTraceId() ?? null,
+        entry.tool ?? null,
+        entry.route ?? null,
+        entry.runId ?? null,
+        entry.resourceName ?? null,
+        changes === null ? null : JSON.stringify(changes),
+      ],
     )) as { id: string }[];
     return (row as { id: string }).id;
+  }
+
+  /** The display name of a resource as the caller can see it now: read before a write that removes it. */
+  async resourceName(resourceType: string, resourceId: string | undefined): Promise<string | null> {
+    if (!resourceId) return null;
+    const [row] = (await currentManager().query(`SELECT audit_resource_name($1, $2) AS name`, [resourceType, resourceId])) as { name: string | null }[];
+    return row?.name ?? null;
   }
 }

@@ -7,6 +7,8 @@ export type HttpAuditDescriptor = {
   action: ActionAuditAction;
   resourceType: string;
   resourceId?: (result: unknown, params: Record<string, string>) => string | undefined;
+  /** For a route that removes its resource: its id from the path, so its name is read before the handler runs. */
+  target?: (params: Record<string, string>) => string | undefined;
 };
 
 /** HTTP only: tool calls describe their audit row in their posture instead. */

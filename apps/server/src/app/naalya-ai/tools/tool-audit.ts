@@ -9,10 +9,18 @@ import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 export const auditToolWrite = async <T>(
   auditLogService: AuditLogService,
   jwt: JwtPayload,
-  audit: { action: ActionAuditAction; resourceType: string; resourceId?: string },
+  audit: { action: ActionAuditAction; resourceType: string; resourceId?: string; resourceName?: string | null },
   result: { data: T } | { error: string },
-  callId: string,
+  call: { callId: string; tool: string; runId: string; args: unknown },
 ): Promise<string | undefined> => {
   if ('error' in result) return undefined;
-  return auditLogService.record(jwt, { ...audit, source: AuditSource.AGENT, callId });
+  return auditLogService.record(jwt, {
+    ...audit,
+    source: AuditSource.AGENT,
+    callId: call.callId,
+    tool: call.tool,
+    runId: call.runId,
+    // The arguments as validated (the campus pinned in a campus chat included): what the write was asked to do.
+    changes: call.args,
+  });
 };

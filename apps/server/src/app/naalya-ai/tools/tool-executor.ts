@@ -77,6 +77,8 @@ const describeIssues = (issues: readonly { path: PropertyKey[]; message: string 
 
 type CallPlan = {
   event: string;
+  /** The tool's name, as the audit row and the Activity page show it. */
+  toolName: string;
   callId: string;
   deadline: number;
   identityJwt: JwtPayload;
@@ -206,6 +208,7 @@ export class ToolExecutor {
 
       const plan: CallPlan = {
         event: definition.event,
+        toolName: definition.name,
         callId: meta.callId,
         deadline: meta.deadline,
         identityJwt,
@@ -222,14 +225,14 @@ export class ToolExecutor {
       // The run is known once the dispatch token is verified: lines from here on (a masked error's cause, the call's
       // own line in measureToolCall) carry it.
       setLogContext({ runId: token.claims.runId });
-      return await inTenantScope(plan.tenantJwt, () => this.runInFrame(plan, posture, () => fn(callArgs, plan.tenantJwt)));
+      return await inTenantScope(plan.tenantJwt, () => this.runInFrame(plan, posture, callArgs, () => fn(callArgs, plan.tenantJwt)));
     } catch (error) {
       // Logged here, once, with the call's ids: the worker and the model only ever see the masked sentence.
       return toToolError(error, 'execute');
     }
   }
 
-  private async runInFrame<T>(plan: CallPlan, posture: ToolPosture<T>, call: () => Promise<T>): Promise<AgentToolResult<T>> {
+  private async runInFrame<A, T>(plan: CallPlan, posture: ToolPosture<T>, args: A, call: () => Promise<T>): Promise<AgentToolResult<T>> {
     if (!(await this.runInFlight(plan.dispatch))) {
       logSecurityEvent({ kind: 'tool call', reason: 'run-not-in-flight', event: plan.event, callId: plan.callId, sub: plan.identityJwt.sub, runId: plan.dispatch.runId });
       return toolError('DISPATCH_REFUSED');
@@ -267,6 +270,9 @@ export class ToolExecutor {
     // The caller reloaded and their permission rows read in one statement; the ability is rebuilt from them (never cached).
     const permissions = await this.identityService.assertCurrentWithPermissions(plan.identityJwt);
     const ability = this.abilityFactory.fromPermissions(plan.tenantJwt, permissions);
+    // A delete removes the row its name is read from: read it first, in the same transaction.
+    const targetId = posture.audit?.target?.(args as Record<string, unknown>);
+    const nameBefore = posture.audit && targetId ? await this.auditLogService.resourceName(posture.audit.resourceType, targetId) : null;
     const result =
       posture.auth === 'casl'
         ? await runInToolScope({ jwt: plan.tenantJwt, ability, scope: plan.scope }, posture.gate, call)
@@ -284,9 +290,10 @@ export class ToolExecutor {
           action: posture.audit.action,
           resourceType: posture.audit.resourceType,
           resourceId: posture.audit.resourceId?.(result.data),
+          resourceName: nameBefore,
         },
         result,
-        plan.callId,
+        { callId: plan.callId, tool: plan.toolName, runId: plan.dispatch.runId, args },
       );
       if (auditId) result.auditId = auditId;
     }

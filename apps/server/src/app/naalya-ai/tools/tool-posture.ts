@@ -6,6 +6,11 @@ export type ToolAuditDescriptor<T> = {
   action: ActionAuditAction;
   resourceType: string;
   resourceId?: (result: T) => string;
+  /**
+   * For a write that removes its resource (a delete): the resource's id from the arguments, so its display name is
+   * read before the call and the audit row still names what was removed.
+   */
+  target?: (args: Record<string, unknown>) => string | undefined;
 };
 
 /**

@@ -65,6 +65,7 @@ export class DepartmentToolsController {
           action: ActionAuditAction.DELETE,
           resourceType: AuditResourceType.DEPARTMENT,
           resourceId: (result: string) => result,
+          target: (args) => args['departmentId'] as string,
         },
       },
       ({ departmentId }, jwt) => this.departmentService.remove(departmentId, jwt),
