@@ -5,7 +5,9 @@ import { vi } from 'vitest';
 import type { FixtureContext, ToolFixture } from '../app/naalya-ai/tools/fixtures/tool-fixture.js';
 import { ToolExecutor } from '../app/naalya-ai/tools/tool-executor.js';
 import type { ToolPosture } from '../app/naalya-ai/tools/tool-posture.js';
-import { dispatchEnvelope } from './dispatch-envelope.js';
+import { isDeepStrictEqual } from 'node:util';
+import { auditChanges } from '../app/core/audit/audit-changes.js';
+import { dispatchEnvelope, personaRun } from './dispatch-envelope.js';
 import { invokeTool } from './tool-handlers.js';
 
 type AuditRow = {
@@ -18,6 +20,17 @@ type AuditRow = {
   source: string;
   call_id: string | null;
   trace_id: string | null;
+  tool: string | null;
+  route: string | null;
+  run_id: string | null;
+  resource_name: string | null;
+  changes: unknown;
+};
+
+/** What execute() hands the service: the validated arguments, with the chat's campus pinned in a campus chat. */
+const validatedArgs = (tool: AnyAgentTool, call: { args: Record<string, unknown>; options?: { campusId?: string } }) => {
+  const args = tool.schema.parse(call.args) as Record<string, unknown>;
+  return tool.campusScoped && call.options?.campusId ? { ...args, campusId: call.options.campusId } : args;
 };
 
 export type GuardContext = FixtureContext & { module: TestingModule; owner: DataSource };
@@ -85,11 +98,22 @@ export const auditFixtureViolations = async (
             call_id: envelope.meta.callId,
             // No tracing in these tests: the row says so with null, never a made-up id (one-trace.e2e-spec has it set).
             trace_id: null,
+            // Activity: the tool by name (a REST route only on REST rows) and the run the call came from.
+            tool: tool.name,
+            route: null,
+            run_id: personaRun(call.persona.id).runId,
           };
           for (const [column, value] of Object.entries(expected)) {
             if (row[column as keyof AuditRow] !== value) {
               violations.push(`${tool.name}: audit ${column} is ${row[column as keyof AuditRow]}, expected ${value}`);
             }
+          }
+          // The display name at write time: the one the fixture knows, else at least some name (never an id-only row).
+          if (call.resourceName !== undefined ? row.resource_name !== call.resourceName : !row.resource_name) {
+            violations.push(`${tool.name}: audit resource_name is ${row.resource_name}, expected ${call.resourceName ?? 'a display name'}`);
+          }
+          if (!isDeepStrictEqual(row.changes, auditChanges(validatedArgs(tool, call)))) {
+            violations.push(`${tool.name}: audit changes are ${JSON.stringify(row.changes)}, expected the validated arguments`);
           }
           if (result.auditId !== row.id) violations.push(`${tool.name}: the result's auditId does not name the row it wrote`);
         }

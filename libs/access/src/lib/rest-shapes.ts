@@ -32,4 +32,19 @@ export type AuditLogRow = {
   resourceId: string | null;
   source: AuditSource;
   callId: string | null;
+  /** The agent tool that wrote it (agent writes), or null. */
+  tool: string | null;
+  /** The REST route that wrote it, "POST /departments" (REST writes), or null. */
+  route: string | null;
+  /** The agent run a tool write came from, or null. */
+  runId: string | null;
+  /** The resource's display name when it was written (kept after the resource is gone), or null. */
+  resourceName: string | null;
+};
+
+/** One audit row in full (GET /audit-log/:id): what changed, and the trace it can be followed to. */
+export type AuditLogDetail = AuditLogRow & {
+  /** The validated arguments or body, bounded and without secrets. */
+  changes: Record<string, unknown> | null;
+  traceId: string | null;
 };
