@@ -37,8 +37,10 @@ const SQL = {
         WHERE member.department_id = ANY($1::uuid[])
         ORDER BY staff.full_name`,
   insertDepartment: `INSERT INTO departments (school_id, campus_id, name) VALUES ($1, $2, $3) RETURNING id, created_at AS "createdAt"`,
-  insertAudit: `INSERT INTO audit_log (school_id, actor_id, actor_type, action, resource_type, resource_id, source, call_id, trace_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
+  // The server's own audit insert (audit-log.service.ts): the Activity columns and the display-name lookup included.
+  insertAudit: `INSERT INTO audit_log (school_id, actor_id, actor_type, action, resource_type, resource_id, source, call_id, trace_id,
+                              tool, route, run_id, resource_name, changes)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, COALESCE($13, audit_resource_name($5, $6)), $14) RETURNING id`,
   insertLedger: `INSERT INTO tool_call_ledger (call_id, school_id, event, request_hash, actor_id, result, run_id) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 };
 // DATABASE_STATEMENT_TIMEOUT_MS's default, and twice it for an idle transaction (transaction-timeouts.ts).
@@ -140,7 +142,10 @@ const createDepartment = (envelope) => {
     const name = args.name.trim();
     const { rows: [department] } = await client.query(SQL.insertDepartment, [identity.schoolId, null, name]);
     const data = { id: department.id, schoolId: identity.schoolId, campusId: null, name, createdAt: department.createdAt };
-    const { rows: [audit] } = await client.query(SQL.insertAudit, [identity.schoolId, identity.sub, identity.type, 'create', 'department', department.id, 'agent', meta.callId, null]);
+    const { rows: [audit] } = await client.query(SQL.insertAudit, [
+      identity.schoolId, identity.sub, identity.type, 'create', 'department', department.id, 'agent', meta.callId, null,
+      'create_department', null, claims?.runId ?? null, null, JSON.stringify(args),
+    ]);
     const result = { data, scopeContext: 'Your access covers the whole school.', auditId: audit.id };
     await client.query(SQL.insertLedger, [meta.callId, identity.schoolId, 'create.department', hash, identity.sub, JSON.stringify(result), claims?.runId ?? null]);
     return result;
