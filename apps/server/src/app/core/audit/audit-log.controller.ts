@@ -62,7 +62,7 @@ const COLUMNS = `a.id, a.created_at AS "createdAt", a.actor_id AS "actorId", u.f
  * is a plain equality or range on an indexed column (migration 1764662400015), so each filter's query is an index
  * scan that stops at the page size. Row-level security applies underneath whatever this builds.
  */
-const selectPage = (schoolId: string, filters: Partial<Filters>, after: { micros: string; id: string } | null, limit: number, extra = '') => {
+export const selectPage = (schoolId: string, filters: Partial<Filters>, after: { micros: string; id: string } | null, limit: number, extra = '') => {
   const where = ['a.school_id = $1'];
   const params: unknown[] = [schoolId];
   const add = (sql: (placeholder: string) => string, value: unknown) => {
