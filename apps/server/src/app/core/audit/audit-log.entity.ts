@@ -13,5 +13,14 @@ export class AuditLogEntity {
   @Column({ name: 'resource_id', type: 'text', nullable: true }) resourceId: string | null;
   @Column({ type: 'text' }) source: AuditSource;
   @Column({ name: 'call_id', type: 'text', nullable: true }) callId: string | null;
+  @Column({ name: 'trace_id', type: 'text', nullable: true }) traceId: string | null;
+  /** The agent tool that wrote the row, or the REST route ("POST /departments"): one of the two is set. */
+  @Column({ type: 'text', nullable: true }) tool: string | null;
+  @Column({ type: 'text', nullable: true }) route: string | null;
+  @Column({ name: 'run_id', type: 'uuid', nullable: true }) runId: string | null;
+  /** The display name at write time: it outlives the resource. */
+  @Column({ name: 'resource_name', type: 'text', nullable: true }) resourceName: string | null;
+  /** The validated arguments or body, bounded and without secrets (audit-changes.ts). */
+  @Column({ type: 'jsonb', nullable: true }) changes: Record<string, unknown> | null;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
 }
