@@ -73,6 +73,30 @@ describe('audit-fixture guard', () => {
     expect(violations).toContain('create_department: one successful call wrote 2 audit rows, not 1');
   });
 
+  it('catches an audit row without what Activity needs: its tool, run, display name or the validated arguments', async () => {
+    // The row as a write path that bypassed the audit service would leave it: ids only, and a secret in its summary.
+    const bareAudit = async (module: GuardContext['module'], tool: AnyAgentTool, payload: unknown) => {
+      const result = await invokeTool(module, tool, payload);
+      if ('data' in result) {
+        await context.owner.query(
+          `UPDATE audit_log SET tool = NULL, route = 'POST /departments', run_id = NULL, resource_name = NULL, changes = '{"password": "x"}' WHERE id = $1`,
+          [result.auditId],
+        );
+      }
+      return result;
+    };
+    const violations = await auditFixtureViolations(context, [createDepartmentTool], TOOL_FIXTURES, bareAudit);
+    expect(violations).toEqual(
+      expect.arrayContaining([
+        'create_department: audit tool is null, expected create_department',
+        'create_department: audit route is POST /departments, expected null',
+        expect.stringMatching(/^create_department: audit run_id is null, expected [0-9a-f-]{36}$/),
+        expect.stringMatching(/^create_department: audit resource_name is null, expected Arts /),
+        'create_department: audit changes are {"password":"x"}, expected the validated arguments',
+      ]),
+    );
+  });
+
   it('catches a read posture that passes audit', async () => {
     const executor = testApp.module.get(ToolExecutor);
     const auditedRead = (_module: GuardContext['module'], tool: AnyAgentTool, payload: unknown) =>
