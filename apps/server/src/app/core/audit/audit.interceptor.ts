@@ -1,7 +1,7 @@
 import { Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { AuditSource } from '@naalya/access';
-import { from, mergeMap, type Observable } from 'rxjs';
+import { defer, mergeMap, type Observable } from 'rxjs';
 import type { AuthenticatedRequest } from '../auth/jwt-auth.guard.js';
 import { AUDIT, type HttpAuditDescriptor } from './audit.decorator.js';
 import { AuditLogService } from './audit-log.service.js';
@@ -38,8 +38,9 @@ export class AuditInterceptor implements NestInterceptor {
     if (context.getType() !== 'http' || !descriptor) return next.handle();
     const request = context.switchToHttp().getRequest<AuditedRequest>();
     // A delete removes the row its display name is read from: read it first, in the same unit of work.
+    // Deferred: read when the chain is subscribed, inside the unit of work, never ahead of it.
     const targetId = descriptor.target?.(request.params);
-    const nameBefore = targetId ? from(this.auditLog.resourceName(descriptor.resourceType, targetId)) : from([null]);
+    const nameBefore = defer(async () => (targetId ? this.auditLog.resourceName(descriptor.resourceType, targetId) : null));
     return nameBefore.pipe(
       mergeMap((resourceName) => next.handle().pipe(
         mergeMap(async (result) => {
