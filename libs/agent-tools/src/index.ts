@@ -1,4 +1,5 @@
 export * from './lib/define-agent-tool.js';
+export * from './lib/tool-result.js';
 export * from './lib/agent-tool-role.js';
 export * from './lib/agent-runtime-context.js';
 export * from './lib/agent-tool-envelope.js';

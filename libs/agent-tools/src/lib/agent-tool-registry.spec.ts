@@ -58,7 +58,7 @@ describe('RPC_AGENT_TOOLS', () => {
   });
 
   it('catches a TODO placeholder in the description or in argument copy', () => {
-    const probe = { name: 'list_probe', event: 'list.probe', description: 'Probe.', schema: z.strictObject({}) } as const;
+    const probe = { name: 'list_probe', event: 'list.probe', description: 'Probe.', schema: z.strictObject({}), result: z.unknown() } as const;
     expect(hasPlaceholderCopy(defineAgentTool({ ...probe, description: 'TODO: describe what this tool does for the model.' }))).toBe(true);
     expect(hasPlaceholderCopy(defineAgentTool({ ...probe, schema: z.strictObject({ day: z.string().describe('TODO') }) }))).toBe(true);
     expect(hasPlaceholderCopy(defineAgentTool(probe))).toBe(false);
@@ -122,6 +122,7 @@ describe('tool placement', () => {
     event: 'list.probe',
     description: 'probe',
     schema: z.strictObject({}),
+    result: z.unknown(),
     roles: ['class_teacher'],
     modes: ['campus'],
   });

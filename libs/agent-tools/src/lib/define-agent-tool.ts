@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { AgentToolRole } from './agent-tool-role.js';
+import type { ResultView } from './tool-result.js';
 
 /** The em dash character; agent-facing copy must not contain it. */
 export const EM_DASH = '\u2014';
@@ -44,16 +45,28 @@ type ToolPlacement =
   | { roles?: undefined; shared?: true }
   | { roles: readonly [AgentToolRole, ...AgentToolRole[]]; shared?: undefined };
 
-/** A shared tool definition: the model-facing name, the RabbitMQ event and the zod schema of its arguments. */
+/**
+ * A shared tool definition: the model-facing name, the RabbitMQ event, the zod schema of its arguments and the zod
+ * schema of what its handler returns.
+ */
 export type AgentToolDefinition<
   Name extends string = string,
   Event extends AgentToolEventName = AgentToolEventName,
   Schema extends z.ZodObject = z.ZodObject,
+  Result extends z.ZodType = z.ZodType,
 > = {
   name: Name;
   event: Event;
   description: string;
   schema: Schema;
+  /**
+   * The `data` of a successful result as it travels (JSON: dates are ISO strings), with its ids and names marked
+   * (resultId, resultName) so a client can render it for a person. The audit-fixture guard parses every fixture's
+   * result with it; the model and REST clients still get the handler's result unchanged.
+   */
+  result: Result;
+  /** A better view than the one the result's shape gives (array: table, object: record), for example a grid. */
+  view?: ResultView;
   modes?: readonly AgentRunModeName[];
   campusScoped?: true;
   streamOnSuccess?: (args: z.output<Schema>) => AgentStreamEvent | undefined;
@@ -66,7 +79,7 @@ export type AgentToolDefinition<
 
 /** Any tool definition, whatever its schema. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the registry holds tools of every schema
-export type AnyAgentTool = AgentToolDefinition<string, AgentToolEventName, any>;
+export type AnyAgentTool = AgentToolDefinition<string, AgentToolEventName, any, z.ZodType>;
 
 /** True when each call of the tool needs the user's approval of its exact arguments. */
 export const requiresConfirmation = (definition: AnyAgentTool): boolean => definition.confirm !== undefined;
@@ -76,9 +89,10 @@ export const defineAgentTool = <
   const Name extends string,
   const Event extends AgentToolEventName,
   Schema extends z.ZodObject,
+  Result extends z.ZodType,
 >(
-  definition: AgentToolDefinition<Name, Event, Schema>,
-): AgentToolDefinition<Name, Event, Schema> => Object.freeze(definition);
+  definition: AgentToolDefinition<Name, Event, Schema, Result>,
+): AgentToolDefinition<Name, Event, Schema, Result> => Object.freeze(definition);
 
 /** The optional campus argument of a campus-scoped tool; campus mode pins it from the envelope. */
 export const campusIdArg = z

@@ -12,12 +12,15 @@ type AgentToolsModule = typeof AgentTools;
 export const withProbeTools = (original: AgentToolsModule): AgentToolsModule => {
   const { defineAgentTool, campusIdArg } = original;
   const id = (what: string) => z.guid().describe(`The id of the ${what}.`);
+  // The worker passes a result on without reading it, so a probe's result can be anything.
+  const result = z.unknown();
   const probes: AnyAgentTool[] = [
     defineAgentTool({
       name: 'list_my_classes',
       event: 'list.my-classes',
       description: 'List the classes where the user is the class teacher.',
       schema: z.strictObject({ campusId: campusIdArg }),
+      result,
       roles: ['class_teacher'],
     }),
     defineAgentTool({
@@ -25,6 +28,7 @@ export const withProbeTools = (original: AgentToolsModule): AgentToolsModule => 
       event: 'list.class-students',
       description: 'List the students of one of the user’s classes.',
       schema: z.strictObject({ classId: id('class') }),
+      result,
       roles: ['class_teacher'],
     }),
     defineAgentTool({
@@ -36,6 +40,7 @@ export const withProbeTools = (original: AgentToolsModule): AgentToolsModule => 
         date: z.iso.date().describe('The day, as YYYY-MM-DD.'),
         entries: z.array(z.strictObject({ studentId: z.guid(), status: z.enum(['present', 'absent', 'late']) })).min(1),
       }),
+      result,
       roles: ['class_teacher'],
       streamOnSuccess: () => ({ name: 'attendance.recorded', label: 'Attendance recorded', resourceType: 'attendance' }),
     }),
@@ -44,6 +49,7 @@ export const withProbeTools = (original: AgentToolsModule): AgentToolsModule => 
       event: 'list.my-teaching-assignments',
       description: 'List the subjects and classes the user teaches.',
       schema: z.strictObject({ campusId: campusIdArg }),
+      result,
       roles: ['subject_teacher'],
     }),
     defineAgentTool({
@@ -51,6 +57,7 @@ export const withProbeTools = (original: AgentToolsModule): AgentToolsModule => 
       event: 'get.gradebook',
       description: 'Show the gradebook of a class the user teaches.',
       schema: z.strictObject({ classId: id('class'), subjectId: id('subject').optional() }),
+      result,
       roles: ['subject_teacher'],
     }),
     defineAgentTool({
@@ -58,6 +65,7 @@ export const withProbeTools = (original: AgentToolsModule): AgentToolsModule => 
       event: 'list.pending-lesson-plans',
       description: 'List the lesson plans waiting for approval.',
       schema: z.strictObject({ campusId: campusIdArg }),
+      result,
       roles: ['dos'],
     }),
     defineAgentTool({
@@ -65,6 +73,7 @@ export const withProbeTools = (original: AgentToolsModule): AgentToolsModule => 
       event: 'approve.lesson-plan',
       description: 'Approve a lesson plan.',
       schema: z.strictObject({ lessonPlanId: id('lesson plan'), comment: z.string().optional() }),
+      result,
       roles: ['dos'],
       modes: ['school'],
       streamOnSuccess: (args) => ({ name: 'lesson-plan.approved', label: 'Lesson plan approved', resourceType: 'lesson_plan', resourceId: args.lessonPlanId }),
@@ -74,6 +83,7 @@ export const withProbeTools = (original: AgentToolsModule): AgentToolsModule => 
       event: 'get.branding',
       description: 'Show the school branding.',
       schema: z.strictObject({}),
+      result,
       shared: true,
     }),
   ];

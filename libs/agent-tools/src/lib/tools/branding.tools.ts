@@ -1,11 +1,21 @@
 import { z } from 'zod';
 import { defineAgentTool } from '../define-agent-tool.js';
+import { resultId, resultName } from '../tool-result.js';
+
+const branding = z.strictObject({
+  schoolId: resultId('school'),
+  displayName: resultName(),
+  motto: z.string().nullable(),
+  primaryColor: z.string(),
+  logoUrl: z.string().nullable(),
+});
 
 export const getSchoolBrandingTool = defineAgentTool({
   name: 'get_school_branding',
   event: 'get.branding',
   description: "Get the user's school branding: its display name, motto, main colour and logo address.",
   schema: z.strictObject({}),
+  result: branding,
 });
 
 export const updateSchoolBrandingTool = defineAgentTool({
@@ -23,6 +33,7 @@ export const updateSchoolBrandingTool = defineAgentTool({
         .describe('The main colour as #rrggbb.'),
       logoUrl: z.url({ protocol: /^https$/ }).max(500).nullable().optional().describe('An https address of the logo, or null to remove it.'),
     })
-    .refine((branding) => Object.keys(branding).length > 0, 'give at least one field to change'),
+    .refine((changes) => Object.keys(changes).length > 0, 'give at least one field to change'),
+  result: branding,
   streamOnSuccess: () => ({ name: 'branding.updated', label: 'School branding updated', resourceType: 'branding' }),
 });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { campusIdArg, defineAgentTool } from '../define-agent-tool.js';
+import { resultId, resultName } from '../tool-result.js';
 
 const classId = z.guid().describe('The id of the class (stream), as list_my_classes returns it.');
 
@@ -8,6 +9,15 @@ export const listMyClassesTool = defineAgentTool({
   event: 'list.my-classes',
   description: 'List the classes the user is class teacher of, with their campus and number of students.',
   schema: z.strictObject({ campusId: campusIdArg }),
+  result: z.array(
+    z.strictObject({
+      id: resultId('class'),
+      name: resultName(),
+      campusId: resultId('campus'),
+      campusName: z.string(),
+      studentCount: z.number().int(),
+    }),
+  ),
   roles: ['class_teacher'],
   campusScoped: true,
 });
@@ -17,6 +27,7 @@ export const listClassStudentsTool = defineAgentTool({
   event: 'list.class-students',
   description: 'List the students of one class. Only its class teacher or a director of studies may see them.',
   schema: z.strictObject({ classId, campusId: campusIdArg }),
+  result: z.array(z.strictObject({ id: resultId('student'), fullName: resultName(), admissionNumber: z.string() })),
   roles: ['class_teacher', 'dos'],
   campusScoped: true,
 });
@@ -40,6 +51,7 @@ export const recordAttendanceTool = defineAgentTool({
       .max(200),
     campusId: campusIdArg,
   }),
+  result: z.strictObject({ classId: resultId('class'), date: z.iso.date(), recorded: z.number().int(), absent: z.number().int() }),
   roles: ['class_teacher'],
   campusScoped: true,
   streamOnSuccess: (args) => ({

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { campusIdArg, defineAgentTool } from '../define-agent-tool.js';
+import { resultId, resultName } from '../tool-result.js';
 
 const departmentId = z.guid().describe('The id of the department, as list_departments returns it.');
 
@@ -8,6 +9,15 @@ export const listDepartmentsTool = defineAgentTool({
   event: 'list.departments',
   description: 'List the departments of the school, or of one campus, with their campus, members and head.',
   schema: z.strictObject({ campusId: campusIdArg }),
+  result: z.array(
+    z.strictObject({
+      id: resultId('department'),
+      name: resultName(),
+      campusId: resultId('campus').nullable(),
+      campusName: z.string().nullable(),
+      members: z.array(z.strictObject({ staffId: resultId('staff'), fullName: resultName(), isHead: z.boolean() })),
+    }),
+  ),
   campusScoped: true,
 });
 
@@ -20,6 +30,13 @@ export const createDepartmentTool = defineAgentTool({
     name: z.string().trim().min(2).max(80).describe('The department name, for example "Sciences".'),
     campusId: campusIdArg,
   }),
+  result: z.strictObject({
+    id: resultId('department'),
+    schoolId: resultId('school'),
+    campusId: resultId('campus').nullable(),
+    name: resultName(),
+    createdAt: z.iso.datetime(),
+  }),
   campusScoped: true,
   streamOnSuccess: (args) => ({ name: 'department.created', label: `Department "${args.name}" created`, resourceType: 'department' }),
 });
@@ -29,6 +46,8 @@ export const deleteDepartmentTool = defineAgentTool({
   event: 'delete.department',
   description: 'Delete a department and its member list. Only the head of the department or an administrator may do it.',
   schema: z.strictObject({ departmentId }),
+  // The id of the department it deleted: nothing else of it is left to show.
+  result: resultId('department'),
   confirm: (args) => `Delete the department with id ${args.departmentId} and its member list? This cannot be undone.`,
   streamOnSuccess: (args) => ({
     name: 'department.deleted',
@@ -48,6 +67,7 @@ export const addDepartmentMemberTool = defineAgentTool({
     staffId: z.guid().describe('The id of the staff member, as list_staff returns it.'),
     asHead: z.boolean().default(false).describe('Make this person the head of the department.'),
   }),
+  result: z.strictObject({ departmentId: resultId('department'), staffId: resultId('staff'), isHead: z.boolean() }),
   streamOnSuccess: (args) => ({
     name: 'department.member-added',
     label: args.asHead ? 'Department head set' : 'Department member added',

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { campusIdArg, defineAgentTool } from '../define-agent-tool.js';
+import { resultId, resultName } from '../tool-result.js';
 
 const classId = z.guid().describe('The id of the class (stream), as list_my_teaching_assignments returns it.');
 const termId = z.guid().optional().describe('The term; leave it out for the current term.');
@@ -14,6 +15,21 @@ export const getGradebookTool = defineAgentTool({
     termId,
     campusId: campusIdArg,
   }),
+  result: z.strictObject({
+    classId: resultId('class'),
+    className: resultName(),
+    term: z.strictObject({ id: resultId('term'), name: resultName() }),
+    subjects: z.array(
+      z.strictObject({
+        subjectId: resultId('subject'),
+        subjectName: resultName(),
+        // null: a student of the class with no mark yet in this subject.
+        marks: z.array(z.strictObject({ studentId: resultId('student'), fullName: resultName(), score: z.number().nullable() })),
+      }),
+    ),
+  }),
+  // Students by subjects: the shape is an object, but a teacher reads it as a mark sheet, not a record.
+  view: 'grid',
   roles: ['subject_teacher'],
   campusScoped: true,
 });
@@ -37,6 +53,13 @@ export const recordMarksTool = defineAgentTool({
       .max(200),
     campusId: campusIdArg,
   }),
+  result: z.strictObject({
+    teachingAssignmentId: resultId('teaching_assignment'),
+    classId: resultId('class'),
+    subjectId: resultId('subject'),
+    termId: resultId('term'),
+    recorded: z.number().int(),
+  }),
   roles: ['subject_teacher'],
   campusScoped: true,
   streamOnSuccess: (args) => ({
@@ -51,6 +74,21 @@ export const getResultsSummaryTool = defineAgentTool({
   event: 'get.results-summary',
   description: 'Summarise results: the average mark per class and subject for a term.',
   schema: z.strictObject({ termId, campusId: campusIdArg }),
+  result: z.strictObject({
+    term: z.string(),
+    rows: z.array(
+      z.strictObject({
+        classId: resultId('class'),
+        className: resultName(),
+        campusName: z.string(),
+        subjectName: resultName(),
+        average: z.number(),
+        marks: z.number().int(),
+      }),
+    ),
+  }),
+  // Classes by subjects, one average in each cell: read across, as a grid.
+  view: 'grid',
   roles: ['dos'],
   campusScoped: true,
 });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { campusIdArg, defineAgentTool } from '../define-agent-tool.js';
+import { resultId, resultName } from '../tool-result.js';
 
 export const listStaffTool = defineAgentTool({
   name: 'list_staff',
@@ -7,5 +8,15 @@ export const listStaffTool = defineAgentTool({
   description:
     'List the staff of the school, or of one campus, with their names, email addresses and campus. Only staff the user may see are returned.',
   schema: z.strictObject({ campusId: campusIdArg }),
+  result: z.array(
+    z.strictObject({
+      id: resultId('staff'),
+      fullName: resultName(),
+      email: z.string(),
+      campusId: resultId('campus').nullable(),
+      campusName: z.string().nullable(),
+      isActive: z.boolean(),
+    }),
+  ),
   campusScoped: true,
 });

@@ -11,13 +11,16 @@ vi.mock('@naalya/agent-tools', async (importOriginal) => {
   const { z } = await import('zod');
   const { defineAgentTool } = original;
   const schema = z.strictObject({});
+  // The worker passes a result on without reading it, so a probe's result can be anything.
+  const result = z.unknown();
   const probes: AnyAgentTool[] = [
-    defineAgentTool({ name: 'list_my_classes', event: 'list.my-classes', description: 'Probe.', schema, roles: ['class_teacher'] }),
+    defineAgentTool({ name: 'list_my_classes', event: 'list.my-classes', description: 'Probe.', schema, result, roles: ['class_teacher'] }),
     defineAgentTool({
       name: 'record_marks',
       event: 'record.marks',
       description: 'Probe.',
       schema,
+      result,
       roles: ['subject_teacher', 'class_teacher'],
     }),
     defineAgentTool({
@@ -25,10 +28,11 @@ vi.mock('@naalya/agent-tools', async (importOriginal) => {
       event: 'approve.lesson-plan',
       description: 'Probe.',
       schema,
+      result,
       roles: ['dos'],
       modes: ['school'],
     }),
-    defineAgentTool({ name: 'get_branding', event: 'get.branding', description: 'Probe.', schema, shared: true }),
+    defineAgentTool({ name: 'get_branding', event: 'get.branding', description: 'Probe.', schema, result, shared: true }),
   ];
   return withRegistryProbes(original, probes);
 });

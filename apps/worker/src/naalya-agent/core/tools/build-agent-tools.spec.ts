@@ -278,6 +278,7 @@ describe('toRpcProxy', () => {
       event: 'list.probes',
       description: 'Probe.',
       schema: z.strictObject({}),
+      result: z.unknown(),
     });
 
     expect(() => toRpcProxy(unregistered, new FakeToolCaller())).toThrow(/does not register/);
