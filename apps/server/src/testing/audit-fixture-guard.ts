@@ -1,5 +1,5 @@
 import type { TestingModule } from '@nestjs/testing';
-import { isMutatingEvent, type AgentToolResult, type AnyAgentTool } from '@naalya/agent-tools';
+import { isMutatingEvent, resultMismatch, type AgentToolResult, type AnyAgentTool } from '@naalya/agent-tools';
 import type { DataSource } from 'typeorm';
 import { vi } from 'vitest';
 import type { FixtureContext, ToolFixture } from '../app/naalya-ai/tools/fixtures/tool-fixture.js';
@@ -48,8 +48,9 @@ const auditRowsSince = async (owner: DataSource, mark: string[]): Promise<AuditR
 /**
  * The audit-fixture guard: for every tool, its fixture proves through execute() on real PostgreSQL that
  * a successful mutating call writes exactly one correct audit row, that the denied call is refused for the
- * reason its fixture declares, and that reads, denials and failures write none. Returns the violations, so a
- * deliberately broken case can show that it catches them.
+ * reason its fixture declares, and that reads, denials and failures write none; and that the successful call's
+ * result, as it travels, matches the tool's result schema (what clients render it from). Returns the violations,
+ * so a deliberately broken case can show that it catches them.
  */
 export const auditFixtureViolations = async (
   context: GuardContext,
@@ -79,6 +80,8 @@ export const auditFixtureViolations = async (
         violations.push(`${tool.name}: the allowed call failed: ${result.error}`);
         continue;
       }
+      const mismatch = resultMismatch(tool, result.data);
+      if (mismatch) violations.push(`${tool.name}: the result does not match its result schema: ${mismatch}`);
       if (!mutating) {
         if (posture?.audit) violations.push(`${tool.name}: a read posture must not pass audit`);
         if (rows.length !== 0) violations.push(`${tool.name}: a read wrote ${rows.length} audit rows`);

@@ -26,8 +26,21 @@ beforeAll(async () => {
 afterAll(() => testApp?.close());
 
 describe('audit-fixture guard', () => {
-  it('every tool: one correct audit row per successful write, none for reads, denials and failures', async () => {
+  it('every tool: one correct audit row per successful write, none for reads, denials and failures; the result matches its result schema', async () => {
     expect(await auditFixtureViolations(context, RPC_AGENT_TOOLS, TOOL_FIXTURES)).toEqual([]);
+  });
+
+  it("catches a handler whose result no longer matches its tool's result schema, naming the tool and the field", async () => {
+    // The handler's result drifted (the name moved to another key) while the schema, and so the Hub, still read `name`.
+    const renamed = async (module: GuardContext['module'], tool: AnyAgentTool, payload: unknown) => {
+      const result = await invokeTool(module, tool, payload);
+      if (!('data' in result)) return result;
+      const { name, ...rest } = result.data as { name: string };
+      return { ...result, data: { ...rest, title: name } };
+    };
+    expect(await auditFixtureViolations(context, [createDepartmentTool], TOOL_FIXTURES, renamed)).toEqual([
+      'create_department: the result does not match its result schema: name: Invalid input: expected string, received undefined; Unrecognized key: "title"',
+    ]);
   });
 
   it('catches a mutating tool without a fixture', async () => {
