@@ -30,9 +30,9 @@ const schemaKeys = (schema: z.ZodType): string[] => {
   return keys;
 };
 
-/** Copy the model would read that still says TODO, as a freshly scaffolded tool does. */
+/** Copy that still says TODO, as a freshly scaffolded tool's description, arguments and result schema do. */
 const hasPlaceholderCopy = (tool: AnyAgentTool) =>
-  /\bTODO\b/.test(`${tool.description} ${JSON.stringify(z.toJSONSchema(tool.schema))}`);
+  /\bTODO\b/.test(`${tool.description} ${JSON.stringify(z.toJSONSchema(tool.schema))} ${tool.result.description ?? ''}`);
 
 describe('RPC_AGENT_TOOLS', () => {
   it('has unique names and unique events', () => {
@@ -53,14 +53,15 @@ describe('RPC_AGENT_TOOLS', () => {
   });
 
   // `nx g @naalya/workspace-plugin:agent-tool` writes TODO copy, so a scaffolded tool fails here until it is described.
-  it('no tool description or argument copy is a TODO placeholder', () => {
+  it('no tool description, argument copy or result schema is a TODO placeholder', () => {
     expect(tools.filter(hasPlaceholderCopy).map((tool) => tool.name)).toEqual([]);
   });
 
-  it('catches a TODO placeholder in the description or in argument copy', () => {
+  it('catches a TODO placeholder in the description, in argument copy or on the result schema', () => {
     const probe = { name: 'list_probe', event: 'list.probe', description: 'Probe.', schema: z.strictObject({}), result: z.unknown() } as const;
     expect(hasPlaceholderCopy(defineAgentTool({ ...probe, description: 'TODO: describe what this tool does for the model.' }))).toBe(true);
     expect(hasPlaceholderCopy(defineAgentTool({ ...probe, schema: z.strictObject({ day: z.string().describe('TODO') }) }))).toBe(true);
+    expect(hasPlaceholderCopy(defineAgentTool({ ...probe, result: z.unknown().describe('TODO: what the handler returns.') }))).toBe(true);
     expect(hasPlaceholderCopy(defineAgentTool(probe))).toBe(false);
   });
 

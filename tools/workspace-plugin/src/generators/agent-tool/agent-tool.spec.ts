@@ -8,7 +8,7 @@ import * as ts from 'typescript';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { agentToolGenerator, FIXTURES_FILE, INDEX_FILE, MODULE_FILE, REGISTRY_FILE } from './agent-tool.js';
 import { loadTreeModule, readContract } from './contract.js';
-import { PLACEHOLDER_DESCRIPTION } from './render.js';
+import { PLACEHOLDER_DESCRIPTION, PLACEHOLDER_RESULT_DESCRIPTION } from './render.js';
 import type { AgentToolGeneratorSchema } from './schema.js';
 
 // The real, current files the generator reads and edits, so every case runs against this repository.
@@ -128,12 +128,14 @@ describe('agent-tool generator', () => {
     expect(read(tree, 'libs/agent-tools/src/lib/tools/clubs.tools.ts')).toBe(
       `import { z } from 'zod';
 import { defineAgentTool } from '../define-agent-tool.js';
+import { resultName } from '../tool-result.js';
 
 export const listClubMembersTool = defineAgentTool({
   name: 'list_club_members',
   event: 'list.club-members',
   description: '${PLACEHOLDER_DESCRIPTION}',
   schema: z.strictObject({}),
+  result: z.array(z.strictObject({ id: z.guid(), name: resultName() })).describe('${PLACEHOLDER_RESULT_DESCRIPTION}'),
   roles: ['class_teacher', 'dos'],
 });
 `,
@@ -191,6 +193,7 @@ export class ClubsToolsController {
     expect(definition).toContain("import { campusIdArg, defineAgentTool } from '../define-agent-tool.js';");
     expect(definition).toContain(
       `  schema: z.strictObject({ campusId: campusIdArg }),
+  result: z.strictObject({ id: z.guid(), name: resultName() }).describe('${PLACEHOLDER_RESULT_DESCRIPTION}'),
   roles: ['dos', 'class_teacher'],
   modes: ['school', 'campus'],
   campusScoped: true,
@@ -302,7 +305,12 @@ export class ClubsToolsController {
     const tree = repositoryTree();
     for (const options of [LIST_CLUB_MEMBERS, CREATE_DEPARTMENT_NOTE, UPDATE_DEPARTMENT]) await agentToolGenerator(tree, options);
     const registry = loadTreeModule(tree, REGISTRY_FILE) as {
-      RPC_AGENT_TOOLS: { name: string; description: string; schema: { safeParse: (value: unknown) => { success: boolean } } }[];
+      RPC_AGENT_TOOLS: {
+        name: string;
+        description: string;
+        schema: { safeParse: (value: unknown) => { success: boolean } };
+        result: { description?: string; safeParse: (value: unknown) => { success: boolean } };
+      }[];
       toolsForRole: (role: string, mode: string) => { name: string }[];
       toolsForMode: (mode: string) => { name: string }[];
     };
@@ -312,6 +320,12 @@ export class ClubsToolsController {
     const noteTool = registry.RPC_AGENT_TOOLS.find((tool) => tool.name === 'create_department_note');
     expect(noteTool?.schema.safeParse({}).success).toBe(true);
     expect(noteTool?.schema.safeParse({ smuggled: true }).success).toBe(false);
+    // A result schema from the verb, with TODO copy the registry test refuses until the author writes the real shape.
+    expect(registry.RPC_AGENT_TOOLS.slice(-3).map((tool) => tool.result.description)).toEqual(Array(3).fill(PLACEHOLDER_RESULT_DESCRIPTION));
+    const row = { id: '6a59f99c-3fdb-4df7-b1bb-488c94eee95b', name: 'Chess' };
+    const listTool = registry.RPC_AGENT_TOOLS.find((tool) => tool.name === 'list_club_members');
+    expect([listTool?.result.safeParse([row]).success, listTool?.result.safeParse(row).success]).toEqual([true, false]);
+    expect([noteTool?.result.safeParse(row).success, noteTool?.result.safeParse([row]).success]).toEqual([true, false]);
     expect(registry.toolsForRole('dos', 'school').map((tool) => tool.name)).toEqual(
       expect.arrayContaining(['list_club_members', 'create_department_note', 'update_department']),
     );

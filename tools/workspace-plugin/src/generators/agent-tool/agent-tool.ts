@@ -8,6 +8,7 @@ import {
   renderHandlerMethod,
   renderPayloadType,
   renderToolsFile,
+  resultNeedsName,
   type ToolPlan,
 } from './render.js';
 import type { AgentToolGeneratorSchema } from './schema.js';
@@ -192,6 +193,7 @@ const writeDefinition = (tree: Tree, plan: ToolPlan) => {
         { name: 'defineAgentTool' },
         ...(plan.campusScoped ? [{ name: 'campusIdArg' }] : []),
       ]);
+      if (resultNeedsName(plan)) updated = addNamedImports(toolsFile, updated, '../tool-result.js', [{ name: 'resultName' }]);
       return `${updated.replace(/\s*$/, '')}\n\n${renderDefinition(plan)}\n`;
     });
   }

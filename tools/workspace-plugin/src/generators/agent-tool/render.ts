@@ -2,6 +2,8 @@
 
 export const PLACEHOLDER_DESCRIPTION = 'TODO: describe what this tool does for the model.';
 
+export const PLACEHOLDER_RESULT_DESCRIPTION = 'TODO: what the handler returns.';
+
 export type ToolPlan = {
   name: string;
   event: string;
@@ -23,6 +25,21 @@ export type ToolPlan = {
   campusScoped: boolean;
 };
 
+/**
+ * A starting result schema from the verb (a list is an array of rows, a count a number, anything else one record),
+ * with a TODO description the registry test refuses and an id not yet marked with what it is the id of: the author
+ * writes the real shape, which the audit-fixture guard then checks against the fixture's result.
+ */
+const renderResult = (plan: ToolPlan) => {
+  const verb = plan.event.split('.')[0];
+  const row = 'z.strictObject({ id: z.guid(), name: resultName() })';
+  const shape = verb === 'count' ? 'z.number().int()' : verb === 'list' || verb === 'search' ? `z.array(${row})` : row;
+  return `  result: ${shape}.describe('${PLACEHOLDER_RESULT_DESCRIPTION}'),`;
+};
+
+/** True when the result the generator writes names a field with resultName, so the file must import it. */
+export const resultNeedsName = (plan: ToolPlan) => !plan.event.startsWith('count.');
+
 const quoted = (values: readonly string[]) => `[${values.map((value) => `'${value}'`).join(', ')}]`;
 
 export const notImplementedMessage = (plan: ToolPlan) => `${plan.name} is scaffolded: call the domain service here.`;
@@ -36,6 +53,7 @@ export const renderDefinition = (plan: ToolPlan) =>
     `  event: '${plan.event}',`,
     `  description: '${PLACEHOLDER_DESCRIPTION}',`,
     `  schema: z.strictObject({${plan.campusScoped ? ' campusId: campusIdArg ' : ''}}),`,
+    renderResult(plan),
     ...(plan.roles ? [`  roles: ${quoted(plan.roles)},`] : []),
     ...(plan.shared ? ['  shared: true,'] : []),
     ...(plan.modes ? [`  modes: ${quoted(plan.modes)},`] : []),
@@ -47,6 +65,7 @@ export const renderToolsFile = (plan: ToolPlan) =>
   [
     "import { z } from 'zod';",
     `import { ${plan.campusScoped ? 'campusIdArg, ' : ''}defineAgentTool } from '../define-agent-tool.js';`,
+    ...(resultNeedsName(plan) ? ["import { resultName } from '../tool-result.js';"] : []),
     '',
     renderDefinition(plan),
     '',
