@@ -122,4 +122,13 @@ describe('resultMismatch', () => {
       'name: Invalid input: expected string, received undefined; Unrecognized key: "label"',
     );
   });
+
+  it('names the first few issues of a list whose rows all drift, and how many more there are', () => {
+    const listCampuses = tools.find((tool) => tool.name === 'list_campuses')!;
+    const rows = Array.from({ length: 5 }, () => ({ id: created.id, label: 'Kisasi' }));
+    expect(resultMismatch(listCampuses, rows)).toBe(
+      '0.name: Invalid input: expected string, received undefined; 0: Unrecognized key: "label"; ' +
+        '1.name: Invalid input: expected string, received undefined; and 7 more',
+    );
+  });
 });

@@ -79,8 +79,15 @@ export const resultFieldsOf = (result: z.ZodType): ResultField[] => {
 /** The JSON a result travels as (RabbitMQ, REST): dates are ISO strings there, which is what a result schema describes. */
 export const resultOnTheWire = (data: unknown): unknown => (data === undefined ? undefined : JSON.parse(JSON.stringify(data)));
 
-const describeIssues = (issues: readonly { path: PropertyKey[]; message: string }[]): string =>
-  issues.map((issue) => (issue.path.length ? `${issue.path.map(String).join('.')}: ${issue.message}` : issue.message)).join('; ');
+// A list whose rows all drift repeats one issue per row: the first few say what is wrong, the count how widely.
+const SHOWN_ISSUES = 3;
+
+const describeIssues = (issues: readonly { path: PropertyKey[]; message: string }[]): string => {
+  const shown = issues
+    .slice(0, SHOWN_ISSUES)
+    .map((issue) => (issue.path.length ? `${issue.path.map(String).join('.')}: ${issue.message}` : issue.message));
+  return [...shown, ...(issues.length > SHOWN_ISSUES ? [`and ${issues.length - SHOWN_ISSUES} more`] : [])].join('; ');
+};
 
 /** Why a handler's result, as it travels, does not match its tool's result schema; undefined when it does. */
 export const resultMismatch = (tool: { result: z.ZodType }, data: unknown): string | undefined => {

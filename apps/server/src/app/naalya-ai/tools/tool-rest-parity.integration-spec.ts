@@ -1,3 +1,4 @@
+import { resultMismatch } from '@naalya/agent-tools';
 import type { DemoPersona } from '../../seed/demo-seed.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dispatchEnvelope } from '../../../testing/dispatch-envelope.js';
@@ -81,6 +82,9 @@ describe.each(TOOL_FIXTURES.map((fixture) => [fixture.tool.name, fixture] as con
       const rest = await callRest(testApp, persona, fixture.rest, restCall.args, { targetSchoolId });
       expect(rest.status).toBeLessThan(500);
       expect({ allowed: 'data' in toolResult }).toEqual({ allowed: rest.status < 300 });
+      // Every user's answer, not only the fixture's (an empty list, a student with no mark yet), has the shape the
+      // tool's result schema describes and a client renders from.
+      if ('data' in toolResult) expect(resultMismatch(fixture.tool, toolResult.data)).toBeUndefined();
     },
   );
 
