@@ -200,7 +200,21 @@ export const clusterFaultsPhase = async (
   if (tooManyUnknown) {
     // What the workers' send loops saw, so a failure says which fault left the calls unsettled.
     const sends = target.workers.flatMap((worker) => worker.lines.filter(({ line }) => /Re-sending tool call|failed in transport/.test(line)).map(({ at, line }) => `${worker.label} +${at - started} ms: ${line.slice(0, 240)}`));
-    check(false, [tooManyUnknown, ...sends.slice(0, 12)].join('\n  '));
+    // An unknown no send loop accounts for is one whose result event never reached the run's stored events: name each
+    // such call and every line any app wrote about it, so the failure says where the event went.
+    const unknownCalls = outcomes.filter((outcome) => outcome.kind === 'unknown').map((outcome) => outcome.callId);
+    const about = unknownCalls.flatMap((callId) => [
+      `unknown call ${callId}`,
+      ...[...target.servers, ...target.workers].flatMap((app) =>
+        app.lines.filter(({ line }) => line.includes(callId.slice(0, 16))).map(({ at, line }) => `${app.label} +${at - started} ms: ${line.slice(0, 240)}`),
+      ),
+    ]);
+    // A result event the server refused (its step's epoch superseded, its run no longer running) is the other way one
+    // goes missing.
+    const refusedEvents = target.servers.flatMap((server) =>
+      server.lines.filter(({ line }) => / refused \(the run is /.test(line)).map(({ at, line }) => `${server.label} +${at - started} ms: ${line.slice(0, 240)}`),
+    );
+    check(false, [tooManyUnknown, ...sends.slice(0, 12), ...about.slice(0, 24), ...refusedEvents.slice(0, 12)].join('\n  '));
   }
   return { ...verdictOf(PHASE, counts, [...failures, ...details], Date.now() - started), failover, conversations: runIds.length };
 };
