@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { Body, Controller, Delete, Get, Headers, HttpCode, NotFoundException, Param, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Headers, HttpCode, NotFoundException, Param, Patch, Post, Query, Res } from '@nestjs/common';
 import {
   AGENT_RUN_MODES,
   ERROR_SENTENCES,
@@ -20,7 +20,8 @@ import { parseDto } from '../../core/http/parse-dto.js';
 import { CapabilitiesService } from '../../teaching/capabilities.service.js';
 import { AgentRunStreamService } from '../events/agent-run-stream.service.js';
 import { AgentCaller, AgentRoutes, asCaller } from './agent-caller.guard.js';
-import { AgentThreadsService } from './agent-threads.service.js';
+import { NEXT_CURSOR_HEADER } from '../../core/audit/audit-log.controller.js';
+import { AgentThreadsService, searchWords } from './agent-threads.service.js';
 
 const createThreadSchema = z.strictObject({ title: z.string().trim().min(1).max(200).optional() });
 const startRunSchema = z.strictObject({
@@ -30,6 +31,14 @@ const startRunSchema = z.strictObject({
   multitaskStrategy: z.enum(MULTITASK_STRATEGIES).optional(),
 });
 const resumeSchema = z.strictObject({ interruptId: z.string().min(1).max(100), answer: z.string().max(4_000) });
+const renameThreadSchema = z.strictObject({ title: z.string().trim().min(1).max(200) });
+const listThreadsSchema = z.strictObject({
+  /** Opaque: the position after the last thread of the previous page, from its x-next-cursor header. */
+  cursor: z.string().max(200).optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(100),
+  /** Words to find in titles and the user's messages; a search with none (only punctuation) is refused, not "everything". */
+  q: z.string().trim().min(1).max(200).refine((q) => searchWords(q).length > 0, 'must contain a letter or digit').optional(),
+});
 const mapQuerySchema = z.strictObject({ mode: z.enum(AGENT_RUN_MODES).default('school') });
 
 /** An id that cannot exist reads like one that is not yours: not found. */
@@ -54,9 +63,22 @@ export class AgentThreadsController {
     return this.threads.createThread(parseDto(createThreadSchema, body), caller);
   }
 
+  /** The body stays a plain array (the Hub reads one); the next page's cursor rides in x-next-cursor, absent on the last page. */
   @Get('threads')
-  listThreads(@AgentCaller() caller: JwtPayload): Promise<ThreadSummary[]> {
-    return this.threads.listThreads(caller);
+  async listThreads(
+    @Query() query: unknown,
+    @AgentCaller() caller: JwtPayload,
+    @Res({ passthrough: true }) response: { setHeader(name: string, value: string): void },
+  ): Promise<ThreadSummary[]> {
+    const { threads, next } = await this.threads.listThreads(parseDto(listThreadsSchema, query), caller);
+    if (next) response.setHeader(NEXT_CURSOR_HEADER, next);
+    return threads;
+  }
+
+  /** Renames the caller's thread; anyone else's is not found. */
+  @Patch('threads/:threadId')
+  renameThread(@Param('threadId') threadId: string, @Body() body: unknown, @AgentCaller() caller: JwtPayload): Promise<ThreadSummary> {
+    return this.threads.renameThread(idParam(threadId, 'THREAD_NOT_FOUND'), parseDto(renameThreadSchema, body).title, caller);
   }
 
   @Get('threads/:threadId')

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable, Logger, NotFoundException } from '@nestjs/common';
+import { BadRequestException, Inject, Injectable, Logger, NotFoundException } from '@nestjs/common';
 import {
   ERROR_SENTENCES,
   type AgentRuntimeContext,
@@ -16,6 +16,7 @@ import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { IdentityService } from '../../core/auth/identity.service.js';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 import { withCode } from '../../core/http/error-code.js';
+import { decodeCursor, encodeCursor } from '../../core/audit/audit-cursor.js';
 import { currentManager, repo } from '../../core/tenancy/tenant-context.js';
 import { AgentContextService } from '../dispatch/agent-context.service.js';
 import { AgentRunPublisher } from '../dispatch/agent-run-publisher.service.js';
@@ -33,6 +34,13 @@ const TITLE_LENGTH = 80;
 export type CreateThreadDto = { title?: string };
 export type StartRunDto = { message: string; campusId?: string; targetSchoolId?: string; multitaskStrategy?: MultitaskStrategy };
 export type ResumeDto = { interruptId: string; answer: string };
+/** `cursor` as given by the previous page; `q` already checked to hold at least one word. */
+export type ListThreadsDto = { limit: number; cursor?: string; q?: string };
+export type ThreadPage = { threads: ThreadSummary[]; next: string | null };
+
+/** The letters and digits of a search, each a prefix ("geo" finds "geography"), all of them required. */
+export const searchWords = (q: string): string[] => q.match(/[\p{L}\p{N}]+/gu)?.slice(0, 8) ?? [];
+const tsQuery = (q: string): string => searchWords(q).map((word) => `${word}:*`).join(' & ');
 
 
 const threadSummary = (thread: AgentThreadEntity): ThreadSummary => ({
@@ -104,11 +112,55 @@ export class AgentThreadsService {
     });
   }
 
-  listThreads(caller: JwtPayload): Promise<ThreadSummary[]> {
+  /**
+   * The caller's threads, most recently active first, one page at a time. Keyset on (updated_at, id) at full
+   * microsecond precision, so pages neither repeat nor skip a row (a thread that gets a new message while the caller
+   * pages moves to the top, as it should). With `q`, only threads whose title or one of the user's own messages
+   * (agent_runs.message) holds every word, through the full-text indexes of migration 1764662400016. owner_id is
+   * filtered here and row-level security applies underneath: another user's thread, in any school, never matches,
+   * whatever a cursor is forged to say.
+   */
+  listThreads(dto: ListThreadsDto, caller: JwtPayload): Promise<ThreadPage> {
     return asCaller(caller, async () => {
       await this.identityService.assertCurrent(caller);
-      const threads = await repo(AgentThreadEntity).find({ where: { ownerId: caller.sub }, order: { updatedAt: 'DESC' }, take: 100 });
-      return threads.map(threadSummary);
+      const after = dto.cursor === undefined ? null : decodeCursor(dto.cursor);
+      if (dto.cursor !== undefined && !after) throw new BadRequestException('Invalid request: cursor: not a cursor this API gave');
+      const params: unknown[] = [caller.sub];
+      const where = ['t.owner_id = $1'];
+      if (dto.q !== undefined) {
+        params.push(tsQuery(dto.q));
+        const query = `to_tsquery('simple', $${params.length})`;
+        where.push(`(to_tsvector('simple', coalesce(t.title, '')) @@ ${query}
+          OR t.id IN (SELECT r.thread_id FROM agent_runs r WHERE r.owner_id = $1 AND to_tsvector('simple', r.message) @@ ${query}))`);
+      }
+      if (after) {
+        params.push(after.micros, after.id);
+        where.push(`(t.updated_at, t.id) < (timestamptz 'epoch' + $${params.length - 1}::bigint * interval '1 microsecond', $${params.length}::uuid)`);
+      }
+      // One row past the page says whether there is another, without counting.
+      params.push(dto.limit + 1);
+      const rows = (await currentManager().query(
+        `SELECT t.id, t.title, t.created_at, t.updated_at, (extract(epoch FROM t.updated_at) * 1000000)::bigint::text AS position
+           FROM agent_threads t WHERE ${where.join(' AND ')}
+          ORDER BY t.updated_at DESC, t.id DESC LIMIT $${params.length}`,
+        params,
+      )) as { id: string; title: string | null; created_at: Date; updated_at: Date; position: string }[];
+      const page = rows.slice(0, dto.limit);
+      const last = page.at(-1);
+      return {
+        threads: page.map((row) => ({ id: row.id, title: row.title, createdAt: row.created_at.toISOString(), updatedAt: row.updated_at.toISOString() })),
+        next: rows.length > dto.limit && last ? encodeCursor(last.position, last.id) : null,
+      };
+    });
+  }
+
+  /** Renames a thread of the caller's (anyone else's is not found). Not activity: the thread keeps its place in the list. */
+  renameThread(threadId: string, title: string, caller: JwtPayload): Promise<ThreadSummary> {
+    return asCaller(caller, async () => {
+      await this.identityService.assertCurrent(caller);
+      const thread = await this.ownedThread(threadId, caller, { lock: true });
+      await currentManager().query(`UPDATE agent_threads SET title = $1 WHERE id = $2 AND owner_id = $3`, [title, thread.id, caller.sub]);
+      return threadSummary({ ...thread, title });
     });
   }
 
