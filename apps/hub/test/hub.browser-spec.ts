@@ -533,3 +533,46 @@ describe('run states in the Hub: running and Stop, queued, stop-and-send, failed
     expect(departments.body.map((department) => department.name)).toContain('Sciences');
   });
 });
+
+describe('history you can search: the thread list pages, searches and renames', () => {
+  // A user no other test writes threads for, so the list holds exactly what this block made.
+  const HISTORIAN = 'dos@greenhill.school';
+  const list = () => page.getByTestId('thread-list').getByRole('listitem');
+
+  beforeAll(async () => {
+    for (let index = 1; index <= 35; index += 1) {
+      expect((await stack.api(HISTORIAN, '/agent/threads', { title: `History ${String(index).padStart(2, '0')}` })).status).toBe(201);
+    }
+    expect((await stack.api(HISTORIAN, '/agent/threads', { title: 'Volcano fieldwork' })).status).toBe(201);
+  });
+
+  it('"Load more" pages past the first screen, every thread once', async () => {
+    await signIn(HISTORIAN);
+    await expect.poll(() => list().count()).toBe(30);
+    await page.getByRole('button', { name: 'Load more' }).click();
+    await expect.poll(() => list().count()).toBe(36);
+    const titles = await page.getByTestId('thread-list').getByRole('link').allTextContents();
+    expect(new Set(titles).size).toBe(36);
+    expect(await page.getByRole('button', { name: 'Load more' }).count()).toBe(0);
+  });
+
+  it('the search box finds a thread by a word of its title', async () => {
+    await signIn(HISTORIAN);
+    await page.getByLabel('Search chats').fill('volcano');
+    await page.getByLabel('Search chats').press('Enter');
+    await expect.poll(() => page.getByTestId('thread-list').getByRole('link').allTextContents()).toEqual(['Volcano fieldwork']);
+    await page.getByLabel('Search chats').fill('nothing-like-this');
+    await page.getByLabel('Search chats').press('Enter');
+    await page.getByText('No chats match').waitFor();
+  });
+
+  it('rename: the new title shows in the list and is what the server keeps', async () => {
+    await signIn(HISTORIAN);
+    await page.getByRole('button', { name: 'Rename Volcano fieldwork' }).click();
+    await page.getByLabel('Chat title').fill('Lava lab');
+    await page.getByLabel('Chat title').press('Enter');
+    await page.getByTestId('thread-list').getByRole('link', { name: 'Lava lab' }).waitFor();
+    const threads = (await stack.api<{ title: string }[]>(HISTORIAN, '/agent/threads?q=lava')).body;
+    expect(threads.map((thread) => thread.title)).toEqual(['Lava lab']);
+  });
+});

@@ -82,6 +82,9 @@ const Message = ({ item }: { item: Extract<ChatItem, { kind: 'message' }> }) => 
   </article>
 );
 
+/** Threads per page of the list: a screenful, then "Load more". */
+const THREAD_PAGE = 30;
+
 export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
   const [state, dispatch] = useReducer(threadReducer, threadId, emptyThread);
   const stateRef = useRef(state);
@@ -102,10 +105,35 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
   // The clock the questions' expiry is counted from.
   const [now, setNow] = useState(() => Date.now());
 
+  // The list pages: `nextCursor` is where "Load more" continues; `search` is the query the list shows now.
+  const [nextCursor, setNextCursor] = useState<string | null>(null);
+  const [search, setSearch] = useState('');
+  const [searchDraft, setSearchDraft] = useState('');
+  const [renaming, setRenaming] = useState<string | null>(null);
+
   const refreshThreads = useCallback(() => {
-    api.threads().then(setThreads, onApiError);
-  }, [onApiError]);
+    api.threads({ q: search || undefined, limit: THREAD_PAGE }).then(({ threads, next }) => {
+      setThreads(threads);
+      setNextCursor(next);
+    }, onApiError);
+  }, [onApiError, search]);
   useEffect(refreshThreads, [refreshThreads]);
+  const loadMoreThreads = () => {
+    if (!nextCursor) return;
+    api.threads({ q: search || undefined, limit: THREAD_PAGE, cursor: nextCursor }).then(({ threads: more, next }) => {
+      setThreads((shown) => [...shown, ...more.filter((thread) => !shown.some((seen) => seen.id === thread.id))]);
+      setNextCursor(next);
+    }, onApiError);
+  };
+  const submitRename = (event: FormEvent<HTMLFormElement>, id: string) => {
+    event.preventDefault();
+    const title = String(new FormData(event.currentTarget).get('title') ?? '').trim();
+    if (!title) return;
+    api.renameThread(id, title).then((renamed) => {
+      setThreads((shown) => shown.map((thread) => (thread.id === id ? { ...thread, title: renamed.title } : thread)));
+      setRenaming(null);
+    }, onApiError);
+  };
 
   /**
    * Follows one run's events from `fromSeq`, then re-reads the run so its status and questions are what the server
@@ -362,19 +390,61 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
         <a href={chatHref()} className="mb-3 block rounded bg-sky-700 px-3 py-1.5 text-center text-sm font-medium text-white hover:bg-sky-800">
           New chat
         </a>
-        <ul className="space-y-1 text-sm">
+        <form
+          role="search"
+          className="mb-3"
+          onSubmit={(event) => {
+            event.preventDefault();
+            setSearch(searchDraft.trim());
+          }}
+        >
+          <label className="block text-xs text-slate-600" htmlFor="thread-search">
+            Search chats
+          </label>
+          <input
+            id="thread-search"
+            type="search"
+            value={searchDraft}
+            onChange={(event) => setSearchDraft(event.target.value)}
+            className="w-full rounded border border-slate-300 px-2 py-1 text-sm"
+          />
+        </form>
+        <ul className="space-y-1 text-sm" data-testid="thread-list">
           {threads.map((thread) => (
             <li key={thread.id}>
-              <a
-                href={chatHref(thread.id)}
-                aria-current={thread.id === threadId ? 'page' : undefined}
-                className={`block truncate rounded px-2 py-1 ${thread.id === threadId ? 'bg-sky-100 text-sky-900' : 'hover:bg-slate-100'}`}
-              >
-                {thread.title ?? 'New chat'}
-              </a>
+              {renaming === thread.id ? (
+                <form onSubmit={(event) => submitRename(event, thread.id)} className="flex gap-1">
+                  <label className="sr-only" htmlFor={`rename-${thread.id}`}>
+                    Chat title
+                  </label>
+                  <input id={`rename-${thread.id}`} name="title" defaultValue={thread.title ?? ''} maxLength={200} className="min-w-0 flex-1 rounded border border-slate-300 px-1" autoFocus />
+                  <button type="submit" className="rounded bg-sky-700 px-2 text-white">
+                    Save
+                  </button>
+                </form>
+              ) : (
+                <div className="flex items-center gap-1">
+                  <a
+                    href={chatHref(thread.id)}
+                    aria-current={thread.id === threadId ? 'page' : undefined}
+                    className={`block min-w-0 flex-1 truncate rounded px-2 py-1 ${thread.id === threadId ? 'bg-sky-100 text-sky-900' : 'hover:bg-slate-100'}`}
+                  >
+                    {thread.title ?? 'New chat'}
+                  </a>
+                  <button type="button" onClick={() => setRenaming(thread.id)} aria-label={`Rename ${thread.title ?? 'New chat'}`} className="rounded px-1 text-xs text-slate-600 hover:bg-slate-100">
+                    Rename
+                  </button>
+                </div>
+              )}
             </li>
           ))}
         </ul>
+        {threads.length === 0 && search ? <p className="mt-2 text-sm text-slate-600">No chats match “{search}”.</p> : null}
+        {nextCursor ? (
+          <button type="button" onClick={loadMoreThreads} className="mt-2 w-full rounded border border-slate-300 px-2 py-1 text-sm hover:bg-slate-100">
+            Load more
+          </button>
+        ) : null}
       </aside>
       <section className="flex flex-1 flex-col" aria-label="Conversation">
         <div role="log" aria-live="polite" aria-relevant="additions" className="flex-1 space-y-3 overflow-auto p-4" data-testid="conversation">

@@ -21,7 +21,11 @@ export const session = {
 };
 
 /** Same origin in production (the server serves the Hub) and in development (Vite proxies these paths). */
-export const request = async <T>(path: string, init: { method?: string; body?: unknown; token?: string | null } = {}): Promise<T> => {
+export const request = async <T>(path: string, init: { method?: string; body?: unknown; token?: string | null } = {}): Promise<T> =>
+  (await requestWithHeaders<T>(path, init)).body;
+
+/** As request, with the response's headers (a list's next-page cursor rides in x-next-cursor). */
+export const requestWithHeaders = async <T>(path: string, init: { method?: string; body?: unknown; token?: string | null } = {}): Promise<{ body: T; headers: Headers }> => {
   const token = init.token === undefined ? session.get() : init.token;
   const response = await fetch(path, {
     method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
@@ -33,7 +37,7 @@ export const request = async <T>(path: string, init: { method?: string; body?: u
     body: init.body === undefined ? undefined : JSON.stringify(init.body),
   });
   if (!response.ok) throw await httpErrorOf(response);
-  return (await response.json()) as T;
+  return { body: (await response.json()) as T, headers: response.headers };
 };
 
 export const api = {
@@ -43,7 +47,17 @@ export const api = {
   me: () => request<CallerProfile>('/auth/me'),
   campuses: () => request<CampusSummary[]>('/campuses'),
   map: (mode: AgentRunModeName) => request<AgentMap>(`/agent/map?mode=${mode}`),
-  threads: () => request<ThreadSummary[]>('/agent/threads'),
+  /** One page of the caller's threads, newest first; `next` is the following page's cursor, null on the last page. */
+  threads: async (options: { q?: string; cursor?: string; limit?: number } = {}) => {
+    const query = new URLSearchParams();
+    if (options.q) query.set('q', options.q);
+    if (options.cursor) query.set('cursor', options.cursor);
+    if (options.limit) query.set('limit', String(options.limit));
+    const { body, headers } = await requestWithHeaders<ThreadSummary[]>(`/agent/threads${query.size ? `?${query}` : ''}`);
+    return { threads: body, next: headers.get('x-next-cursor') };
+  },
+  renameThread: (threadId: string, title: string) =>
+    request<ThreadSummary>(`/agent/threads/${encodeURIComponent(threadId)}`, { method: 'PATCH', body: { title } }),
   createThread: () => request<ThreadSummary>('/agent/threads', { body: {} }),
   thread: (threadId: string) => request<ThreadDetail>(`/agent/threads/${encodeURIComponent(threadId)}`),
   /** `reject` (the server's default, left out) answers 409 while another run is active; `enqueue` queues, `interrupt` stops it first. */
