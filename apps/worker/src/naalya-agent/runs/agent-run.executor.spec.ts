@@ -721,8 +721,11 @@ describe('the run lease: the server decides whether a step runs, and when it sto
 
     expect(outcome).toBe('stopped');
     expect((rover.abortReasons[0] as RunLeaseLostError).loss).toBe('expired');
-    // At most one renew failed and was retried before the lease would have run out (900 ms, renewed every 300).
-    expect(leases.requestsOf('renew').length).toBeLessThanOrEqual(2);
+    // Renewing stops with the lease: at most its three chances (900 ms, renewed every third of it), not all ten
+    // failures queued. Usually two: the second failure lands exactly where one more interval would reach the expiry
+    // (600 + 300 = 900), and a timer that fires a millisecond early by Date.now (as Node's may) lets a third go.
+    // CI saw 3 once.
+    expect(leases.requestsOf('renew').length).toBeLessThanOrEqual(3);
     expect(types(events)).toEqual(['RUN_STARTED']);
     expect(leases.requestsOf('release')).toEqual([]);
   });
