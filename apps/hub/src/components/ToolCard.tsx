@@ -1,6 +1,7 @@
 import type { ChatItem } from '../lib/run-view';
 import { isSpecialist, speakerName, toolLabel } from '../lib/labels';
 import { activityHref } from '../lib/route';
+import { ResultView } from './ResultView';
 
 type ToolItem = Extract<ChatItem, { kind: 'tool' }>;
 
@@ -71,20 +72,25 @@ export const ToolCard = ({ item }: { item: ToolItem }) => {
               {item.argsComplete ? null : <span aria-hidden="true">▍</span>}
             </pre>
           </div>
-          {item.result ? (
-            <div>
-              <h4 className="text-xs font-semibold uppercase text-slate-500">{item.result.error === undefined ? 'Result' : 'Answer from the platform'}</h4>
-              <pre className="max-h-72 overflow-auto rounded bg-slate-50 p-2 text-xs" data-testid="tool-result">
-                {item.result.error ?? pretty(item.result.data)}
-              </pre>
-            </div>
-          ) : null}
           <p className="text-xs text-slate-500">
             <code>{item.event ?? 'local tool'}</code>
             {item.hopMs === undefined ? null : <> · hop {item.hopMs} ms</>}
           </p>
         </div>
       </details>
+      {item.result ? (
+        // The result is what the person asked for: laid out and shown, while the arguments stay folded above.
+        <div className="border-t border-slate-100 px-3 py-2 text-sm" data-testid="tool-result">
+          {item.result.error === undefined ? (
+            <ResultView toolName={item.name} data={item.result.data} label={label} />
+          ) : (
+            <>
+              <h4 className="text-xs font-semibold uppercase text-slate-500">Answer from the platform</h4>
+              <p className="break-words">{item.result.error}</p>
+            </>
+          )}
+        </div>
+      ) : null}
       {item.result?.scopeContext ? (
         <p className="border-t border-slate-100 px-3 py-1.5 text-xs text-slate-600" data-testid="scope-line">
           <span className="font-semibold">Scope:</span> {item.result.scopeContext}
