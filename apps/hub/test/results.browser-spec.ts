@@ -1,0 +1,176 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureChromium, startHubStack, type HubStack } from './support/hub-stack';
+
+// Tool results as a person reads them, in Debian's chromium against the built server and worker (scripted model): each
+// renderer the Hub picks from a tool's definition, the JSON toggle, the write's link to its audit row, a 360 px screen.
+const SCREENSHOTS = fileURLToPath(new URL('../../../tmp/hub-screenshots/', import.meta.url));
+const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ADMIN = 'admin@greenhill.school';
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const TIMEOUT = 20_000;
+
+/** axe-core's serious and critical findings within one element (evaluated over DevTools, so the page's CSP allows it). */
+const seriousAxeViolations = async (target: Page, selector: string): Promise<string[]> => {
+  await target.evaluate(AXE_SOURCE);
+  return target.evaluate(async (context) => {
+    type Violation = { id: string; impact: string | null; nodes: { target: unknown[] }[] };
+    const axe = (window as unknown as { axe: { run: (context: string) => Promise<{ violations: Violation[] }> } }).axe;
+    const { violations } = await axe.run(context);
+    return violations
+      .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+      .map((violation) => `${violation.id}: ${violation.nodes.map((node) => String(node.target[0])).join(', ')}`);
+  }, selector);
+};
+
+let stack: HubStack;
+let browser: BrowserContext;
+let page!: Page;
+let profile: string;
+
+const signIn = async (email: string): Promise<Page> => {
+  if (page) await page.close();
+  page = await browser.newPage();
+  page.setDefaultTimeout(TIMEOUT);
+  await page.goto(`${stack.baseUrl}/hub/`);
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill('naalya-demo');
+  await page.getByLabel('Password').press('Enter');
+  await page.getByTestId('whoami').getByText('Signed in as').waitFor();
+  return page;
+};
+
+/** Sends a message and waits for the named tool's card to be done; the card's result is then on screen. */
+const resultOf = async (message: string, tool: string): Promise<Locator> => {
+  await page.getByLabel(/^Message Rover/).fill(message);
+  await page.getByLabel(/^Message Rover/).press('Enter');
+  const card = page.locator(`[data-testid="tool-card"][data-tool="${tool}"][data-status="done"]`).last();
+  // On a timeout, the chat as it stands says what came instead (a question, a refusal, another tool).
+  await card.waitFor().catch(async (error: unknown) => {
+    throw new Error(`${String(error)}\n${(await page.locator('main').innerText()).slice(-1500)}`);
+  });
+  return card;
+};
+
+beforeAll(async () => {
+  const executablePath = ensureChromium();
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  profile = mkdtempSync(join(tmpdir(), 'naalya-hub-chromium-'));
+  browser = await chromium.launchPersistentContext(profile, { executablePath, args: CHROMIUM_FLAGS, viewport: { width: 1280, height: 900 } });
+  stack = await startHubStack();
+}, 150_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await stack?.teardown();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+});
+
+describe('tool results for people, in a browser', () => {
+  it('a list is a table led by names with column headers, ids one click away, and no uuid among its cells', async () => {
+    await signIn(ADMIN);
+    const card = await resultOf('list departments', 'list_departments');
+    expect(await card.getByTestId('scope-line').textContent()).toBe('Scope: Your access covers the whole school.');
+    const table = card.getByTestId('result-table');
+    const headers = await table.locator('thead th').evaluateAll((cells) => cells.map((cell) => [cell.textContent, cell.getAttribute('scope')]));
+    expect(headers[0]).toEqual(['Name', 'col']);
+    expect(headers.at(-1)).toEqual(['Details', 'col']);
+    expect(headers.every(([, scope]) => scope === 'col')).toBe(true);
+    const languages = table.locator('tbody tr').filter({ hasText: 'Languages' });
+    expect(await languages.locator('th[scope="row"]').textContent()).toBe('Languages');
+    // The ids are folded away: the visible cells hold no uuid until the row's details are opened, by keyboard alone.
+    expect(await table.locator('tbody').innerText()).not.toMatch(UUID);
+    await languages.getByText('Ids', { exact: true }).focus();
+    await page.keyboard.press('Enter');
+    expect(await languages.getByTestId('result-ids').innerText()).toMatch(new RegExp(`department:\\s*${UUID.source}`));
+    expect(await seriousAxeViolations(page, '[data-tool="list_departments"]')).toEqual([]);
+    await page.screenshot({ path: `${SCREENSHOTS}results-table.png`, fullPage: true });
+  });
+
+  it('the raw JSON is behind a keyboard toggle that says whether it is open', async () => {
+    const card = page.locator('[data-testid="tool-card"][data-tool="list_departments"]').last();
+    const toggle = card.getByRole('button', { name: 'Show JSON' });
+    const json = card.getByTestId('result-json');
+    expect(await toggle.getAttribute('aria-expanded')).toBe('false');
+    expect(await json.isVisible()).toBe(false);
+    await toggle.focus();
+    await page.keyboard.press('Enter');
+    const hide = card.getByRole('button', { name: 'Hide JSON' });
+    expect(await hide.getAttribute('aria-expanded')).toBe('true');
+    expect(await hide.getAttribute('aria-controls')).toBe(await json.getAttribute('id'));
+    const shown = JSON.parse((await json.textContent()) ?? '') as { id: string; name: string }[];
+    expect(shown.map((department) => department.name)).toContain('Languages');
+    expect(shown[0]?.id).toMatch(UUID);
+    await page.keyboard.press('Space');
+    expect(await json.isVisible()).toBe(false);
+  });
+
+  it('one thing is a short card: the school branding as a record with its name as the title', async () => {
+    const card = await resultOf('show the school branding', 'get_school_branding');
+    const record = card.getByTestId('result-record');
+    await record.waitFor();
+    expect(await card.getByTestId('tool-result').getAttribute('data-view')).toBe(null);
+    expect(await card.locator('[data-view]').getAttribute('data-view')).toBe('record');
+    expect(await record.locator('dt').count()).toBeGreaterThan(0);
+    expect(await record.innerText()).toContain('Motto');
+    expect(await record.innerText()).not.toMatch(UUID);
+    expect(await seriousAxeViolations(page, '[data-tool="get_school_branding"]')).toEqual([]);
+  });
+
+  it('a write links to its audit row on the Activity page, and its result is a record without ids in view', async () => {
+    await signIn(ADMIN);
+    const card = await resultOf('create a department called Robotics', 'create_department');
+    expect(await card.locator('[data-view]').getAttribute('data-view')).toBe('record');
+    expect(await card.getByTestId('result-record').innerText()).toContain('Robotics');
+    const link = card.getByRole('link', { name: 'View the audit row' });
+    const href = (await link.getAttribute('href')) ?? '';
+    expect(href).toMatch(new RegExp(`^#/activity\\?highlight=${UUID.source}$`));
+    await link.click();
+    const highlighted = page.getByTestId('audit-table').locator('tr[aria-current="true"]');
+    await highlighted.waitFor();
+    expect(await highlighted.textContent()).toContain('Create department');
+    const audit = await stack.api<{ id: string; source: string }>(ADMIN, `/audit-log/${href.split('=')[1]}`);
+    expect(audit.status).toBe(200);
+    expect(audit.body.source).toBe('agent');
+  });
+
+  it('at 360 px a result table stacks into label and value lines, and the page does not scroll sideways', async () => {
+    await page.goto(`${stack.baseUrl}/hub/#/chat`);
+    await page.setViewportSize({ width: 360, height: 780 });
+    try {
+      const card = await resultOf('show the staff', 'list_staff');
+      const firstRow = card.getByTestId('result-table').locator('tbody tr').first();
+      expect(await firstRow.evaluate((row) => getComputedStyle(row).display)).toBe('block');
+      // Each cell carries its column's name, as the stacked layout shows it in front of the value.
+      expect(await firstRow.locator('td').first().getAttribute('data-label')).toBe('Email');
+      await expect.poll(() => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBe(0);
+      await page.screenshot({ path: `${SCREENSHOTS}results-narrow.png`, fullPage: true });
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 900 });
+    }
+  });
+
+  it('a gradebook is a grid of students by subjects, its marks read across, in a region the keyboard can scroll', async () => {
+    await signIn('subject.teacher@greenhill.school');
+    const card = await resultOf('show the gradebook for S1 Kisasi', 'get_gradebook');
+    const grid = card.getByTestId('result-grid');
+    expect(await grid.getAttribute('role')).toBe('region');
+    expect(await grid.getAttribute('tabindex')).toBe('0');
+    expect(await grid.locator('caption').textContent()).toContain('S1 Kisasi');
+    const columns = await grid.locator('thead th').allTextContents();
+    expect(columns).toEqual(['Full name', 'Mathematics']);
+    const rows = grid.locator('tbody tr');
+    expect(await rows.count()).toBeGreaterThan(1);
+    expect(await rows.first().locator('th[scope="row"]').textContent()).not.toMatch(UUID);
+    expect(await rows.first().locator('td').first().textContent()).toMatch(/^(\d+(\.\d)?|—)$/);
+    expect(await grid.innerText()).not.toMatch(UUID);
+    expect(await seriousAxeViolations(page, '[data-tool="get_gradebook"]')).toEqual([]);
+    await page.screenshot({ path: `${SCREENSHOTS}results-grid.png`, fullPage: true });
+  });
+});
