@@ -77,7 +77,7 @@ describe('resultModel', () => {
       rowHeader: 'Class name',
       columns: ['Maths', 'English'],
       rows: [
-        { header: 'S1 East', cells: ['61.3', '70'] },
+        { header: 'S1 East', cells: ['61.25', '70'] },
         { header: 'S2 West', cells: ['55', '—'] },
       ],
     });
@@ -94,15 +94,11 @@ describe('resultModel', () => {
 
 describe('cellText and fieldLabel', () => {
   it('reads values as a person would', () => {
-    expect([cellText(null), cellText(''), cellText(false), cellText(3), cellText(2.345), cellText([1, 2]), cellText([1])]).toEqual([
-      '—',
-      '—',
-      'No',
-      '3',
-      '2.3',
-      '2 items',
-      '1 item',
-    ]);
+    expect([cellText(null), cellText(''), cellText(false), cellText(3), cellText(99.14), cellText(60.71666), cellText([1, 2]), cellText([1]), cellText([])]).toEqual(
+      ['—', '—', 'No', '3', '99.14', '60.72', '2 items', '1 item', 'None'],
+    );
+    expect(cellText([{ fullName: 'Amos' }, { fullName: 'Beth' }])).toBe('Amos, Beth');
+    expect(cellText(['a', 'b', 'c', 'd', 'e'])).toBe('a, b, c and 2 more');
     expect(cellText({ id: DEPT, name: 'Term 1' })).toBe('Term 1');
     expect(cellText('2026-12-05T22:41:07.123Z')).toBe('2026-12-05 22:41 UTC');
     expect(fieldLabel('campusName')).toBe('Campus name');

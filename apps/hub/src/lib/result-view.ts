@@ -37,15 +37,28 @@ export const fieldLabel = (key: string): string => {
   return words ? words[0]?.toUpperCase() + words.slice(1) : key;
 };
 
+const nameOf = (item: Record<string, unknown>): string | undefined => {
+  const key = Object.keys(item).find((candidate) => candidate === 'name' || candidate === 'fullName' || candidate === 'title' || /Name$/.test(candidate));
+  return key && typeof item[key] === 'string' ? (item[key] as string) : undefined;
+};
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/;
 
 /** A value as a person reads it in a cell: yes/no, a dash for nothing, a count for a list, a nested thing by its name. */
 export const cellText = (value: unknown): string => {
   if (value === null || value === undefined || value === '') return '—';
   if (typeof value === 'boolean') return value ? 'Yes' : 'No';
-  if (typeof value === 'number') return Number.isInteger(value) ? String(value) : value.toFixed(1);
+  // Two decimals at most: a mark of 99.14 stays what the teacher recorded, an average of 60.7166… becomes readable.
+  if (typeof value === 'number') return String(Number(value.toFixed(2)));
   if (typeof value === 'string') return ISO_DATE.test(value) && value.includes('T') ? value.replace('T', ' ').replace(/:\d{2}(\.\d+)?(Z|[+-].*)?$/, ' UTC') : value;
-  if (Array.isArray(value)) return value.length === 1 ? '1 item' : `${value.length} items`;
+  if (Array.isArray(value)) {
+    if (!value.length) return 'None';
+    // A list of named things (a department's members) reads as their names; anything else as how many there are.
+    const names = value.map((item) => (typeof item === 'string' ? item : isRecord(item) ? nameOf(item) : undefined));
+    if (names.every((name): name is string => name !== undefined)) {
+      return names.length > 3 ? `${names.slice(0, 3).join(', ')} and ${names.length - 3} more` : names.join(', ');
+    }
+    return value.length === 1 ? '1 item' : `${value.length} items`;
+  }
   if (isRecord(value)) {
     const named = ['name', 'fullName', 'title'].map((key) => value[key]).find((name) => typeof name === 'string');
     return typeof named === 'string' ? named : JSON.stringify(value);
@@ -102,10 +115,7 @@ const recordOf = (fields: Field[], data: Record<string, unknown>): RecordModel =
   };
 };
 
-const nameOf = (item: Record<string, unknown>): string | undefined => {
-  const key = Object.keys(item).find((candidate) => candidate === 'name' || candidate === 'fullName' || candidate === 'title' || /Name$/.test(candidate));
-  return key && typeof item[key] === 'string' ? (item[key] as string) : undefined;
-};
+
 const namesOf = (item: Record<string, unknown>): string[] =>
   Object.keys(item).filter((key) => (key === 'name' || key === 'fullName' || key === 'title' || /Name$/.test(key)) && typeof item[key] === 'string');
 const firstValue = (item: Record<string, unknown>): unknown => {
