@@ -117,7 +117,8 @@ describe('the Hub in a browser, against the built server and worker', () => {
     const card = page.getByTestId('tool-card').filter({ hasText: 'List departments' });
     await card.and(page.locator('[data-status="done"]')).waitFor();
     expect(await card.getByTestId('scope-line').textContent()).toBe('Scope: Your access covers the whole school.');
-    await card.locator('summary').click();
+    // The card's own disclosure: each row of the result table has an "Ids" one of its own.
+    await card.locator(':scope > details > summary').click();
     expect(await card.getByTestId('tool-result').textContent()).toContain('Languages');
     expect(await card.getByTestId('tool-args').isVisible()).toBe(true);
     const answer = page.getByTestId('agent-message').last();
