@@ -1,28 +1,12 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { type BrowserContext, type Page } from 'playwright-core';
 import { ERROR_SENTENCES } from '@naalya/agent-tools';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ensureChromium, startHubStack, type HubStack } from './support/hub-stack';
+import { AXE_SOURCE, openHubBrowser, SCREENSHOTS, type HubBrowser } from './support/hub-browser';
+import type { HubStack } from './support/hub-stack';
 
 // The built Hub in Debian's chromium, served by the built server, talking to the built worker over RabbitMQ: the
 // whole path a member of staff takes, with the scripted model. One browser, one page, one user per test.
-const SCREENSHOTS = fileURLToPath(new URL('../../../tmp/hub-screenshots/', import.meta.url));
-const CHROMIUM_FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 const ADMIN = 'admin@greenhill.school';
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 /** axe-core's serious and critical findings on the page as it stands (evaluated over DevTools, so the page's CSP allows it). */
 const seriousAxeViolations = async (target: Page): Promise<string[]> => {
@@ -40,7 +24,7 @@ const TIMEOUT = 20_000;
 let stack: HubStack;
 let browser: BrowserContext;
 let page!: Page;
-let profile: string;
+let hub: HubBrowser | undefined;
 
 /** A new tab: the Hub keeps its token in the tab's sessionStorage, so each tab signs in on its own. */
 const signIn = async (email: string): Promise<Page> => {
@@ -62,18 +46,12 @@ const send = async (message: string) => {
 };
 
 beforeAll(async () => {
-  const executablePath = ensureChromium();
-  mkdirSync(SCREENSHOTS, { recursive: true });
-  profile = mkdtempSync(join(tmpdir(), 'naalya-hub-chromium-'));
-  // A fresh profile (--user-data-dir) each run; playwright passes it for a persistent context.
-  browser = await chromium.launchPersistentContext(profile, { executablePath, args: CHROMIUM_FLAGS, viewport: { width: 1280, height: 900 } });
-  stack = await startHubStack();
+  hub = await openHubBrowser();
+  ({ browser, stack } = hub);
 }, 150_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await stack?.teardown();
-  if (profile) rmSync(profile, { recursive: true, force: true });
+  await hub?.close();
 });
 
 describe('the Hub in a browser, against the built server and worker', () => {

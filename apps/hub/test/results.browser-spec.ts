@@ -1,19 +1,12 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureChromium, startHubStack, type HubStack } from './support/hub-stack';
+import { AXE_SOURCE, openHubBrowser, SCREENSHOTS, type HubBrowser } from './support/hub-browser';
+import type { HubStack } from './support/hub-stack';
 
 // Tool results as a person reads them, in Debian's chromium against the built server and worker (scripted model): each
 // renderer the Hub picks from a tool's definition, the JSON toggle, the write's link to its audit row, a 360 px screen.
-const SCREENSHOTS = fileURLToPath(new URL('../../../tmp/hub-screenshots/', import.meta.url));
-const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const ADMIN = 'admin@greenhill.school';
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const TIMEOUT = 20_000;
 
 /** axe-core's findings of any impact within one element (evaluated over DevTools, so the page's CSP allows it). */
@@ -30,7 +23,7 @@ const axeViolations = async (target: Page, selector: string): Promise<string[]> 
 let stack: HubStack;
 let browser: BrowserContext;
 let page!: Page;
-let profile: string;
+let hub: HubBrowser | undefined;
 
 const signIn = async (email: string): Promise<Page> => {
   if (page) await page.close();
@@ -57,17 +50,12 @@ const resultOf = async (message: string, tool: string): Promise<Locator> => {
 };
 
 beforeAll(async () => {
-  const executablePath = ensureChromium();
-  mkdirSync(SCREENSHOTS, { recursive: true });
-  profile = mkdtempSync(join(tmpdir(), 'naalya-hub-chromium-'));
-  browser = await chromium.launchPersistentContext(profile, { executablePath, args: CHROMIUM_FLAGS, viewport: { width: 1280, height: 900 } });
-  stack = await startHubStack();
+  hub = await openHubBrowser();
+  ({ browser, stack } = hub);
 }, 150_000);
 
 afterAll(async () => {
-  await browser?.close();
-  await stack?.teardown();
-  if (profile) rmSync(profile, { recursive: true, force: true });
+  await hub?.close();
 });
 
 describe('tool results for people, in a browser', () => {
