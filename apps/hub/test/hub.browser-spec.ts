@@ -1,24 +1,15 @@
 import { type BrowserContext, type Page } from 'playwright-core';
 import { ERROR_SENTENCES } from '@naalya/agent-tools';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { AXE_SOURCE, openHubBrowser, SCREENSHOTS, type HubBrowser } from './support/hub-browser';
+import { axeViolations, openHubBrowser, SCREENSHOTS, signedInTab, type HubBrowser } from './support/hub-browser';
 import type { HubStack } from './support/hub-stack';
 
 // The built Hub in Debian's chromium, served by the built server, talking to the built worker over RabbitMQ: the
 // whole path a member of staff takes, with the scripted model. One browser, one page, one user per test.
 const ADMIN = 'admin@greenhill.school';
 
-/** axe-core's serious and critical findings on the page as it stands (evaluated over DevTools, so the page's CSP allows it). */
-const seriousAxeViolations = async (target: Page): Promise<string[]> => {
-  await target.evaluate(AXE_SOURCE);
-  return target.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run: () => Promise<{ violations: { id: string; impact: string | null; nodes: { target: unknown[] }[] }[] }> } }).axe;
-    const { violations } = await axe.run();
-    return violations
-      .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-      .map((violation) => `${violation.id}: ${violation.nodes.map((node) => String(node.target[0])).join(', ')}`);
-  });
-};
+/** axe-core's serious and critical findings on the page as it stands. */
+const seriousAxeViolations = (target: Page): Promise<string[]> => axeViolations(target, { impacts: ['serious', 'critical'] });
 const TIMEOUT = 20_000;
 
 let stack: HubStack;
@@ -26,16 +17,9 @@ let browser: BrowserContext;
 let page!: Page;
 let hub: HubBrowser | undefined;
 
-/** A new tab: the Hub keeps its token in the tab's sessionStorage, so each tab signs in on its own. */
 const signIn = async (email: string): Promise<Page> => {
   if (page) await page.close();
-  page = await browser.newPage();
-  page.setDefaultTimeout(TIMEOUT);
-  await page.goto(`${stack.baseUrl}/hub/`);
-  await page.getByLabel('Email').fill(email);
-  await page.getByLabel('Password').fill('naalya-demo');
-  await page.getByLabel('Password').press('Enter');
-  await page.getByTestId('whoami').getByText('Signed in as').waitFor();
+  page = await signedInTab(browser, stack.baseUrl, email, TIMEOUT);
   return page;
 };
 

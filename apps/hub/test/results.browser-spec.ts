@@ -1,6 +1,6 @@
 import { type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AXE_SOURCE, openHubBrowser, SCREENSHOTS, type HubBrowser } from './support/hub-browser';
+import { axeViolations, openHubBrowser, SCREENSHOTS, signedInTab, type HubBrowser } from './support/hub-browser';
 import type { HubStack } from './support/hub-stack';
 
 // Tool results as a person reads them, in Debian's chromium against the built server and worker (scripted model): each
@@ -9,17 +9,6 @@ const ADMIN = 'admin@greenhill.school';
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/;
 const TIMEOUT = 20_000;
 
-/** axe-core's findings of any impact within one element (evaluated over DevTools, so the page's CSP allows it). */
-const axeViolations = async (target: Page, selector: string): Promise<string[]> => {
-  await target.evaluate(AXE_SOURCE);
-  return target.evaluate(async (context) => {
-    type Violation = { id: string; impact: string | null; nodes: { target: unknown[] }[] };
-    const axe = (window as unknown as { axe: { run: (context: string) => Promise<{ violations: Violation[] }> } }).axe;
-    const { violations } = await axe.run(context);
-    return violations.map((violation) => `${violation.id}: ${violation.nodes.map((node) => String(node.target[0])).join(', ')}`);
-  }, selector);
-};
-
 let stack: HubStack;
 let browser: BrowserContext;
 let page!: Page;
@@ -27,13 +16,7 @@ let hub: HubBrowser | undefined;
 
 const signIn = async (email: string): Promise<Page> => {
   if (page) await page.close();
-  page = await browser.newPage();
-  page.setDefaultTimeout(TIMEOUT);
-  await page.goto(`${stack.baseUrl}/hub/`);
-  await page.getByLabel('Email').fill(email);
-  await page.getByLabel('Password').fill('naalya-demo');
-  await page.getByLabel('Password').press('Enter');
-  await page.getByTestId('whoami').getByText('Signed in as').waitFor();
+  page = await signedInTab(browser, stack.baseUrl, email, TIMEOUT);
   return page;
 };
 
@@ -75,7 +58,7 @@ describe('tool results for people, in a browser', () => {
     await languages.getByText('Ids', { exact: true }).focus();
     await page.keyboard.press('Enter');
     expect(await languages.getByTestId('result-ids').innerText()).toMatch(new RegExp(`department:\\s*${UUID.source}`));
-    expect(await axeViolations(page, '[data-tool="list_departments"]')).toEqual([]);
+    expect(await axeViolations(page, { within: '[data-tool="list_departments"]' })).toEqual([]);
     await page.screenshot({ path: `${SCREENSHOTS}results-table.png`, fullPage: true });
   });
 
@@ -105,7 +88,7 @@ describe('tool results for people, in a browser', () => {
     expect(await record.locator('dt').count()).toBeGreaterThan(0);
     expect(await record.locator('dt').allTextContents()).toContain('Motto');
     expect(await record.innerText()).not.toMatch(UUID);
-    expect(await axeViolations(page, '[data-tool="get_school_branding"]')).toEqual([]);
+    expect(await axeViolations(page, { within: '[data-tool="get_school_branding"]' })).toEqual([]);
   });
 
   it('a write links to its audit row on the Activity page, and its result is a record without ids in view', async () => {
@@ -157,7 +140,7 @@ describe('tool results for people, in a browser', () => {
     expect(await rows.first().locator('th[scope="row"]').textContent()).not.toMatch(UUID);
     expect(await rows.first().locator('td').first().textContent()).toMatch(/^(\d+(\.\d{1,2})?|—)$/);
     expect(await grid.innerText()).not.toMatch(UUID);
-    expect(await axeViolations(page, '[data-tool="get_gradebook"]')).toEqual([]);
+    expect(await axeViolations(page, { within: '[data-tool="get_gradebook"]' })).toEqual([]);
     // The run over (no Stop button), so the screenshot shows the finished conversation.
     await expect.poll(() => page.getByRole('button', { name: 'Stop' }).count()).toBe(0);
     await page.screenshot({ path: `${SCREENSHOTS}results-grid.png`, fullPage: true });
