@@ -123,10 +123,11 @@ export class ToolExecutor {
     // included) can be found by them; they are claims to log, never to decide on.
     const meta = (payload as { meta?: { callId?: unknown; runId?: unknown } } | undefined)?.meta;
     const ids = { callId: typeof meta?.callId === 'string' ? meta.callId.slice(0, 100) : undefined };
-    return withLogContext(ids, () => measureToolCall(tool, () => this.executeTraced(payload, schema, posture, fn)));
+    return withLogContext(ids, () => measureToolCall(tool, () => this.executeTraced(tool, payload, schema, posture, fn)));
   }
 
   private async executeTraced<A, T>(
+    tool: string,
     payload: unknown,
     schema: ZodType<A>,
     posture: ToolPosture<T>,
@@ -134,7 +135,7 @@ export class ToolExecutor {
   ): Promise<AgentToolResult<T>> {
     if (!tracingEnabled()) return this.executeCall(payload, schema, posture, fn);
     // One span around the whole call, parent of its SQL (the audit insert included) and child of the AMQP hop's.
-    return inSpan('execute', { attributes: { 'naalya.tool.event': TOOLS_BY_SCHEMA.get(schema)?.event ?? 'unknown' } }, async (span) => {
+    return inSpan('execute', { attributes: { 'naalya.tool.event': tool } }, async (span) => {
       const result = await this.executeCall(payload, schema, posture, fn);
       // execute() never throws: a refusal or a masked failure is a result, recorded by its code (never its text).
       if ('error' in result) failSpan(span, undefined, result.code ?? 'error');
