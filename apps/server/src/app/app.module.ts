@@ -10,6 +10,7 @@ import { GradebookModule } from './gradebook/gradebook.module.js';
 import { LessonPlansModule } from './lesson-plans/lesson-plans.module.js';
 import { AgentRunsModule } from './naalya-ai/agent-runs.module.js';
 import { NaalyaAiToolsModule } from './naalya-ai/tools/naalya-ai-tools.module.js';
+import { SchoolsModule } from './schools/schools.module.js';
 import { StaffModule } from './staff/staff.module.js';
 import { SubjectsModule } from './subjects/subjects.module.js';
 import { TeachingModule } from './teaching/teaching.module.js';
@@ -25,6 +26,7 @@ const DOMAIN_MODULES = [
   GradebookModule,
   LessonPlansModule,
   BrandingModule,
+  SchoolsModule,
 ];
 
 /** The floors, assembled: core (plumbing), the domain (rules and REST), the agent seam (tools and runs). */

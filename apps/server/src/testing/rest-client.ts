@@ -20,24 +20,34 @@ export const tokenFor = (testApp: Pick<TestApp, 'module'>, persona: DemoPersona)
   });
 };
 
-export const callRest = async (
+/** One REST call as `persona`, a platform administrator's target school in its header when given. */
+export const restRequest = async (
   testApp: TestApp,
   persona: DemoPersona,
-  route: FixtureRestRoute,
-  args: Record<string, unknown>,
-  options: { targetSchoolId?: string } = {},
+  method: FixtureRestRoute['method'],
+  path: string,
+  options: { body?: unknown; targetSchoolId?: string } = {},
 ): Promise<{ status: number; body: unknown }> => {
   const headers: Record<string, string> = {
     authorization: `Bearer ${tokenFor(testApp, persona)}`,
     'content-type': 'application/json',
   };
   if (options.targetSchoolId) headers[TARGET_SCHOOL_HEADER] = options.targetSchoolId;
-  const response = await fetch(`${await testApp.app.getUrl()}${route.path(args)}`, {
-    method: route.method,
+  const response = await fetch(`${await testApp.app.getUrl()}${path}`, {
+    method,
     headers,
-    body: route.method === 'GET' || route.method === 'DELETE' ? undefined : JSON.stringify(route.body ? route.body(args) : args),
+    body: method === 'GET' || method === 'DELETE' || options.body === undefined ? undefined : JSON.stringify(options.body),
   });
   const text = await response.text();
   const isJson = response.headers.get('content-type')?.includes('json');
   return { status: response.status, body: isJson ? JSON.parse(text) : text };
 };
+
+export const callRest = (
+  testApp: TestApp,
+  persona: DemoPersona,
+  route: FixtureRestRoute,
+  args: Record<string, unknown>,
+  options: { targetSchoolId?: string } = {},
+): Promise<{ status: number; body: unknown }> =>
+  restRequest(testApp, persona, route.method, route.path(args), { ...options, body: route.body ? route.body(args) : args });

@@ -21,6 +21,8 @@ export const AuditResourceType = {
   TEACHING_ASSIGNMENT: 'teaching_assignment',
   /** A school's data choice (which language models may see its data) and its daily token budget. */
   MODEL_POLICY: 'model_policy',
+  /** A school's own settings (its time zone). */
+  SCHOOL: 'school',
 } as const;
 export type AuditResourceType = (typeof AuditResourceType)[keyof typeof AuditResourceType];
 

@@ -7,6 +7,9 @@ export type LoginResponse = { accessToken: string; expiresIn: number };
 /** Each row of GET /campuses: the campuses the caller may see. */
 export type CampusSummary = { id: string; name: string };
 
+/** Each row of GET /schools (platform administrators: the schools they may act in), and what PATCH /school returns. */
+export type SchoolSummary = { id: string; name: string; timeZone: string };
+
 /** GET /auth/me: who the caller is, for display only; it grants nothing. */
 export type CallerProfile = {
   id: string;
@@ -15,6 +18,8 @@ export type CallerProfile = {
   userType: UserType;
   schoolId: string | null;
   schoolName: string | null;
+  /** The school's IANA time zone, in which the Hub shows dates; null for a platform administrator (see SchoolSummary). */
+  schoolTimeZone: string | null;
   campusId: string | null;
   campusName: string | null;
   roles: string[];

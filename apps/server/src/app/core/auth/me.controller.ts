@@ -17,11 +17,12 @@ export class MeController {
   async me(@CurrentUser() jwt: JwtPayload): Promise<CallerProfile> {
     const user = await this.identityService.assertCurrent(jwt);
     const [place] = (await currentManager().query(
-      `SELECT (SELECT name FROM schools WHERE id = $1) AS "schoolName", (SELECT name FROM campuses WHERE id = $2) AS "campusName",
+      `SELECT (SELECT name FROM schools WHERE id = $1) AS "schoolName", (SELECT time_zone FROM schools WHERE id = $1) AS "schoolTimeZone",
+              (SELECT name FROM campuses WHERE id = $2) AS "campusName",
               (SELECT COALESCE(array_agg(r.name ORDER BY r.name), '{}') FROM roles r INNER JOIN user_x_roles ur ON ur.role_id = r.id
                 WHERE ur.user_id = $3) AS roles`,
       [user.schoolId, user.campusId, user.id],
-    )) as { schoolName: string | null; campusName: string | null; roles: string[] }[];
+    )) as { schoolName: string | null; schoolTimeZone: string | null; campusName: string | null; roles: string[] }[];
     return {
       id: user.id,
       fullName: user.fullName,
@@ -29,6 +30,7 @@ export class MeController {
       userType: user.userType,
       schoolId: user.schoolId,
       schoolName: place?.schoolName ?? null,
+      schoolTimeZone: place?.schoolTimeZone ?? null,
       campusId: user.campusId,
       campusName: place?.campusName ?? null,
       roles: place?.roles ?? [],
