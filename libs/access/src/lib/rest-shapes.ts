@@ -52,4 +52,8 @@ export type AuditLogDetail = AuditLogRow & {
   /** The validated arguments or body, bounded and without secrets. */
   changes: Record<string, unknown> | null;
   traceId: string | null;
+  /** The chat thread of the run the write came from, when that run is the caller's own; otherwise null. */
+  threadId: string | null;
+  /** The model tokens that whole run used, when it is the caller's own and reported any; otherwise null. */
+  tokenUsage: { input: number; output: number } | null;
 };

@@ -3,7 +3,7 @@ import { Action, AuditSource, Resource, type AuditLogDetail, type AuditLogRow } 
 import { z } from 'zod';
 import { RequirePermissions } from '../authorization/require-permissions.decorator.js';
 import { parseDto } from '../http/parse-dto.js';
-import { currentManager, currentScope } from '../tenancy/tenant-context.js';
+import { currentFrame, currentManager, currentScope } from '../tenancy/tenant-context.js';
 import { decodeCursor, encodeCursor } from './audit-cursor.js';
 import { toCsv } from './audit-csv.js';
 
@@ -142,10 +142,17 @@ export class AuditLogController {
   @RequirePermissions(Action.LIST, Resource.AUDIT_LOG)
   async detail(@Param() param: unknown): Promise<AuditLogDetail> {
     const { id } = parseDto(idParamSchema, param);
+    // The run's thread and token usage only when the run is the caller's own: the thread is theirs to open, and
+    // nobody else's conversation is pointed at from the log (row-level security on agent_runs agrees for staff; the
+    // owner test also keeps a platform administrator's view to their own runs).
     const [row] = (await currentManager().query(
-      `SELECT ${COLUMNS}, a.changes, a.trace_id AS "traceId" FROM audit_log a LEFT JOIN users u ON u.id = a.actor_id
+      `SELECT ${COLUMNS}, a.changes, a.trace_id AS "traceId", r.thread_id AS "threadId",
+              CASE WHEN r.input_tokens + r.output_tokens > 0
+                   THEN json_build_object('input', r.input_tokens, 'output', r.output_tokens) END AS "tokenUsage"
+         FROM audit_log a LEFT JOIN users u ON u.id = a.actor_id
+         LEFT JOIN agent_runs r ON r.id = a.run_id AND r.owner_id = $3
         WHERE a.school_id = $1 AND a.id = $2`,
-      [schoolOfCaller(), id],
+      [schoolOfCaller(), id, currentFrame().actorId],
     )) as AuditLogDetail[];
     // Another school's row is not found, never forbidden: its existence is not the caller's to learn.
     if (!row) throw new NotFoundException('No activity row has that id in this school.');

@@ -106,7 +106,25 @@ describe('the audit row: what Activity needs, in the same insert', () => {
       source: 'agent',
       actorId: admin.id,
       actorName: admin.fullName,
+      threadId: personaRun(admin.id).threadId,
+      // The run reported no tokens yet: no usage is shown rather than a made-up zero.
+      tokenUsage: null,
     } satisfies Partial<AuditLogDetail>);
+  });
+
+  it("security: the detail links the run's thread and token usage for the caller's own run only, never someone else's", async () => {
+    const admin = school().personas.schoolAdmin;
+    const envelope = await dispatchEnvelope(admin, createDepartmentTool, { name: uniqueName('Dance') });
+    const result = await invokeTool(testApp.module, createDepartmentTool, envelope);
+    if ('error' in result) throw new Error(result.error);
+    const { runId, threadId } = personaRun(admin.id);
+    await testApp.owner.query(`UPDATE agent_runs SET input_tokens = 1200, output_tokens = 345 WHERE id = $1`, [runId]);
+    const own = await get(admin, `/audit-log/${result.auditId}`);
+    expect(own.body).toMatchObject({ runId, threadId, tokenUsage: { input: 1200, output: 345 } });
+    // A platform administrator reads the same row in that school, and sees the run id but not the admin's thread.
+    const platform = await get(testApp.demo.platformAdmin, `/audit-log/${result.auditId}`, { [TARGET_SCHOOL_HEADER]: school().id });
+    expect(platform.status).toBe(200);
+    expect(platform.body).toMatchObject({ runId, threadId: null, tokenUsage: null });
   });
 
   it('the summary of changes leaves secrets out and is bounded', () => {
