@@ -45,6 +45,11 @@ export const testConfig = (database: TestDatabase, overrides: Partial<ServerConf
   RUN_SIGNING_KEY: TEST_RUN_SIGNING_KEYS.privateKey,
   // Tests publish as guest, like the worker's test client.
   WORKER_BROKER_USER: 'guest',
+  // The MCP door's suite creates this broker user; other suites never start the door's publisher.
+  MCP_BROKER_USER: 'naalya_test_mcp',
+  MCP_RESOURCE_URL: 'http://127.0.0.1:3000/mcp',
+  MCP_TOKENS_PER_USER: 20,
+  MCP_TOKEN_MAX_DAYS: 90,
   // Suites make hundreds of calls a minute as one persona; the quota test sets its own limits.
   TOOL_CALLS_PER_MINUTE_PER_SCHOOL: 1_000_000,
   TOOL_CALLS_PER_MINUTE_PER_USER: 1_000_000,

@@ -26,6 +26,6 @@ export const AuditResourceType = {
 } as const;
 export type AuditResourceType = (typeof AuditResourceType)[keyof typeof AuditResourceType];
 
-/** Where a write came from: the REST API or an agent tool call. */
-export const AuditSource = { HTTP: 'http', AGENT: 'agent' } as const;
+/** Where a write came from: the REST API, Rover's tool call, or a tool call through the MCP door. */
+export const AuditSource = { HTTP: 'http', AGENT: 'agent', MCP: 'mcp' } as const;
 export type AuditSource = (typeof AuditSource)[keyof typeof AuditSource];

@@ -17,6 +17,7 @@ export const HTTP_ERROR_CODES = [
   'NO_TENANT_SCOPE',
   'PLATFORM_WRITE_NEEDS_SCHOOL',
   'LOGIN_ATTEMPTS_EXCEEDED',
+  'MCP_TOKEN_LIMIT',
 ] as const;
 export type HttpErrorCode = (typeof HTTP_ERROR_CODES)[number];
 
@@ -25,6 +26,7 @@ export const HTTP_ERROR_SENTENCES = {
   NO_TENANT_SCOPE: 'No school context for this user.',
   PLATFORM_WRITE_NEEDS_SCHOOL: 'A platform administrator can only change a school chosen for this session. Pick the school first.',
   LOGIN_ATTEMPTS_EXCEEDED: 'Too many sign-in attempts. Wait a few minutes before trying again.',
+  MCP_TOKEN_LIMIT: 'You have as many connected apps as allowed. Revoke one you no longer use first.',
 } as const satisfies Partial<Record<HttpErrorCode, string>>;
 
 /** The code of an error nothing more specific was said about: what its status means. */

@@ -57,3 +57,19 @@ export type AuditLogDetail = AuditLogRow & {
   /** The model tokens that whole run used, when it is the caller's own and reported any; otherwise null. */
   tokenUsage: { input: number; output: number } | null;
 };
+
+/** One row of GET /mcp-tokens: a connected app, a live token the caller issued for the MCP door (never the token itself). */
+export type ConnectedApp = {
+  id: string;
+  name: string;
+  /** The door's URL the token is for. */
+  audience: string;
+  /** The campus mode chosen at creation; null: the whole school. */
+  campusId: string | null;
+  createdAt: string;
+  expiresAt: string;
+  lastUsedAt: string | null;
+};
+
+/** POST /mcp-tokens: the new connected app and its token, shown this once (only its hash is stored). */
+export type ConnectedAppCreated = ConnectedApp & { token: string };

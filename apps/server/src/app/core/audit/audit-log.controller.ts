@@ -14,10 +14,7 @@ export const MAX_EXPORT_ROWS = 10_000;
 
 const isoInstant = z.iso.datetime({ offset: true });
 
-/**
- * Where a write came from. "rest" is the API's name for the stored "http"; "mcp" is accepted now so a client can ask
- * for it before the MCP server exists (no row has it yet).
- */
+/** Where a write came from. "rest" is the API's name for the stored "http"; "mcp" is a tool call through the MCP door. */
 const sourceSchema = z.enum(['agent', 'rest', 'http', 'mcp']).transform((value) => (value === 'rest' ? AuditSource.HTTP : value));
 
 const filterShape = {

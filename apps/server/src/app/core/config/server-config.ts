@@ -78,6 +78,15 @@ const serverConfigSchema = z.object({
   DISPATCH_PREVIOUS_SIGNING_KEYS: z.string().default(''),
   DISPATCH_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).default(3600),
   WORKER_BROKER_USER: z.string().min(1).default('naalya_worker'),
+  // The MCP door (naalya-ai/mcp/): its public URL, which is the audience of every token issued for it (a token for
+  // another URL is refused), the broker user it publishes tool calls as (the server accepts tool calls from exactly the
+  // worker's and this one), and its own broker URL (unset: the door answers 503 and publishes nothing).
+  MCP_RESOURCE_URL: z.string().url().default('http://127.0.0.1:3000/mcp'),
+  MCP_BROKER_USER: z.string().min(1).default('naalya_mcp'),
+  MCP_RABBITMQ_URL: brokerUrlList.optional(),
+  // Per-user bounds: live connected-app tokens, and the longest a token may live.
+  MCP_TOKENS_PER_USER: z.coerce.number().int().min(1).max(1_000).default(20),
+  MCP_TOKEN_MAX_DAYS: z.coerce.number().int().min(1).max(365).default(90),
   AGENT_RUN_LEASE_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
   AGENT_RUN_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
   AGENT_RUN_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
@@ -135,6 +144,10 @@ const checkedServerConfigSchema = serverConfigSchema.superRefine((config, contex
   ] as const) {
     const problem = previousKeysProblem(config[previous], current);
     if (problem) context.addIssue({ code: 'custom', path: [previous], message: problem });
+  }
+  // The audit source of a tool call is read from its publisher: the two users must differ, or MCP writes would pass for Rover's.
+  if (config.MCP_BROKER_USER === config.WORKER_BROKER_USER) {
+    context.addIssue({ code: 'custom', path: ['MCP_BROKER_USER'], message: 'must differ from WORKER_BROKER_USER' });
   }
 });
 

@@ -74,8 +74,8 @@ export class AgentContextService {
     });
   }
 
-  /** A campus-limited member of staff may only open a chat on their own campus. */
-  private async campusInReach(campusId: string, homeCampusId: string | null) {
+  /** A campus-limited member of staff may only open a chat (or a connected app's campus mode) on their own campus. */
+  async campusInReach(campusId: string, homeCampusId: string | null) {
     const campus = await this.campusService.findVisible(campusId);
     if (homeCampusId && homeCampusId !== campus.id) throw new ForbiddenException('You can only work in your own campus.');
     return { id: campus.id, name: campus.name };
