@@ -6,25 +6,46 @@ import { Header, type RunModeChoice } from './components/Header';
 import { LoginPage } from './components/LoginPage';
 import type { CallerProfile, CampusSummary } from '@naalya/access';
 import type { AgentMap } from '@naalya/agent-tools';
-import { api, session } from './lib/api';
+import { api } from './lib/api';
+import { session, tokenExpiry } from './lib/session';
 import { HttpError } from './lib/sse';
+import { usePageTitle } from './lib/page-title';
 import { useRoute } from './lib/route';
 
 export const App = () => {
   const route = useRoute();
-  const [token, setToken] = useState(session.get());
+  // undefined while a new tab asks the open ones for their session.
+  const [token, setToken] = useState<string | null | undefined>(() => session.get() ?? undefined);
   const [me, setMe] = useState<CallerProfile | null>(null);
   const [campuses, setCampuses] = useState<CampusSummary[]>([]);
   const [mode, setMode] = useState<RunModeChoice>({ mode: 'school' });
   const [map, setMap] = useState<AgentMap | null>(null);
   const [error, setError] = useState<string | null>(null);
 
-  const signOut = useCallback(() => {
-    session.clear();
+  const signedOut = useCallback(() => {
     setToken(null);
     setMe(null);
     setMap(null);
   }, []);
+  const signOut = useCallback(() => {
+    session.clear();
+    signedOut();
+  }, [signedOut]);
+
+  useEffect(() => {
+    // Only on the tab's first render can the token be undefined.
+    if (token === undefined) void session.borrow().then(setToken);
+    // Other tabs: a sign-out there is one here; a sign-in there signs in this tab if it waits at the form.
+    return session.subscribe({ onSignedIn: setToken, onSignedOut: signedOut });
+  }, [signedOut]);
+
+  // A token is dropped when it expires, not when the next request is refused.
+  useEffect(() => {
+    const expiry = token ? tokenExpiry(token) : null;
+    if (expiry === null) return undefined;
+    const timer = setTimeout(signOut, Math.max(0, Math.min(expiry - Date.now(), 2_147_000_000)));
+    return () => clearTimeout(timer);
+  }, [token, signOut]);
 
   // An expired or revoked session sends the user back to the sign-in form, whatever page asked.
   const onApiError = useCallback(
@@ -66,6 +87,9 @@ export const App = () => {
     };
   }, [me, modeName, onApiError]);
 
+  usePageTitle(!token ? 'Sign in' : route.page === 'activity' ? 'Activity' : null);
+
+  if (token === undefined) return <p className="p-4 text-slate-700">Opening your session…</p>;
   if (!token) {
     return (
       <LoginPage

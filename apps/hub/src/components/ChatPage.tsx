@@ -8,13 +8,15 @@ import {
   type MultitaskStrategy,
   type ThreadSummary,
 } from '@naalya/agent-tools';
-import { api, session, toolCallKey } from '../lib/api';
+import { api, toolCallKey } from '../lib/api';
+import { session } from '../lib/session';
 import { eventLabel, speakerName } from '../lib/labels';
 import {
   QUEUED_TEXT,
   activeRun,
   announcements,
   emptyThread,
+  questionAnnouncement,
   orderedItems,
   pendingQuestions,
   runHint,
@@ -23,6 +25,7 @@ import {
   type ChatItem,
   type RunSummaryView,
 } from '../lib/run-view';
+import { usePageTitle, useUnseen } from '../lib/page-title';
 import { chatHref, activityHref } from '../lib/route';
 import { HttpError, streamRunEvents } from '../lib/sse';
 import type { RunModeChoice } from './Header';
@@ -110,6 +113,10 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
   const [search, setSearch] = useState('');
   const [searchDraft, setSearchDraft] = useState('');
   const [renaming, setRenaming] = useState<string | null>(null);
+  // The thread list below the md breakpoint: folded until asked for, folded again once a thread is picked.
+  const [threadsOpen, setThreadsOpen] = useState(false);
+  const threadsToggle = useRef<HTMLButtonElement | null>(null);
+  useEffect(() => setThreadsOpen(false), [threadId]);
 
   const refreshThreads = useCallback(() => {
     api.threads({ q: search || undefined, limit: THREAD_PAGE }).then(({ threads, next }) => {
@@ -125,12 +132,35 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
       setNextCursor(next);
     }, onApiError);
   };
+  const [deleting, setDeleting] = useState<string | null>(null);
+  // Where the keyboard goes once a rename or a delete's confirmation closes (the control it was on is gone): a selector.
+  const refocus = useRef<string | null>(null);
+  useEffect(() => {
+    if (!refocus.current || renaming || deleting) return;
+    document.querySelector<HTMLElement>(refocus.current)?.focus();
+    refocus.current = null;
+  }, [renaming, deleting, threads]);
+  const keepThread = (id: string) => {
+    refocus.current = `[data-thread-delete="${id}"]`;
+    setDeleting(null);
+  };
+  const searchBox = useRef<HTMLInputElement | null>(null);
+  const deleteThread = (id: string) => {
+    api.deleteThread(id).then(() => {
+      setThreads((shown) => shown.filter((thread) => thread.id !== id));
+      setDeleting(null);
+      if (id === threadId) window.location.hash = chatHref();
+      // The row and its buttons are gone: the keyboard resumes at the top of the list.
+      searchBox.current?.focus();
+    }, onApiError);
+  };
   const submitRename = (event: FormEvent<HTMLFormElement>, id: string) => {
     event.preventDefault();
     const title = String(new FormData(event.currentTarget).get('title') ?? '').trim();
     if (!title) return;
     api.renameThread(id, title).then((renamed) => {
       setThreads((shown) => shown.map((thread) => (thread.id === id ? { ...thread, title: renamed.title } : thread)));
+      refocus.current = `[data-thread-link="${id}"]`;
       setRenaming(null);
     }, onApiError);
   };
@@ -380,14 +410,52 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
     return () => clearInterval(timer);
   }, [expiring]);
 
+  // Announced: each answer as it ends (polite), the newest question that waits for the user (assertive); a tab in the
+  // background counts them in its title until it is looked at.
+  const announced = announcements(state);
+  const asking = questionAnnouncement(state);
+  const { unseen, notice } = useUnseen();
+  const noticed = useRef(new Set<string>());
+  useEffect(() => {
+    for (const item of [...announced, ...(asking ? [asking] : [])]) {
+      if (noticed.current.has(item.id)) continue;
+      noticed.current.add(item.id);
+      notice(item.kind === 'question' ? 'question' : 'answer');
+    }
+  }, [announced, asking, notice]);
+  const threadTitle = threadId ? (threads.find((thread) => thread.id === threadId)?.title ?? null) : null;
+  usePageTitle(threadTitle ? `${threadTitle} · Chat` : 'Chat', unseen);
+
   const stoppable = stoppableRun(state);
   const hint = runHint(state);
   const statusOf = new Map(state.runs.map((run) => [run.id, run.status]));
 
   return (
-    <div className="flex flex-1">
-      <aside className="hidden w-64 shrink-0 border-r border-slate-200 bg-white p-3 md:block" aria-label="Your chats">
-        <a href={chatHref()} className="mb-3 block rounded bg-sky-700 px-3 py-1.5 text-center text-sm font-medium text-white hover:bg-sky-800">
+    <div className="flex min-w-0 flex-1 flex-col md:flex-row">
+      {/* Below md the list folds away behind this toggle, so a phone keeps the conversation on screen and the list reachable. */}
+      <button
+        type="button"
+        className="m-2 self-start rounded border border-slate-300 bg-white px-3 py-1.5 text-sm font-medium md:hidden"
+        aria-expanded={threadsOpen}
+        aria-controls="thread-drawer"
+        ref={threadsToggle}
+        onClick={() => setThreadsOpen((open) => !open)}
+        data-testid="threads-toggle"
+      >
+        {threadsOpen ? 'Hide chats' : 'Chats'}
+      </button>
+      <aside
+        id="thread-drawer"
+        className={`${threadsOpen ? 'block' : 'hidden'} w-full shrink-0 border-b border-slate-200 bg-white p-3 md:block md:w-64 md:border-r md:border-b-0`}
+        aria-label="Your chats"
+        onKeyDown={(event) => {
+          if (event.key === 'Escape' && threadsOpen) {
+            setThreadsOpen(false);
+            threadsToggle.current?.focus();
+          }
+        }}
+      >
+        <a href={chatHref()} onClick={() => setThreadsOpen(false)} className="mb-3 block rounded bg-sky-700 px-3 py-1.5 text-center text-sm font-medium text-white hover:bg-sky-800">
           New chat
         </a>
         <form
@@ -403,6 +471,7 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
           </label>
           <input
             id="thread-search"
+            ref={searchBox}
             type="search"
             value={searchDraft}
             onChange={(event) => setSearchDraft(event.target.value)}
@@ -422,17 +491,39 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
                     Save
                   </button>
                 </form>
+              ) : deleting === thread.id ? (
+                <div
+                  role="group"
+                  aria-label={`Delete ${thread.title ?? 'New chat'}?`}
+                  className="rounded border border-red-300 bg-red-50 p-2"
+                  onKeyDown={(event) => event.key === 'Escape' && keepThread(thread.id)}
+                >
+                  <p className="text-xs text-red-900">Delete “{thread.title ?? 'New chat'}”? Its messages go; the changes it made stay in Activity.</p>
+                  <div className="mt-1 flex gap-2">
+                    <button type="button" autoFocus onClick={() => deleteThread(thread.id)} className="rounded bg-red-700 px-2 py-0.5 text-xs font-medium text-white hover:bg-red-800">
+                      Delete
+                    </button>
+                    <button type="button" onClick={() => keepThread(thread.id)} className="rounded border border-slate-300 px-2 py-0.5 text-xs">
+                      Keep
+                    </button>
+                  </div>
+                </div>
               ) : (
                 <div className="flex items-center gap-1">
                   <a
                     href={chatHref(thread.id)}
                     aria-current={thread.id === threadId ? 'page' : undefined}
+                    data-thread-link={thread.id}
+                    onClick={() => setThreadsOpen(false)}
                     className={`block min-w-0 flex-1 truncate rounded px-2 py-1 ${thread.id === threadId ? 'bg-sky-100 text-sky-900' : 'hover:bg-slate-100'}`}
                   >
                     {thread.title ?? 'New chat'}
                   </a>
-                  <button type="button" onClick={() => setRenaming(thread.id)} aria-label={`Rename ${thread.title ?? 'New chat'}`} className="rounded px-1 text-xs text-slate-600 hover:bg-slate-100">
+                  <button type="button" onClick={() => setRenaming(thread.id)} aria-label={`Rename ${thread.title ?? 'New chat'}`} className="rounded px-1 text-xs text-slate-700 hover:bg-slate-100">
                     Rename
+                  </button>
+                  <button type="button" onClick={() => setDeleting(thread.id)} data-thread-delete={thread.id} aria-label={`Delete ${thread.title ?? 'New chat'}`} className="rounded px-1 text-xs text-red-800 hover:bg-red-50">
+                    Delete
                   </button>
                 </div>
               )}
@@ -446,7 +537,7 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
           </button>
         ) : null}
       </aside>
-      <section className="flex flex-1 flex-col" aria-label="Conversation">
+      <section className="flex min-w-0 flex-1 flex-col" aria-label="Conversation">
         <div role="log" aria-live="polite" aria-relevant="additions" className="flex-1 space-y-3 overflow-auto p-4" data-testid="conversation">
           {state.items.length === 0 ? <p className="text-slate-500">Ask Rover something, for example “list departments”.</p> : null}
           {orderedItems(state).map((item) => {
@@ -551,11 +642,19 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
         </div>
         {/* Each message once, whole, as it ends: additions are read, the oldest dropped silently. */}
         <div className="sr-only" aria-live="polite" aria-atomic="false" aria-relevant="additions" data-testid="announcer">
-          {announcements(state).map((item) => (
+          {announced.map((item) => (
             <p key={item.id}>
               {speakerName(item.speaker)}: {item.text}
             </p>
           ))}
+        </div>
+        {/* A question holds the run until it is answered: said at once, and said again only for a new question. */}
+        <div className="sr-only" aria-live="assertive" aria-atomic="true" data-testid="question-announcer">
+          {asking ? (
+            <p key={asking.id}>
+              {speakerName(asking.askedBy)} {asking.confirm ? 'asks you to confirm' : 'asks'}: {asking.question}
+            </p>
+          ) : null}
         </div>
         <form onSubmit={send} className="border-t border-slate-200 bg-white p-3">
           {conflict ? (
@@ -611,7 +710,7 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
               }}
               onKeyDown={onKeyDown}
               aria-describedby="composer-hint"
-              className="flex-1 rounded border border-slate-300 px-3 py-2"
+              className="min-w-0 flex-1 rounded border border-slate-300 px-3 py-2"
               maxLength={4000}
             />
             <button type="submit" disabled={sending || !draft.trim()} className="self-end rounded bg-sky-700 px-4 py-2 font-medium text-white hover:bg-sky-800 disabled:opacity-50">

@@ -32,9 +32,9 @@ export const Header = ({ me, map, campuses, mode, onModeChange, route, onSignOut
             Activity
           </a>
         </nav>
-        <div className="ml-auto flex items-center gap-3 text-sm" data-testid="whoami">
+        <div className="ml-auto flex min-w-0 flex-wrap items-center gap-3 text-sm" data-testid="whoami">
           {me ? (
-            <span>
+            <span className="min-w-0 break-words">
               Signed in as <strong>{me.fullName}</strong> ({me.email}) ·{' '}
               <span data-testid="school">{isPlatform ? 'Platform administrator, every school' : (me.schoolName ?? 'Your school')}</span>
               {me.campusName ? <span> · {me.campusName} campus</span> : null}
@@ -95,7 +95,7 @@ export const Header = ({ me, map, campuses, mode, onModeChange, route, onSignOut
                 {entry.speaker === 'rover' ? '' : ` (${SPEAKER_HATS[entry.speaker]})`}
                 <span className="text-sky-700"> · {entry.tools.length} tools</span>
               </summary>
-              <ul className="absolute z-10 mt-1 max-h-64 w-64 overflow-auto rounded border border-slate-200 bg-white p-2 text-xs shadow">
+              <ul className="absolute z-10 mt-1 max-h-64 w-64 max-w-[calc(100vw-2rem)] overflow-auto rounded border border-slate-200 bg-white p-2 text-xs shadow">
                 {entry.tools.map((tool) => (
                   <li key={tool}>{toolLabel(tool)}</li>
                 ))}

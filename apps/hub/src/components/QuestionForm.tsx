@@ -46,6 +46,8 @@ export const QuestionForm = ({
       onSubmit={submit}
       className="rounded-lg border border-amber-300 bg-amber-50 p-3"
       aria-label={item.confirm ? `Confirmation asked by ${asker}` : `Question from ${asker}`}
+      // Not read out as the conversation log grows: the assertive announcer says it once (ChatPage).
+      aria-live="off"
       data-testid="question"
       data-state={item.state}
       data-interrupt-id={item.id}

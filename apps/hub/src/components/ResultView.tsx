@@ -1,9 +1,16 @@
 import { useId, useState } from 'react';
+import { CopyId } from './CopyId';
 import { resultModel, type GridModel, type IdRef, type RecordModel, type TableModel } from '../lib/result-view';
 
-/** Ids one click away: a disclosure (keyboard-reachable, announced as expandable), each id selectable to copy. */
-const Ids = ({ ids, label }: { ids: IdRef[]; label: string }) =>
-  ids.length ? (
+/**
+ * Ids one click away: the thing's own id (its `id`, else the first) behind a copy button, and every id in a disclosure (keyboard-
+ * reachable, announced as expandable), each selectable.
+ */
+const Ids = ({ ids, label }: { ids: IdRef[]; label: string }) => {
+  const own = ids.find((id) => id.key === 'id') ?? ids[0];
+  return own ? (
+    <div className="flex flex-wrap items-start gap-x-2 gap-y-1">
+      <CopyId id={own.value} name={label} />
     <details className="text-xs" data-testid="result-ids">
       <summary className="cursor-pointer text-sky-800 underline" aria-label={`Ids of ${label}`}>
         Ids
@@ -19,7 +26,9 @@ const Ids = ({ ids, label }: { ids: IdRef[]; label: string }) =>
         ))}
       </dl>
     </details>
+    </div>
   ) : null;
+};
 
 /**
  * A list as a table. Below the `sm` breakpoint each row stacks into a block of label/value lines (the header is then

@@ -9,16 +9,8 @@ import type {
   ThreadDetail,
   ThreadSummary,
 } from '@naalya/agent-tools';
+import { session } from './session';
 import { httpErrorOf } from './sse';
-
-const TOKEN_KEY = 'naalya.hub.token';
-
-/** The session's token: this tab only, gone when the tab closes. */
-export const session = {
-  get: (): string | null => sessionStorage.getItem(TOKEN_KEY),
-  set: (token: string) => sessionStorage.setItem(TOKEN_KEY, token),
-  clear: () => sessionStorage.removeItem(TOKEN_KEY),
-};
 
 /** Same origin in production (the server serves the Hub) and in development (Vite proxies these paths). */
 export const request = async <T>(path: string, init: { method?: string; body?: unknown; token?: string | null } = {}): Promise<T> =>
@@ -37,7 +29,8 @@ export const requestWithHeaders = async <T>(path: string, init: { method?: strin
     body: init.body === undefined ? undefined : JSON.stringify(init.body),
   });
   if (!response.ok) throw await httpErrorOf(response);
-  return { body: (await response.json()) as T, headers: response.headers };
+  // 204 (a delete) has no body.
+  return { body: (response.status === 204 ? undefined : await response.json()) as T, headers: response.headers };
 };
 
 export const api = {
@@ -58,6 +51,8 @@ export const api = {
   },
   renameThread: (threadId: string, title: string) =>
     request<ThreadSummary>(`/agent/threads/${encodeURIComponent(threadId)}`, { method: 'PATCH', body: { title } }),
+  /** Deletes a thread with its runs and events; its audit rows stay. 409 while one of its runs is in progress. */
+  deleteThread: (threadId: string) => request<void>(`/agent/threads/${encodeURIComponent(threadId)}`, { method: 'DELETE' }),
   createThread: () => request<ThreadSummary>('/agent/threads', { body: {} }),
   thread: (threadId: string) => request<ThreadDetail>(`/agent/threads/${encodeURIComponent(threadId)}`),
   /** `reject` (the server's default, left out) answers 409 while another run is active; `enqueue` queues, `interrupt` stops it first. */

@@ -4,6 +4,7 @@ import {
   ANNOUNCED_MESSAGES,
   activeRun,
   announcements,
+  questionAnnouncement,
   emptyThread,
   expiryText,
   orderedItems,
@@ -379,9 +380,24 @@ describe('streaming: text and tool arguments as they arrive, announced once, a s
       ),
     ]);
     expect(pendingQuestions(state)).toEqual([
-      { kind: 'question', id: 'q1', runId: 'run-1', question: 'Which term?', askedBy: 'dos', state: 'pending' },
-      { kind: 'question', id: 'q2', runId: 'run-1', question: 'Create it?', askedBy: 'rover', state: 'pending', confirm: true, toolCallId: 'c9' },
+      { kind: 'question', id: 'q1', runId: 'run-1', question: 'Which term?', askedBy: 'dos', state: 'pending', live: true },
+      { kind: 'question', id: 'q2', runId: 'run-1', question: 'Create it?', askedBy: 'rover', state: 'pending', confirm: true, toolCallId: 'c9', live: true },
     ]);
+  });
+
+  it('the assertive announcer: the newest question asked while the page watched, none replayed after a reload, none once answered', () => {
+    const asked = play([interrupted({ interruptId: 'q1', question: 'Which term?', askedBy: 'dos' })]);
+    expect(questionAnnouncement(asked)).toMatchObject({ id: 'q1', question: 'Which term?' });
+    // The same question replayed from history (a reload): on screen, answerable, not read out again.
+    const opened = apply(emptyThread('thread-1'), {
+      type: 'run-summary',
+      history: true,
+      run: { id: 'run-1', status: 'interrupted', message: 'which term', interrupts: [], error: null, lastSeq: 9 },
+    });
+    const replayed = play([interrupted({ interruptId: 'q1', question: 'Which term?', askedBy: 'dos' })], opened, 'run-1', 8);
+    expect(pendingQuestions(replayed).map((item) => item.id)).toEqual(['q1']);
+    expect(questionAnnouncement(replayed)).toBeUndefined();
+    expect(questionAnnouncement(apply(asked, { type: 'answer-sending', interruptId: 'q1', answer: 'Term 1' }))).toBeUndefined();
   });
 });
 

@@ -61,6 +61,8 @@ export type ChatItem =
       note?: string;
       /** A confirmation of one tool call: only a yes lets it run. */
       confirm?: true;
+      /** Asked while the page watched (not replayed from history): announced, once. */
+      live?: true;
       /** When the server stops waiting for the answer (it then ends the run): ISO 8601, from the run's summary. */
       expiresAt?: string;
       /** A confirmation's tool call, which has not run: if the run ends unanswered, it never will. */
@@ -181,13 +183,14 @@ const speakerOf = (state: ThreadView, subagentRunId: string | undefined): AgentS
   (subagentRunId === undefined ? undefined : state.subagents[subagentRunId]) ?? 'rover';
 
 /** A question or confirmation a run paused on, as the chat shows it. */
-const questionOf = (interrupt: RunInterrupt, runId: string): ChatItem => ({
+const questionOf = (interrupt: RunInterrupt, runId: string, live: boolean): ChatItem => ({
   kind: 'question',
   id: interrupt.id,
   runId,
   question: interrupt.message,
   askedBy: interrupt.metadata.askedBy,
   state: 'pending',
+  ...(live ? { live: true as const } : {}),
   ...(interrupt.reason === 'confirmation' ? { confirm: true as const } : {}),
   ...(interrupt.reason === 'confirmation' && interrupt.toolCallId ? { toolCallId: interrupt.toolCallId } : {}),
   ...(interrupt.expiresAt ? { expiresAt: interrupt.expiresAt } : {}),
@@ -329,7 +332,7 @@ const applyEvent = (state: ThreadView, runId: string, seq: number, event: RunStr
       const interrupts = outcome.type === 'interrupt' ? outcome.interrupts : [];
       const questions = interrupts
         .filter((interrupt) => !items.some((item) => item.kind === 'question' && item.id === interrupt.id))
-        .map((interrupt) => questionOf(interrupt, runId));
+        .map((interrupt) => questionOf(interrupt, runId, seq > (state.runs.find((run) => run.id === runId)?.historySeq ?? 0)));
       const status: AgentRunStatus = outcome.type === 'interrupt' ? 'interrupted' : 'finished';
       // A tool call paused on its confirmation has not run yet: it waits for the answer, like ask_user.
       const waiting = new Set(interrupts.flatMap((interrupt) => (interrupt.reason === 'confirmation' && interrupt.toolCallId ? [interrupt.toolCallId] : [])));
@@ -607,6 +610,15 @@ export const ANNOUNCED_MESSAGES = 3;
  */
 export const announcements = (state: ThreadView): Extract<ChatItem, { kind: 'message' }>[] =>
   state.items.filter((item): item is Extract<ChatItem, { kind: 'message' }> => item.kind === 'message' && item.live && !item.streaming).slice(-ANNOUNCED_MESSAGES);
+
+/**
+ * What the assertive live region says: the newest question asked while the page watched that still waits for an
+ * answer (one replayed after a reload is on screen, not read out again).
+ */
+export const questionAnnouncement = (state: ThreadView): Extract<ChatItem, { kind: 'question' }> | undefined =>
+  pendingQuestions(state)
+    .filter((item) => item.live)
+    .at(-1);
 
 /** Questions still waiting for an answer. */
 export const pendingQuestions = (state: ThreadView) =>
