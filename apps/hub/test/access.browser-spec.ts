@@ -342,6 +342,21 @@ describe('a sign-in shared by the tabs of one browser', () => {
     await second.close();
   });
 
+  it('signing in at one tab signs in a tab that waits at the sign-in form', async () => {
+    await Promise.all(browser.pages().map((open) => open.close()));
+    const [first, second] = [await browser.newPage(), await browser.newPage()];
+    for (const tab of [first, second]) {
+      tab.setDefaultTimeout(TIMEOUT);
+      await tab.goto(`${stack.baseUrl}/hub/`);
+      await tab.getByLabel('Email').waitFor();
+    }
+    await first.getByLabel('Email').fill(ADMIN);
+    await first.getByLabel('Password').fill('naalya-demo');
+    await first.getByLabel('Password').press('Enter');
+    await second.getByTestId('whoami').getByText('Grace Namusoke').waitFor();
+    page = first;
+  });
+
   it('the token never reaches storage that outlives the tabs: with no Hub tab open, a new one asks to sign in', async () => {
     const first = await signIn(ADMIN);
     expect(await first.evaluate(() => localStorage.length)).toBe(0);
