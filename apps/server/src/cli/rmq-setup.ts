@@ -29,9 +29,14 @@ try {
     if (worker !== config.WORKER_BROKER_USER) {
       throw new ConfigError(`WORKER_BROKER_USER is "${config.WORKER_BROKER_USER}" but the worker's RABBITMQ_URL connects as "${worker}": the server would refuse every tool call.`);
     }
+    // The MCP door's user is the server's own configuration (the door runs in the server), created here like the worker's.
+    const mcpUrl = config.MCP_RABBITMQ_URL;
+    if (mcpUrl && brokerCredentialsOf(mcpUrl).user !== config.MCP_BROKER_USER) {
+      throw new ConfigError(`MCP_BROKER_USER is "${config.MCP_BROKER_USER}" but MCP_RABBITMQ_URL connects as "${brokerCredentialsOf(mcpUrl).user}": the server would refuse every call through the door.`);
+    }
     const managementUrl = process.env['RABBITMQ_MANAGEMENT_URL'] || undefined;
     const via: BrokerAdminApi = managementUrl ? { kind: 'management', url: managementUrl } : { kind: 'rabbitmqctl' };
-    const definitions = await setupBroker({ adminUrl, serverUrl: config.RABBITMQ_URL, workerUrl, names }, via, topology);
+    const definitions = await setupBroker({ adminUrl, serverUrl: config.RABBITMQ_URL, workerUrl, mcpUrl, names }, via, topology);
     const users = definitions.users.map((user) => user.name).join('", "');
     console.log(
       `Broker ready: vhost "${definitions.vhosts[0]?.name}", users "${users}", queues "${names.toolsQueue}" (through "${names.toolsExchange}"), "${names.runsQueue}", dead letters in "${names.deadLetterQueue}" and "${runsDeadLetterQueue(names)}".`,

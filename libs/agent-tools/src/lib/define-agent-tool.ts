@@ -5,6 +5,9 @@ import type { ResultView } from './tool-result.js';
 /** The em dash character; agent-facing copy must not contain it. */
 export const EM_DASH = '\u2014';
 
+/** Agent-facing copy without the em dash (the model must not learn the character from us); also what a person is asked. */
+export const withoutEmDash = (text: string): string => text.replaceAll(` ${EM_DASH} `, ', ').replaceAll(EM_DASH, ', ');
+
 /** Verbs whose events change state; every such call is audited and goes through the idempotency ledger. */
 export const MUTATING_VERBS = [
   'create', 'update', 'delete', 'assign', 'unassign', 'add', 'remove', 'record', 'approve', 'reject', 'submit',

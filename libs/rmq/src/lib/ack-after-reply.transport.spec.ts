@@ -37,4 +37,13 @@ describe('foreignPublisher', () => {
     // A long claim is logged shortened to 200 characters of its JSON text.
     expect(foreignPublisher('x'.repeat(500), 'naalya_worker')).toBe(`user_id "${'x'.repeat(199)}…`);
   });
+
+  it('accepts exactly the listed publishers when given several (the worker and the MCP door)', () => {
+    const allowed = ['naalya_worker', 'naalya_mcp'];
+    expect(foreignPublisher('naalya_worker', allowed)).toBeUndefined();
+    expect(foreignPublisher('naalya_mcp', allowed)).toBeUndefined();
+    expect(foreignPublisher('naalya_server', allowed)).toBe('user_id "naalya_server"');
+    expect(foreignPublisher(undefined, allowed)).toBe('no user_id');
+    expect(foreignPublisher('naalya_worker', [])).toBe('user_id "naalya_worker"');
+  });
 });

@@ -40,11 +40,11 @@ export type AckAfterReplyTransportOptions = {
    */
   reconnect?: { initialDelayMs?: number; maxDelayMs?: number; startupRetries?: number };
   /**
-   * Only messages whose AMQP `user_id` is this broker user are run; any other (or none) is answered with a fixed
-   * error, dead-lettered and logged as a security event, before any handler. RabbitMQ validates `user_id` against the
-   * publishing connection's user, so a publisher cannot claim another user's id.
+   * Only messages whose AMQP `user_id` is this broker user (or one of these) are run; any other (or none) is answered
+   * with a fixed error, dead-lettered and logged as a security event, before any handler. RabbitMQ validates `user_id`
+   * against the publishing connection's user, so a publisher cannot claim another user's id.
    */
-  requireUserId?: string;
+  requireUserId?: string | readonly string[];
   /**
    * false for a queue of events only (the worker's runs queue): nothing is ever published, not even an error reply to a
    * message that carries a replyTo. A consumer whose broker user may not write the default exchange would otherwise
@@ -99,11 +99,12 @@ const MASKED_ERROR = 'Internal server error';
 const shorten = (text: string): string => (text.length > LOGGED_TEXT_LIMIT ? `${text.slice(0, LOGGED_TEXT_LIMIT)}…` : text);
 
 /**
- * Undefined when a message was published by `required` (its AMQP `user_id`, which RabbitMQ validates against the
- * publishing connection's user); otherwise what it claimed instead, for the security event and the dead-letter reason.
+ * Undefined when a message was published by `required` or one of them (its AMQP `user_id`, which RabbitMQ validates
+ * against the publishing connection's user); otherwise what it claimed instead, for the security event and the
+ * dead-letter reason.
  */
-export const foreignPublisher = (userId: unknown, required: string): string | undefined => {
-  if (userId === required) return undefined;
+export const foreignPublisher = (userId: unknown, required: string | readonly string[]): string | undefined => {
+  if (typeof required === 'string' ? userId === required : required.some((user) => user === userId)) return undefined;
   return userId === undefined ? 'no user_id' : `user_id ${shorten(JSON.stringify(String(userId)))}`;
 };
 const describe = (error: unknown): string => {
@@ -365,7 +366,7 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
     const { requireUserId } = this.options;
     const claimed = requireUserId === undefined ? undefined : foreignPublisher(message.properties.userId, requireUserId);
     if (claimed !== undefined) {
-      this.logger.warn(`security event: message refused (publisher not allowed): ${claimed} on ${this.options.queue}, only ${requireUserId} may publish here`);
+      this.logger.warn(`security event: message refused (publisher not allowed): ${claimed} on ${this.options.queue}, only ${String(requireUserId)} may publish here`);
       delivery.settle({
         settlement: 'dead-letter',
         reply: { id, err: rmqError(PUBLISHER_REFUSED_ERROR), isDisposed: true },

@@ -37,7 +37,7 @@ export const onlyNames = (...names: string[]): string => `^(${names.map(escapeRe
  * RabbitMQ 3.10 does not check the read permission when a client consumes `amq.rabbitmq.reply-to` (verified); it is
  * listed so the rule says what the worker does, and so a broker that checks it still delivers the worker its replies.
  */
-export const brokerPermissions = (names: RmqNames): { server: BrokerPermissions; worker: BrokerPermissions } => ({
+export const brokerPermissions = (names: RmqNames): { server: BrokerPermissions; worker: BrokerPermissions; mcp: BrokerPermissions } => ({
   server: {
     configure: NO_NAMES,
     write: onlyNames(DEFAULT_EXCHANGE),
@@ -47,6 +47,13 @@ export const brokerPermissions = (names: RmqNames): { server: BrokerPermissions;
     configure: NO_NAMES,
     write: onlyNames(names.toolsExchange, names.runEventsExchange),
     read: onlyNames(names.runsQueue, DIRECT_REPLY_TO),
+  },
+  // The MCP door: tool calls out through the tools exchange and their replies on direct reply-to, nothing else (no run
+  // steps, no run events). Its own user, so the server can tell its calls from the worker's and audit them as "mcp".
+  mcp: {
+    configure: NO_NAMES,
+    write: onlyNames(names.toolsExchange),
+    read: onlyNames(DIRECT_REPLY_TO),
   },
 });
 
@@ -71,6 +78,8 @@ export type BrokerAccessInput = {
   serverUrl: string;
   /** The worker's own user, likewise. */
   workerUrl: string;
+  /** The MCP door's own user, likewise; without it no door user is set up. */
+  mcpUrl?: string;
   names: RmqNames;
 };
 
@@ -90,24 +99,27 @@ export const brokerDefinitions = (input: BrokerAccessInput): BrokerDefinitions =
   const admin = brokerCredentialsOf(input.adminUrl);
   const server = brokerCredentialsOf(input.serverUrl);
   const worker = brokerCredentialsOf(input.workerUrl);
+  const mcp = input.mcpUrl === undefined ? undefined : brokerCredentialsOf(input.mcpUrl);
   const vhost = admin.vhost;
-  for (const [role, credentials] of [['server', server], ['worker', worker]] as const) {
+  const runtime = [['server', server], ['worker', worker], ...(mcp ? [['MCP door', mcp] as const] : [])] as const;
+  for (const [role, credentials] of runtime) {
     if (credentials.vhost !== vhost) {
       throw new Error(`The ${role}'s broker URL names vhost "${credentials.vhost}", the admin URL "${vhost}": they must name the same vhost.`);
     }
   }
-  const users = new Set([admin.user, server.user, worker.user]);
-  if (users.size !== 3) {
-    throw new Error(`The admin, the server and the worker need three different broker users, got ${[admin.user, server.user, worker.user].join(', ')}.`);
+  const names = [admin.user, ...runtime.map(([, credentials]) => credentials.user)];
+  if (new Set(names).size !== names.length) {
+    throw new Error(`The admin, the server, the worker and the MCP door need different broker users, got ${names.join(', ')}.`);
   }
   const permissions = brokerPermissions(input.names);
   return {
     vhosts: [{ name: vhost }],
-    users: [server, worker].map(({ user, password }) => ({ name: user, password, tags: [] })),
+    users: runtime.map(([, { user, password }]) => ({ name: user, password, tags: [] })),
     permissions: [
       { user: admin.user, vhost, ...FULL_ACCESS },
       { user: server.user, vhost, ...permissions.server },
       { user: worker.user, vhost, ...permissions.worker },
+      ...(mcp ? [{ user: mcp.user, vhost, ...permissions.mcp }] : []),
     ],
   };
 };

@@ -20,8 +20,9 @@ export const connectToolTransport = (app: INestApplication, config: ServerConfig
     drainTimeoutMs: config.SHUTDOWN_DRAIN_TIMEOUT_MS,
     logger: new Logger('ToolTransport'),
     connectionName: 'naalya-server',
-    // Only the worker's broker user may call tools: anyone else who can reach the queue gets nothing run.
-    requireUserId: config.WORKER_BROKER_USER,
+    // Only the worker's and the MCP door's broker users may call tools: anyone else who can reach the queue gets nothing
+    // run. (No worker user configured: the reliability battery's weakened server, which requires none.)
+    requireUserId: config.WORKER_BROKER_USER === undefined ? undefined : [config.WORKER_BROKER_USER, config.MCP_BROKER_USER],
   });
   const brokerStatus = app.get(BrokerStatus);
   transport.status.subscribe((status) => brokerStatus.report(status === 'connected'));

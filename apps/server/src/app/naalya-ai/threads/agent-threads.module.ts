@@ -14,5 +14,6 @@ import { AgentThreadsService } from './agent-threads.service.js';
   imports: [TeachingModule, AgentRunStoreModule, AgentDispatchModule, AgentRunEventsModule, RunLifecycleModule, ModelPolicyModule],
   controllers: [AgentContextController, AgentThreadsController],
   providers: [AgentCallerGuard, AgentThreadsService],
+  exports: [AgentThreadsService],
 })
 export class AgentThreadsModule {}

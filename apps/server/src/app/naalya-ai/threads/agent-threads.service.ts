@@ -306,7 +306,8 @@ export class AgentThreadsService {
    * demo, the tests, the battery, the bench): its context's dispatch token names a run in flight until the caller
    * closes it or the token expires. A user has a bounded number open at once.
    */
-  openDirectRun(dto: { campusId?: string; targetSchoolId?: string }, caller: JwtPayload): Promise<AgentRuntimeContext> {
+  /** `ttlSeconds` shortens the run's life and its token's (an MCP session ends with its connected-app token). */
+  openDirectRun(dto: { campusId?: string; targetSchoolId?: string; ttlSeconds?: number }, caller: JwtPayload): Promise<AgentRuntimeContext> {
     return asCaller(caller, async () => {
       const user = await this.identityService.assertCurrent(caller);
       await this.runs.lockUserLimits(user.id);
@@ -325,7 +326,7 @@ export class AgentThreadsService {
         campusId: context.runMode.mode === 'campus' ? context.runMode.campus.id : null,
         targetSchoolId: context.runMode.mode === 'school' ? (context.runMode.targetSchoolId ?? null) : null,
         // The run ends when its token does (minted with the same lifetime a moment ago).
-        expiresAt: new Date(Date.now() + this.config.DISPATCH_TOKEN_TTL_SECONDS * 1000),
+        expiresAt: new Date(Date.now() + Math.min(dto.ttlSeconds ?? Infinity, this.config.DISPATCH_TOKEN_TTL_SECONDS) * 1000),
       });
       return context;
     });

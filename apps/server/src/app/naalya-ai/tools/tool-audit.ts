@@ -1,4 +1,4 @@
-import { AuditSource, type ActionAuditAction } from '@naalya/access';
+import type { ActionAuditAction, AuditSource } from '@naalya/access';
 import type { AuditLogService } from '../../core/audit/audit-log.service.js';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 
@@ -11,12 +11,12 @@ export const auditToolWrite = async <T>(
   jwt: JwtPayload,
   audit: { action: ActionAuditAction; resourceType: string; resourceId?: string; resourceName?: string | null },
   result: { data: T } | { error: string },
-  call: { callId: string; tool: string; runId: string; args: unknown },
+  call: { callId: string; tool: string; runId: string; args: unknown; source: AuditSource },
 ): Promise<string | undefined> => {
   if ('error' in result) return undefined;
   return auditLogService.record(jwt, {
     ...audit,
-    source: AuditSource.AGENT,
+    source: call.source,
     callId: call.callId,
     tool: call.tool,
     runId: call.runId,

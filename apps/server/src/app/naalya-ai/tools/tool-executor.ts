@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { dispatchKeyRing } from '../../core/config/signing-key-ring.js';
-import { UserType } from '@naalya/access';
+import { AuditSource, UserType } from '@naalya/access';
 import {
   ERROR_SENTENCES,
   INVALID_ARGUMENTS_PREFIX,
@@ -93,6 +93,8 @@ type CallPlan = {
   admission: Admission;
   /** Returns the call's quota when the ledger answers it (its first copy paid). */
   giveBack: () => void;
+  /** Who published the call, as the broker validated it: the MCP door's user, or the worker's (Rover). */
+  source: typeof AuditSource.AGENT | typeof AuditSource.MCP;
 };
 
 /**
@@ -220,6 +222,9 @@ export class ToolExecutor {
         ...(definition.confirm ? { confirmArgsHash: canonicalHash(args.data) } : {}),
         admission,
         giveBack: () => this.quota.giveBack(admission, quotaSchool, identity.sub),
+        // The transport ran this message only because its user_id is the worker's or the door's (RabbitMQ checks it
+        // against the connection's user): the audit source is read from there, never from the envelope.
+        source: currentRmqMessage()?.properties.userId === this.config.MCP_BROKER_USER ? AuditSource.MCP : AuditSource.AGENT,
       };
       // The ledger and approval hashes above are of the arguments as the model sent them; only the service sees the pinned campus.
       const callArgs = inCallCampus(definition, scope, args.data);
@@ -294,7 +299,7 @@ export class ToolExecutor {
           resourceName: nameBefore,
         },
         result,
-        { callId: plan.callId, tool: plan.toolName, runId: plan.dispatch.runId, args },
+        { callId: plan.callId, tool: plan.toolName, runId: plan.dispatch.runId, args, source: plan.source },
       );
       if (auditId) result.auditId = auditId;
     }

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import {
-  EM_DASH,
   ERROR_SENTENCES,
   RPC_AGENT_TOOLS,
   isApprovalAnswer,
@@ -14,6 +13,7 @@ import {
   type AgentToolRequest,
   type AgentToolRole,
   type AnyAgentTool,
+  withoutEmDash,
 } from '@naalya/agent-tools';
 import { interrupt } from '@langchain/langgraph';
 import { DynamicStructuredTool, type ToolRuntime } from 'langchain';
@@ -25,8 +25,8 @@ import { createAskUserTool } from './local/ask-user.tool.js';
 import { clockTool } from './local/clock.tool.js';
 import { resolveCallScope, resolveIdentity, resolveRuntimeContext } from './tool-context.js';
 
-// A last pass over agent-facing copy: the model must not learn the character from us.
-export const withoutEmDash = (text: string): string => text.replaceAll(` ${EM_DASH} `, ', ').replaceAll(EM_DASH, ', ');
+// A last pass over agent-facing copy, shared with the MCP door's confirmation questions.
+export { withoutEmDash };
 
 // Stable when a checkpoint resume replays the same tool call (same thread, same tool call id), so the
 // server's idempotency ledger recognises the replay; different for every other call.

@@ -1,0 +1,109 @@
+import { createHash } from 'node:crypto';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CONFIRMATION_ANSWERS,
+  identityFromUserDetails,
+  toolError,
+  withoutEmDash,
+  type AgentRuntimeContext,
+  type AgentToolEvent,
+  type AgentToolPayload,
+  type AgentToolResult,
+  type AnyAgentTool,
+} from '@naalya/agent-tools';
+import type { JwtPayload } from '../../core/auth/jwt-payload.js';
+import { scopeOfRunMode } from '../dispatch/dispatch-token.js';
+import { approvalRefusal, recordConfirmationAnswer } from '../runs/tool-call-approvals.js';
+import { asCaller } from '../threads/agent-caller.guard.js';
+import { canonicalHash } from '../tools/canonical-hash.js';
+import { mcpToolsFor, toMcpTool } from './mcp-tool-catalogue.js';
+
+/** What a session needs from the rest of the server: the door's publisher, and how long a call and a question may take. */
+export type McpSessionDeps = {
+  publish: <E extends AgentToolEvent>(event: E, payload: AgentToolPayload[E]) => Promise<AgentToolResult>;
+  callTimeoutMs: number;
+  questionTimeoutMs: number;
+};
+
+/** What a tools/call without a confirmation path answers: nothing ran, and the client is told why. */
+export const NO_ELICITATION_REFUSAL =
+  'This tool changes something that needs your confirmation first, and this MCP client cannot ask you (it does not support elicitation). Nothing was done. Use a client that supports elicitation, or ask Rover in the Hub.';
+
+/**
+ * Stable per session and JSON-RPC request id: a repeated tools/call with the same id in the same session is the same
+ * call (the ledger answers it), the same id in another session is another call.
+ */
+export const mcpCallId = (sessionId: string, requestId: string | number): string =>
+  createHash('sha256').update(`mcp:${sessionId}:${typeof requestId}:${String(requestId)}`).digest('hex');
+
+const asToolResult = (result: AgentToolResult): CallToolResult => ({
+  content: [{ type: 'text', text: JSON.stringify(result) }],
+  isError: 'error' in result,
+});
+
+/**
+ * One MCP session's protocol server: the tools this caller may use (by their roster in the token's mode) and every
+ * call published on the tools exchange with the session's direct run context (identity, scope and dispatch token the
+ * server minted), never from the client's arguments.
+ */
+export const createMcpSessionServer = (context: AgentRuntimeContext, caller: JwtPayload, deps: McpSessionDeps): Server => {
+  const tools = new Map<string, AnyAgentTool>(
+    mcpToolsFor(context.capabilities, context.runMode.mode).map((definition) => [definition.name, definition]),
+  );
+  const server = new Server({ name: 'naalya', version: '1.0.0' }, { capabilities: { tools: { listChanged: false } } });
+
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...tools.values()].map(toMcpTool) }));
+
+  // Asks the person through MCP elicitation with the sentence Rover shows, and records the answer as the same approval
+  // row a resume records (call id, tool, argument hash, user), which execute() checks. Undefined: go ahead.
+  const confirm = async (definition: AnyAgentTool, args: unknown, callId: string): Promise<CallToolResult | undefined> => {
+    const parsed = definition.schema.safeParse(args);
+    // Arguments the tool's schema refuses are sent as they are: the server answers with its masked sentence.
+    if (!parsed.success || !definition.confirm) return undefined;
+    const call = { threadId: context.run.threadId, callId, event: definition.event, argsHash: canonicalHash(parsed.data), userId: caller.sub };
+    // A repeated request (same call id) was answered already: asking again could not change the recorded answer.
+    if ((await asCaller(caller, () => approvalRefusal(call))) !== 'none') return undefined;
+    if (!server.getClientCapabilities()?.elicitation) {
+      return { content: [{ type: 'text', text: JSON.stringify({ error: NO_ELICITATION_REFUSAL, code: 'CONFIRMATION_REQUIRED' }) }], isError: true };
+    }
+    const answer = await server.elicitInput(
+      { mode: 'form', message: withoutEmDash(definition.confirm(parsed.data)), requestedSchema: { type: 'object', properties: {} } },
+      { timeout: deps.questionTimeoutMs },
+    );
+    const approved = answer.action === 'accept';
+    await asCaller(caller, () =>
+      recordConfirmationAnswer({
+        ...call,
+        schoolId: context.userDetails.schoolId,
+        runId: context.run.runId,
+        interruptId: `mcp:${callId}`,
+        answer: approved ? CONFIRMATION_ANSWERS.approve : CONFIRMATION_ANSWERS.decline,
+      }),
+    );
+    return approved ? undefined : asToolResult(toolError('CONFIRMATION_DECLINED'));
+  };
+
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    const definition = tools.get(request.params.name);
+    if (!definition) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`);
+    if (!extra.sessionId) throw new McpError(ErrorCode.InvalidRequest, 'A tools/call needs a session.');
+    const callId = mcpCallId(extra.sessionId, extra.requestId);
+    const args = request.params.arguments ?? {};
+    const refusal = await confirm(definition, args, callId);
+    if (refusal) return refusal;
+    const result = await deps.publish(definition.event as AgentToolEvent, {
+      identity: identityFromUserDetails(context.userDetails),
+      scope: scopeOfRunMode(context.runMode),
+      args,
+      meta: {
+        callId,
+        // Taken after any confirmation, which may have waited for the person.
+        deadline: Date.now() + deps.callTimeoutMs,
+        ...(context.dispatchToken ? { dispatchToken: context.dispatchToken } : {}),
+      },
+    } as AgentToolPayload[AgentToolEvent]);
+    return asToolResult(result);
+  });
+  return server;
+};
