@@ -135,12 +135,17 @@ const personas = [
   {
     email: 'admin@greenhill.school',
     who: 'Grace Namusoke, school administrator (Greenhill Academy)',
-    turns: [{ message: 'show the school branding' }, { message: 'create a department called Robotics' }],
+    turns: [
+      { message: 'show the school branding' },
+      { message: 'create a department called Robotics' },
+      { message: 'delete the Robotics department', answers: ['yes'] },
+    ],
   },
   {
     email: 'admin@lakeside.school',
     who: "Lakeside College's administrator, reaching for a Greenhill department by its id",
-    turns: [{ message: 'list departments' }, { message: `delete department ${greenhillSciences[0].id}`, answers: ['yes'] }],
+    // Refused at the preview, as the delete itself would be: nothing is asked.
+    turns: [{ message: 'list departments' }, { message: `delete department ${greenhillSciences[0].id}` }],
   },
 ];
 

@@ -124,7 +124,7 @@ describe('the Hub in a browser, against the built server and worker', () => {
     });
 
     await send('delete the Sciences department');
-    const question = page.getByTestId('question').filter({ hasText: 'Delete the department with id' });
+    const question = page.getByTestId('question').filter({ hasText: 'Delete the department "' });
     await question.and(page.locator('[data-state="pending"]')).waitFor();
     await question.getByRole('button', { name: 'No' }).click();
     await question.and(page.locator('[data-state="answered"]')).waitFor();
@@ -179,11 +179,12 @@ describe('the Hub in a browser, against the built server and worker', () => {
   it('"delete the Languages department": Rover asks, one answer resumes the run, a second is refused, the success links to its audit row', async () => {
     await page.getByRole('link', { name: 'New chat' }).click();
     await send('delete the Languages department');
-    // The worker's own confirmation, naming exactly the department the call will delete.
+    // The server's confirmation from the records, naming the department the call will delete, never its id.
     const languages = (await stack.api<{ id: string; name: string }[]>(ADMIN, '/departments')).body.find((department) => department.name === 'Languages')!;
-    const question = page.getByTestId('question').filter({ hasText: `Delete the department with id ${languages.id}` });
+    const question = page.getByTestId('question').filter({ hasText: 'Delete the department "Languages"' });
     await question.and(page.locator('[data-state="pending"]')).waitFor();
     expect(await question.textContent()).toContain('Rover');
+    expect(await question.textContent()).not.toContain(languages.id);
     const interruptId = await question.getAttribute('data-interrupt-id');
 
     // Keyboard only: the newest question has the focus; type the answer and press Enter.
@@ -213,11 +214,11 @@ describe('the Hub in a browser, against the built server and worker', () => {
   it('a pending question survives a reload and can still be answered', async () => {
     await page.getByRole('link', { name: 'New chat' }).click();
     await send('delete the Mathematics department');
-    const pending = page.getByTestId('question').filter({ hasText: 'Delete the department with id' });
+    const pending = page.getByTestId('question').filter({ hasText: 'Delete the department "' });
     await pending.and(page.locator('[data-state="pending"]')).waitFor();
 
     await page.reload();
-    const reloaded = page.getByTestId('question').filter({ hasText: 'Delete the department with id' });
+    const reloaded = page.getByTestId('question').filter({ hasText: 'Delete the department "' });
     await reloaded.and(page.locator('[data-state="pending"]')).waitFor();
     await page.screenshot({ path: `${SCREENSHOTS}question.png`, fullPage: true });
     await reloaded.getByRole('button', { name: 'Yes' }).click();
@@ -253,18 +254,15 @@ describe('the Hub in a browser, against the built server and worker', () => {
     expect((await stack.api('teacher@greenhill.school', '/audit-log')).status).toBe(403);
   });
 
-  it("a cross-school attempt is refused: another school's administrator cannot delete a Greenhill department", async () => {
+  it("a cross-school attempt is refused before anything is asked: another school's administrator cannot delete a Greenhill department", async () => {
     const greenhill = await stack.api<{ id: string; name: string }[]>(ADMIN, '/departments');
     const sciences = greenhill.body.find((department) => department.name === 'Sciences')!;
     await signIn('admin@lakeside.school');
     await send(`delete department ${sciences.id}`);
-    const question = page.getByTestId('question').and(page.locator('[data-state="pending"]'));
-    await question.waitFor();
-    await question.getByLabel('Your answer').fill('yes');
-    await question.getByLabel('Your answer').press('Enter');
     const card = page.getByTestId('tool-card').filter({ hasText: 'Delete department' });
     await card.and(page.locator('[data-status="refused"]')).waitFor();
     expect(await card.textContent()).toContain('Department not found.');
+    expect(await page.getByTestId('question').count()).toBe(0);
     expect(await page.getByTestId('success-event').count()).toBe(0);
     const after = await stack.api<{ id: string }[]>(ADMIN, '/departments');
     expect(after.body.map((department) => department.id)).toContain(sciences.id);
@@ -433,7 +431,7 @@ describe('run states in the Hub: running and Stop, queued, stop-and-send, failed
   it('interrupted: the question says when it expires; stopping its run leaves it no longer answerable, after a reload too', async () => {
     await freshThread();
     await send('delete the Sciences department');
-    const question = page.getByTestId('question').filter({ hasText: 'Delete the department with id' });
+    const question = page.getByTestId('question').filter({ hasText: 'Delete the department "' });
     await question.and(page.locator('[data-state="pending"]')).waitFor();
     expect(await runStatus('delete the Sciences department')).toBe('interrupted');
     // The server's default time to answer is 24 h: a moment later, it "expires in 23 h".
@@ -459,7 +457,7 @@ describe('run states in the Hub: running and Stop, queued, stop-and-send, failed
     expect(late.status).toBe(409);
 
     await page.reload();
-    const reloaded = page.getByTestId('question').filter({ hasText: 'Delete the department with id' });
+    const reloaded = page.getByTestId('question').filter({ hasText: 'Delete the department "' });
     await reloaded.and(page.locator('[data-state="stopped"]')).waitFor();
     await page.getByTestId('run-stopped').waitFor();
     expect(await runStatus('delete the Sciences department')).toBe('cancelled');
@@ -473,7 +471,7 @@ describe('run states in the Hub: running and Stop, queued, stop-and-send, failed
   it('a question waits: a new message may only stop its run and be sent (QUESTION_PENDING); the question is then no longer answerable', async () => {
     await freshThread();
     await send('delete the Sciences department');
-    const question = page.getByTestId('question').filter({ hasText: 'Delete the department with id' });
+    const question = page.getByTestId('question').filter({ hasText: 'Delete the department "' });
     await question.and(page.locator('[data-state="pending"]')).waitFor();
 
     await page.getByLabel(/^Message Rover/).fill('list campuses');

@@ -123,9 +123,11 @@ describe('a conversation through the server, the runs queue, the worker and back
     const question = questionOf(asked.map(({ event }) => event));
     expect(question).toMatchObject({
       askedBy: 'rover',
-      question: `Delete the department with id ${departmentId} and its member list? This cannot be undone.`,
+      // Written by the server from the records: the department's name, not its id.
+      question: expect.stringMatching(new RegExp(`^Delete the department "${name}" \\(.+\\)\\? It has `)),
       confirmation: { event: 'delete.department', callId: expect.any(String) },
     });
+    expect(question?.question).not.toContain(departmentId);
     expect(asked.filter(({ event }) => event.type === 'TOOL_CALL_RESULT' && event.content.includes('delete'))).toEqual([]);
     expect(await ledgerCount('delete.department')).toBe(ledgerBefore);
     return { departmentId, threadId, runId, asked, question };
@@ -236,9 +238,10 @@ describe('one conversation per persona, through both processes', () => {
     expect(toolCalls(asked.events)).toEqual(['rover:task', 'dos:list_pending_lesson_plans', 'dos:approve_lesson_plan']);
     expect(questionOf(asked.events)).toMatchObject({
       askedBy: 'dos',
-      question: expect.stringContaining(`Approve the lesson plan with id ${plan[0]?.id}?`),
+      question: expect.stringContaining('Approve "Linear equations", '),
       confirmation: { event: 'approve.lesson-plan', callId: expect.any(String) },
     });
+    expect(questionOf(asked.events)?.question).not.toContain(plan[0]?.id);
 
     const done = await samuel.answer(asked, 'yes');
 
@@ -289,17 +292,18 @@ describe('one conversation per persona, through both processes', () => {
     expect(await auditRowsOf(auditId)).toEqual([{ email: 'admin@greenhill.school', action: 'create', resource_type: 'department', source: 'agent' }]);
   });
 
-  it("Lakeside's administrator naming a Greenhill department by id: refused as not found, nothing written", async () => {
+  it("Lakeside's administrator naming a Greenhill department by id: refused as not found before any question, nothing written", async () => {
     const { rows: target } = await stack.owner.query(
       `SELECT d.id FROM departments d JOIN schools s ON s.id = d.school_id WHERE s.name = 'Greenhill Academy' AND d.name = 'Sciences'`,
     );
     const lakeside = await as('admin@lakeside.school');
     const before = await ledgerCount('delete.department');
-    const asked = await lakeside.send(`delete department ${target[0]?.id}`);
-    const done = await lakeside.answer(asked, 'yes');
+    const done = await lakeside.send(`delete department ${target[0]?.id}`);
 
-    expect(toolCalls(asked.events)).toEqual(['rover:delete_department']);
-    const call = asked.events.find((event) => event.type === 'TOOL_CALL_START' && event.toolCallName === 'delete_department');
+    expect(toolCalls(done.events)).toEqual(['rover:delete_department']);
+    // The preview is refused as the call would be, so the run is never paused on a question about it.
+    expect(questionOf(done.events)).toBeUndefined();
+    const call = done.events.find((event) => event.type === 'TOOL_CALL_START' && event.toolCallName === 'delete_department');
     const result = done.events.find((event) => event.type === 'TOOL_CALL_RESULT' && call?.type === 'TOOL_CALL_START' && event.toolCallId === call.toolCallId);
     expect(JSON.parse(result?.type === 'TOOL_CALL_RESULT' ? result.content : '{}')).toEqual({ error: expect.any(String), code: 'NOT_FOUND' });
     expect(customOf(done.events)).toBeUndefined();

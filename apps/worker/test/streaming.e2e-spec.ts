@@ -193,7 +193,7 @@ describe('a client written against AG-UI renders our runs', () => {
     expect(agent.pendingInterrupts).toEqual([
       expect.objectContaining({
         reason: 'confirmation',
-        message: expect.stringContaining('Approve the lesson plan with id'),
+        message: expect.stringMatching(/^Approve "[^"]+", .+'s .+ plan for /),
         toolCallId: expect.any(String),
         expiresAt: expect.any(String),
         subagentRunId: expect.any(String),

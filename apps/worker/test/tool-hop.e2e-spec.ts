@@ -250,11 +250,11 @@ describe('security across the hop', () => {
     spy.mockRestore();
   });
 
-  it('a cross-school attempt changes nothing', async () => {
+  it('a cross-school attempt is refused at its preview, before anything is asked, and changes nothing', async () => {
     const before = await stack.owner.query(`SELECT id, name FROM departments WHERE school_id = $1 ORDER BY id`, [ids.schoolA]);
     const audits = await count(`SELECT count(*) FROM audit_log WHERE school_id = $1`, [ids.schoolA]);
-    // Even with the user's approval of exactly this call: the approval lets the call run, never reach another school.
-    const result = await viaConfirmedProxy(deleteDepartmentTool, { departmentId: ids.sciencesA }, contexts['adminB'], () => undefined);
+    // The proxy outside a graph cannot ask: reaching interrupt() would throw, so this resolves only if nothing is asked.
+    const result = await viaProxy(deleteDepartmentTool, { departmentId: ids.sciencesA }, contexts['adminB']);
     expect(result).toEqual({ error: 'Department not found.', code: 'NOT_FOUND' });
     expect((await stack.owner.query(`SELECT id, name FROM departments WHERE school_id = $1 ORDER BY id`, [ids.schoolA])).rows).toEqual(before.rows);
     expect(await count(`SELECT count(*) FROM audit_log WHERE school_id = $1`, [ids.schoolA])).toBe(audits);

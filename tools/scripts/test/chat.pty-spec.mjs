@@ -174,7 +174,7 @@ describe('npm run chat in a pseudo-terminal', () => {
 
   it('a question says when it expires; Ctrl-C at its answer stops the run: the question can no longer be answered, the thread takes the next message', async () => {
     chat.type(`delete the Sciences department${ENTER}`);
-    await chat.expect(/Rover asks you to confirm: Delete the department with id/);
+    await chat.expect(/Rover asks you to confirm: Delete the department "/);
     await chat.expect(/\(this question expires in 23 h; unanswered by then, the run ends\. Ctrl-C stops the run\.\)/);
     await chat.expect(/answer Rover> /);
     chat.type(CTRL_C);

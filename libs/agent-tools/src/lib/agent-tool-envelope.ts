@@ -14,7 +14,19 @@ export type AgentCallScope =
  * Per-call facts the proxy adds: an idempotency key stable across resumes, an epoch-ms deadline, and the
  * dispatch token the server minted for the run (copied from the runtime context; the server refuses a call without a valid one).
  */
-export type AgentToolMeta = { callId: string; deadline: number; dispatchToken?: string };
+export type AgentToolMeta = {
+  callId: string;
+  deadline: number;
+  dispatchToken?: string;
+  /**
+   * Set on the read a confirmable tool's proxy sends before it asks the user: the server runs the call's own checks
+   * and gate, renders the confirmation question from the records instead of running the call, and writes nothing.
+   */
+  preview?: true;
+};
+
+/** What a preview answers with: the confirmation question, written from the records as the caller may see them. */
+export type ConfirmationPreview = { question: string };
 
 /** What crosses RabbitMQ for one tool call. */
 export type AgentToolRequest<A = unknown> = {
@@ -48,5 +60,6 @@ export const agentToolRequestSchema = z.strictObject({
     callId: z.string().min(8).max(128),
     deadline: z.number().int().positive(),
     dispatchToken: z.string().min(1).max(4096).optional(),
+    preview: z.literal(true).optional(),
   }),
 });

@@ -74,11 +74,18 @@ export type AgentToolDefinition<
   campusScoped?: true;
   streamOnSuccess?: (args: z.output<Schema>) => AgentStreamEvent | undefined;
   /**
-   * Set on a tool the user must confirm call by call: the question saying exactly what this call will do. The worker
-   * asks it before sending anything, and the server runs the call only with the user's approval of these arguments.
+   * Set on a tool the user must confirm call by call. The question is not written here from the model's arguments
+   * (which can only name ids): the worker asks the server to render it from the records as the caller may see them (a
+   * preview through the call's own handler and gate), asks it, and the server runs the call only with the user's
+   * approval of exactly these arguments.
    */
-  confirm?: (args: z.output<Schema>) => string;
+  confirm?: ConfirmationSpec<Schema>;
 } & ToolPlacement;
+
+/** How a confirmable tool is confirmed; `editable` names the arguments the person may change before approving. */
+export type ConfirmationSpec<Schema extends z.ZodObject = z.ZodObject> = {
+  editable?: readonly (keyof z.output<Schema> & string)[];
+};
 
 /** Any tool definition, whatever its schema. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the registry holds tools of every schema

@@ -7,6 +7,7 @@ import { currentAbility } from '../core/authorization/permission-scope.store.js'
 import type { JwtPayload } from '../core/auth/jwt-payload.js';
 import { currentManager, currentSchoolId, repo } from '../core/tenancy/tenant-context.js';
 import { UserEntity } from '../core/identity/user.entity.js';
+import { departmentRemovalQuestion } from './department-removal.confirmation.js';
 import { DepartmentMemberEntity } from './department-member.entity.js';
 import { DepartmentEntity } from './department.entity.js';
 import { lockUntilCommit } from '../core/database/advisory-lock.js';
@@ -92,10 +93,7 @@ export class DepartmentService {
 
   /** Relationship first: the head may delete; otherwise DELETE DEPARTMENT on this department is the fallback. */
   async remove(departmentId: string, jwt: JwtPayload): Promise<string> {
-    const department = await this.findVisible(departmentId);
-    if (!(await this.isHead(department.id, jwt)) && !currentAbility().can(Action.DELETE, subject(Resource.DEPARTMENT, { ...department }))) {
-      throw new ForbiddenException('Only the head of this department or an administrator can delete it.');
-    }
+    const department = await this.removable(departmentId, jwt);
     // A concurrent delete that committed after the read above leaves nothing here: the loser reads as not found, unaudited.
     const { affected } = await repo(DepartmentEntity).delete({ id: department.id });
     if (affected !== 1) throw new NotFoundException('Department not found.');
@@ -122,6 +120,31 @@ export class DepartmentService {
     if (existing) await members.update({ departmentId: department.id, userId: staff.id }, { isHead });
     else await members.insert({ departmentId: department.id, userId: staff.id, schoolId: department.schoolId, isHead });
     return { departmentId: department.id, staffId: staff.id, isHead };
+  }
+
+  /** delete_department's confirmation: the department as the caller may see it, refused exactly as the delete would be. */
+  async confirmRemoval(departmentId: string, jwt: JwtPayload): Promise<string> {
+    const department = await this.removable(departmentId, jwt);
+    const [facts] = (await currentManager().query(
+      `SELECT campus.name AS "campusName", count(member.user_id)::int AS "memberCount",
+              max(staff.full_name) FILTER (WHERE member.is_head) AS "headName"
+         FROM departments department
+         LEFT JOIN campuses campus ON campus.id = department.campus_id
+         LEFT JOIN department_members member ON member.department_id = department.id
+         LEFT JOIN users staff ON staff.id = member.user_id
+        WHERE department.id = $1
+        GROUP BY campus.name`,
+      [department.id],
+    )) as [{ campusName: string | null; memberCount: number; headName: string | null }];
+    return departmentRemovalQuestion({ name: department.name, ...facts });
+  }
+
+  private async removable(departmentId: string, jwt: JwtPayload): Promise<DepartmentEntity> {
+    const department = await this.findVisible(departmentId);
+    if (!(await this.isHead(department.id, jwt)) && !currentAbility().can(Action.DELETE, subject(Resource.DEPARTMENT, { ...department }))) {
+      throw new ForbiddenException('Only the head of this department or an administrator can delete it.');
+    }
+    return department;
   }
 
   private async findVisible(departmentId: string): Promise<DepartmentEntity> {

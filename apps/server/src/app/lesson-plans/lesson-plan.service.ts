@@ -10,6 +10,7 @@ import { currentManager, currentSchoolId, repo } from '../core/tenancy/tenant-co
 import { UserEntity } from '../core/identity/user.entity.js';
 import { SubjectEntity } from '../subjects/subject.entity.js';
 import { TeachingAssignmentEntity } from '../teaching/teaching-assignment.entity.js';
+import { lessonPlanApprovalQuestion } from './lesson-plan-approval.confirmation.js';
 import { LessonPlanEntity, type LessonPlanStatus } from './lesson-plan.entity.js';
 
 export type CreateLessonPlanDto = { teachingAssignmentId: string; title: string; weekOf: string; objectives: string };
@@ -70,6 +71,24 @@ export class LessonPlanService {
 
   /** The rule is checked on the plan's campus; nobody approves their own plan. */
   async approve(dto: ApproveLessonPlanDto, jwt: JwtPayload): Promise<LessonPlanEntity> {
+    const found = await this.approvable(dto, jwt);
+    const plans = repo(LessonPlanEntity);
+    // Conditional: a concurrent approval that committed after the read above leaves this one nothing to update (the row
+    // lock makes it wait, then re-check the status), so exactly one approval wins and is audited.
+    const { affected } = await plans.update(
+      { id: found.id, status: 'pending' },
+      { status: 'approved', reviewedBy: jwt.sub, reviewedAt: new Date(), reviewComment: dto.comment ?? null },
+    );
+    if (affected !== 1) throw alreadyReviewed((await plans.findOneByOrFail({ id: found.id })).status);
+    return plans.findOneByOrFail({ id: found.id });
+  }
+
+  /** approve_lesson_plan's confirmation: the plan as the caller may see it, refused exactly as the approval would be. */
+  async confirmApproval(dto: ApproveLessonPlanDto, jwt: JwtPayload): Promise<string> {
+    return lessonPlanApprovalQuestion(await this.approvable(dto, jwt), dto.comment);
+  }
+
+  private async approvable(dto: ApproveLessonPlanDto, jwt: JwtPayload): Promise<LessonPlanSummary> {
     const campusId = await this.campusService.narrowTo(dto.campusId);
     const found = await this.summaries()
       .addSelect('plan.created_by AS "createdBy"')
@@ -83,15 +102,7 @@ export class LessonPlanService {
     // A review is an act of the school's own staff: it names a reviewer who belongs to the school.
     if (jwt.type !== UserType.STAFF) throw new ForbiddenException("Lesson plans are reviewed by the school's own staff.");
     if (found.status !== 'pending') throw alreadyReviewed(found.status);
-    const plans = repo(LessonPlanEntity);
-    // Conditional: a concurrent approval that committed after the read above leaves this one nothing to update (the row
-    // lock makes it wait, then re-check the status), so exactly one approval wins and is audited.
-    const { affected } = await plans.update(
-      { id: found.id, status: 'pending' },
-      { status: 'approved', reviewedBy: jwt.sub, reviewedAt: new Date(), reviewComment: dto.comment ?? null },
-    );
-    if (affected !== 1) throw alreadyReviewed((await plans.findOneByOrFail({ id: found.id })).status);
-    return plans.findOneByOrFail({ id: found.id });
+    return found;
   }
 
   private summaries() {

@@ -9,6 +9,7 @@ import type { JwtPayload } from '../core/auth/jwt-payload.js';
 import { currentManager, currentSchoolId, repo } from '../core/tenancy/tenant-context.js';
 import { UserEntity } from '../core/identity/user.entity.js';
 import { SubjectEntity } from '../subjects/subject.entity.js';
+import { subjectTeacherAssignmentQuestion } from './subject-teacher-assignment.confirmation.js';
 import { TeachingAssignmentEntity } from './teaching-assignment.entity.js';
 import { lockUntilCommit } from '../core/database/advisory-lock.js';
 
@@ -49,15 +50,7 @@ export class TeachingService {
 
   /** One teacher per subject per stream: assigning replaces whoever taught it. Checked on the class's campus. */
   async assign(dto: AssignSubjectTeacherDto, _jwt: JwtPayload): Promise<TeachingAssignmentEntity> {
-    const stream = await this.access.findClass(dto.classId, await this.campusService.narrowTo(dto.campusId));
-    if (!currentAbility().can(Action.ASSIGN, subject(Resource.TEACHING_ASSIGNMENT, { campusId: stream.campusId }))) {
-      throw new ForbiddenException('You cannot assign teachers on that campus.');
-    }
-    const subjectRow = await repo(SubjectEntity).findOneBy({ id: dto.subjectId });
-    if (!subjectRow) throw new NotFoundException('Subject not found.');
-    const teacher = await repo(UserEntity).findOneBy({ id: dto.staffId, userType: UserType.STAFF });
-    if (!teacher) throw new NotFoundException('Staff member not found.');
-    if (!teacher.isActive) throw new BadRequestException(`${teacher.fullName} is deactivated and cannot be assigned.`);
+    const { stream, subjectRow, teacher } = await this.assignable(dto);
     const assignments = repo(TeachingAssignmentEntity);
     // One row per class and subject, inserted the first time: concurrent assignments would both insert.
     await lockUntilCommit(`teaching-assignment:${stream.id}:${subjectRow.id}`);
@@ -69,6 +62,37 @@ export class TeachingService {
     return assignments.save(
       assignments.create({ schoolId: currentSchoolId(), classId: stream.id, subjectId: subjectRow.id, teacherId: teacher.id }),
     );
+  }
+
+  /** assign_subject_teacher's confirmation: who teaches it now and who will, refused exactly as the assignment would be. */
+  async confirmAssignment(dto: AssignSubjectTeacherDto, _jwt: JwtPayload): Promise<string> {
+    const { stream, subjectRow, teacher } = await this.assignable(dto);
+    const current = await currentManager()
+      .createQueryBuilder(TeachingAssignmentEntity, 'assignment')
+      .innerJoin(UserEntity, 'teacher', 'teacher.id = assignment.teacher_id')
+      .select(['teacher.id AS id', 'teacher.full_name AS "fullName"'])
+      .where('assignment.class_id = :classId AND assignment.subject_id = :subjectId', { classId: stream.id, subjectId: subjectRow.id })
+      .getRawOne<{ id: string; fullName: string }>();
+    return subjectTeacherAssignmentQuestion({
+      teacherName: teacher.fullName,
+      subjectName: subjectRow.name,
+      className: stream.name,
+      currentTeacherName: current?.fullName ?? null,
+      alreadyTeaches: current?.id === teacher.id,
+    });
+  }
+
+  private async assignable(dto: AssignSubjectTeacherDto): Promise<{ stream: ClassEntity; subjectRow: SubjectEntity; teacher: UserEntity }> {
+    const stream = await this.access.findClass(dto.classId, await this.campusService.narrowTo(dto.campusId));
+    if (!currentAbility().can(Action.ASSIGN, subject(Resource.TEACHING_ASSIGNMENT, { campusId: stream.campusId }))) {
+      throw new ForbiddenException('You cannot assign teachers on that campus.');
+    }
+    const subjectRow = await repo(SubjectEntity).findOneBy({ id: dto.subjectId });
+    if (!subjectRow) throw new NotFoundException('Subject not found.');
+    const teacher = await repo(UserEntity).findOneBy({ id: dto.staffId, userType: UserType.STAFF });
+    if (!teacher) throw new NotFoundException('Staff member not found.');
+    if (!teacher.isActive) throw new BadRequestException(`${teacher.fullName} is deactivated and cannot be assigned.`);
+    return { stream, subjectRow, teacher };
   }
 
   /** Asserts the caller teaches this subject (or, without one, some subject) in this class; returns those assignments. */

@@ -48,7 +48,7 @@ export const deleteDepartmentTool = defineAgentTool({
   schema: z.strictObject({ departmentId }),
   // The id of the department it deleted: nothing else of it is left to show.
   result: resultId('department'),
-  confirm: (args) => `Delete the department with id ${args.departmentId} and its member list? This cannot be undone.`,
+  confirm: {},
   streamOnSuccess: (args) => ({
     name: 'department.deleted',
     label: 'Department deleted',

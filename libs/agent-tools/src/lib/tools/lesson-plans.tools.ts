@@ -77,8 +77,7 @@ export const approveLessonPlanTool = defineAgentTool({
   result: lessonPlan,
   roles: ['dos'],
   campusScoped: true,
-  confirm: (args) =>
-    `Approve the lesson plan with id ${args.lessonPlanId}${args.comment ? ` with the comment "${args.comment}"` : ''}? Its teacher will see it as approved.`,
+  confirm: {},
   streamOnSuccess: (args) => ({
     name: 'lesson-plan.approved',
     label: 'Lesson plan approved',

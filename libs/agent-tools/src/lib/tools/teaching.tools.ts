@@ -40,8 +40,7 @@ export const assignSubjectTeacherTool = defineAgentTool({
   }),
   roles: ['dos'],
   campusScoped: true,
-  confirm: (args) =>
-    `Make the staff member with id ${args.staffId} the teacher of the subject with id ${args.subjectId} in the class with id ${args.classId}? Whoever teaches that subject there now will no longer teach it.`,
+  confirm: {},
   streamOnSuccess: (args) => ({
     name: 'teaching-assignment.assigned',
     label: 'Subject teacher assigned',

@@ -138,7 +138,7 @@ describe('resume records the answer to a confirmation as an approval bound to wh
         interrupts: [
           toRunInterrupt({
             interruptId,
-            question: deleteDepartmentTool.confirm?.({ departmentId }) ?? '',
+            question: 'Delete the department "Doomed" (whole school)?',
             askedBy: 'rover',
             toolCallId: `tc-${interruptId}`,
             argsHash: sha256OfCanonical({ departmentId }),

@@ -11,6 +11,7 @@ import {
   type AgentCallScope,
   type AgentToolResult,
   type AnyAgentTool,
+  type ConfirmationPreview,
 } from '@naalya/agent-tools';
 import { setLogContext, withLogContext } from '@naalya/observability';
 import { currentRmqMessage } from '@naalya/rmq';
@@ -89,6 +90,8 @@ type CallPlan = {
   dispatch: DispatchClaims;
   /** The sha256 of the canonical parsed arguments, for a tool whose calls need the user's approval. */
   confirmArgsHash?: string;
+  /** A confirmable call's preview: its checks and gate run, its renderer instead of the call, and nothing is written. */
+  preview: boolean;
   /** The quota's word on this call: a write refused by it is still answered from the ledger if it committed before. */
   admission: Admission;
   /** Returns the call's quota when the ledger answers it (its first copy paid). */
@@ -115,7 +118,7 @@ export class ToolExecutor {
   async execute<A, T>(
     payload: unknown,
     schema: ZodType<A>,
-    posture: ToolPosture<T>,
+    posture: ToolPosture<T, A>,
     fn: (args: A, jwt: JwtPayload) => Promise<T>,
   ): Promise<AgentToolResult<T>> {
     // Labelled by the tool's event (a fixed set), never by the envelope's claims, which a forger chooses.
@@ -132,7 +135,7 @@ export class ToolExecutor {
     tool: string,
     payload: unknown,
     schema: ZodType<A>,
-    posture: ToolPosture<T>,
+    posture: ToolPosture<T, A>,
     fn: (args: A, jwt: JwtPayload) => Promise<T>,
   ): Promise<AgentToolResult<T>> {
     if (!tracingEnabled()) return this.executeCall(payload, schema, posture, fn);
@@ -148,7 +151,7 @@ export class ToolExecutor {
   private async executeCall<A, T>(
     payload: unknown,
     schema: ZodType<A>,
-    posture: ToolPosture<T>,
+    posture: ToolPosture<T, A>,
     fn: (args: A, jwt: JwtPayload) => Promise<T>,
   ): Promise<AgentToolResult<T>> {
     try {
@@ -190,7 +193,12 @@ export class ToolExecutor {
       // A call id is counted once: a worker's re-send of an interrupted call is the same call.
       const quotaSchool = (scope.mode === 'school' ? scope.targetSchoolId : undefined) ?? identity.schoolId ?? 'platform';
       const admission = await this.quota.admit(meta.callId, meta.deadline, quotaSchool, identity.sub);
-      const mutating = isMutatingEvent(definition.event);
+      // A preview is a read of a confirmable write: the write's checks and gate, none of its ledger, approval or audit.
+      const preview = meta.preview === true;
+      if (preview && !definition.confirm) return toolError('TOOL_MISMATCH');
+      // Fails closed: without its renderer nothing is asked, so the call cannot be approved either.
+      if (preview && !posture.confirmation) throw new Error(`Tool "${definition.name}" needs confirmation but its handler has no renderer.`);
+      const mutating = isMutatingEvent(definition.event) && !preview;
       // A write over quota may be the repeat of one that committed: the ledger answers it first (runInFrame), or the
       // model would hear "refused" for a change that happened. A read is refused before any database work.
       if (admission.refusal && !mutating) {
@@ -205,7 +213,7 @@ export class ToolExecutor {
       const identityJwt = toJwtPayload(identity);
       if (hasNoTenantScope(identityJwt)) return toolError('NO_TENANT_SCOPE');
       const targetSchoolId = scope.mode === 'school' ? scope.targetSchoolId : undefined;
-      if (mutating && identity.type === UserType.PLATFORM_ADMIN && !targetSchoolId) {
+      if (isMutatingEvent(definition.event) && identity.type === UserType.PLATFORM_ADMIN && !targetSchoolId) {
         return toolError('PLATFORM_WRITE_NEEDS_SCHOOL');
       }
 
@@ -219,7 +227,8 @@ export class ToolExecutor {
         scope,
         ...(mutating ? { ledgerHash: requestHash({ event: definition.event, identity, scope, args: args.data }) } : {}),
         dispatch: token.claims,
-        ...(definition.confirm ? { confirmArgsHash: canonicalHash(args.data) } : {}),
+        ...(definition.confirm && !preview ? { confirmArgsHash: canonicalHash(args.data) } : {}),
+        preview,
         admission,
         giveBack: () => this.quota.giveBack(admission, quotaSchool, identity.sub),
         // The transport ran this message only because its user_id is the worker's or the door's (RabbitMQ checks it
@@ -231,6 +240,16 @@ export class ToolExecutor {
       // The run is known once the dispatch token is verified: lines from here on (a masked error's cause, the call's
       // own line in measureToolCall) carry it.
       setLogContext({ runId: token.claims.runId });
+      if (preview && posture.confirmation) {
+        const render = posture.confirmation;
+        const previewed = await inTenantScope(plan.tenantJwt, () =>
+          this.runInFrame(plan, { ...posture, audit: undefined }, callArgs, async (): Promise<ConfirmationPreview> => ({
+            question: await render(callArgs, plan.tenantJwt),
+          })),
+        );
+        // The handler's result type is the call's; a preview's data is the question, which only a preview request reads.
+        return previewed as AgentToolResult<never>;
+      }
       return await inTenantScope(plan.tenantJwt, () => this.runInFrame(plan, posture, callArgs, () => fn(callArgs, plan.tenantJwt)));
     } catch (error) {
       // Logged here, once, with the call's ids: the worker and the model only ever see the masked sentence.
@@ -238,7 +257,7 @@ export class ToolExecutor {
     }
   }
 
-  private async runInFrame<A, T>(plan: CallPlan, posture: ToolPosture<T>, args: A, call: () => Promise<T>): Promise<AgentToolResult<T>> {
+  private async runInFrame<A, T>(plan: CallPlan, posture: ToolPosture<T, A>, args: A, call: () => Promise<T>): Promise<AgentToolResult<T>> {
     if (!(await this.runInFlight(plan.dispatch))) {
       logSecurityEvent({ kind: 'tool call', reason: 'run-not-in-flight', event: plan.event, callId: plan.callId, sub: plan.identityJwt.sub, runId: plan.dispatch.runId });
       return toolError('DISPATCH_REFUSED');
@@ -283,8 +302,8 @@ export class ToolExecutor {
       posture.auth === 'casl'
         ? await runInToolScope({ jwt: plan.tenantJwt, ability, scope: plan.scope }, posture.gate, call)
         : await runInRelationshipToolScope(plan.tenantJwt, ability, posture.scopeNote ?? DEFAULT_RELATIONSHIP_SCOPE_NOTE, call);
-    if ('error' in result) {
-      // A refused or failed call leaves nothing behind, whatever the service wrote before it threw.
+    if ('error' in result || plan.preview) {
+      // A refused or failed call leaves nothing behind, whatever the service wrote before it threw; a preview writes nothing.
       markRollbackOnly();
       return result;
     }

@@ -1,4 +1,5 @@
 import type { ActionAuditAction } from '@naalya/access';
+import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import type { PermissionGate } from '../../core/authorization/app-ability.js';
 
 /** The audit row a successful write emits; `resourceId` must accept the handler's result type. */
@@ -14,9 +15,17 @@ export type ToolAuditDescriptor<T> = {
 };
 
 /**
+ * A confirmable tool's renderer, from its domain service: the confirmation question written from the records as the
+ * caller may see them (name and owner of the resource, what it is now, what the call changes), without ids. It runs the
+ * same checks as the call, so a resource the caller may not see is refused exactly as the call would be.
+ */
+export type ToolConfirmation<A> = (args: A, jwt: JwtPayload) => Promise<string>;
+
+/**
  * The whole legal surface: a CASL gate copied from the REST route, or a relationship the service
  * enforces itself. A gateless casl posture, a gated relationship one, or any other auth does not compile.
+ * `confirmation` is required of a tool whose definition has `confirm` (execute() refuses to run one without it).
  */
-export type ToolPosture<T> =
-  | { auth: 'casl'; gate: PermissionGate; audit?: ToolAuditDescriptor<T>; scopeNote?: never }
-  | { auth: 'relationship'; scopeNote?: string; audit?: ToolAuditDescriptor<T>; gate?: never };
+export type ToolPosture<T, A = never> =
+  | { auth: 'casl'; gate: PermissionGate; audit?: ToolAuditDescriptor<T>; scopeNote?: never; confirmation?: ToolConfirmation<A> }
+  | { auth: 'relationship'; scopeNote?: string; audit?: ToolAuditDescriptor<T>; gate?: never; confirmation?: ToolConfirmation<A> };

@@ -75,7 +75,17 @@ const callerWithSchool = () =>
     })
     .answer('assign.teaching-assignment', { data: { id: 'ta-new' }, scopeContext: SCOPE, auditId: 'audit-7' })
     .answer('get.branding', { data: { displayName: 'Greenhill Academy', motto: 'Knowledge is light', primaryColor: '#1b7f3b', logoUrl: null }, scopeContext: SCOPE })
-    .answer('list.campuses', { data: [{ id: 'c1', name: 'Kisasi' }, { id: 'c2', name: 'Ntinda' }], scopeContext: SCOPE });
+    .answer('list.campuses', { data: [{ id: 'c1', name: 'Kisasi' }, { id: 'c2', name: 'Ntinda' }], scopeContext: SCOPE })
+    // The server's previews: questions from the records, as the caller may see them.
+    .preview('delete.department', (payload) => ({
+      data: { question: `Delete the department "${(payload.args as { departmentId: string }).departmentId === IDS.drama ? 'Drama' : 'Sciences'}" (Kisasi)? It has 2 members, headed by Ada Nakato.` },
+      scopeContext: SCOPE,
+    }))
+    .preview('assign.teaching-assignment', { data: { question: 'Make Grace Atwine the Physics teacher of P5 Blue? Nobody teaches it there now; Grace Atwine starts teaching it.' }, scopeContext: SCOPE })
+    .preview('approve.lesson-plan', {
+      data: { question: 'Approve "Fractions", Ada Nakato\'s Maths plan for P5 Blue, week of 12 January 2026? It is pending; it becomes approved and Ada Nakato sees it.' },
+      scopeContext: SCOPE,
+    });
 
 let threadCounter = 0;
 
@@ -166,12 +176,13 @@ describe('the scripted model: one test per intent of its policy table', () => {
     expect(chat.caller.calls.map((call) => call.payload.args)).toEqual([{ name: 'Robotics' }]);
   });
 
-  it('"delete the Drama department": looks it up, the proxy asks to confirm that id, deletes it after yes', async () => {
+  it('"delete the Drama department": looks it up, the proxy asks the server\'s question about it, deletes it after yes', async () => {
     const chat = conversation();
     const asked = await chat.say('delete the Drama department');
+    expect(chat.caller.previews.map((call) => [call.event, call.payload.args])).toEqual([['delete.department', { departmentId: IDS.drama }]]);
     expect(chat.pendingOf(asked)).toEqual([
       expect.objectContaining({
-        question: `Delete the department with id ${IDS.drama} and its member list? This cannot be undone.`,
+        question: 'Delete the department "Drama" (Kisasi)? It has 2 members, headed by Ada Nakato.',
         askedBy: 'rover',
         confirmation: expect.objectContaining({ event: 'delete.department' }),
       }),
@@ -191,7 +202,7 @@ describe('the scripted model: one test per intent of its policy table', () => {
     expect(chat.pendingOf(which)[0]?.question).toBe(`${SCRIPTED_LABEL} Which department? You can choose from: Sciences, Drama.`);
 
     const confirm = await chat.answer(which, 'Sciences');
-    expect(chat.pendingOf(confirm)[0]?.question).toContain(`Delete the department with id ${IDS.sciences}`);
+    expect(chat.pendingOf(confirm)[0]?.question).toContain('Delete the department "Sciences"');
     await chat.answer(confirm, 'yes');
 
     expect(chat.caller.callsTo('delete.department').map((call) => call.payload.args)).toEqual([{ departmentId: IDS.sciences }]);
@@ -370,7 +381,7 @@ describe('the scripted model: one test per intent of its policy table', () => {
     expect(argsOf(asked, 'task')).toEqual({ subagent_type: 'dos', description: `assign Grace to teach Physics in P5 Blue (staff id ${IDS.grace})` });
     expect(chat.pendingOf(asked)[0]).toMatchObject({
       askedBy: 'dos',
-      question: `Make the staff member with id ${IDS.grace} the teacher of the subject with id ${IDS.physics} in the class with id ${IDS.p5Blue}? Whoever teaches that subject there now will no longer teach it.`,
+      question: 'Make Grace Atwine the Physics teacher of P5 Blue? Nobody teaches it there now; Grace Atwine starts teaching it.',
     });
 
     await chat.answer(asked, 'yes');
@@ -410,7 +421,7 @@ describe('the scripted model: one test per intent of its policy table', () => {
   it('"approve lesson plan Fractions": the director of studies finds it, asks to confirm, approves it', async () => {
     const chat = conversation();
     const asked = await chat.say('approve the lesson plan Fractions');
-    expect(chat.pendingOf(asked)[0]).toMatchObject({ askedBy: 'dos', question: expect.stringContaining(`Approve the lesson plan with id ${IDS.fractions}?`) });
+    expect(chat.pendingOf(asked)[0]).toMatchObject({ askedBy: 'dos', question: expect.stringContaining('Approve "Fractions", Ada Nakato\'s Maths plan for P5 Blue') });
 
     expect(chat.caller.calls.map((call) => call.event)).toEqual(['list.pending-lesson-plans']);
     await chat.answer(asked, 'yes');

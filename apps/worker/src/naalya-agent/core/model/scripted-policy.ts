@@ -663,7 +663,7 @@ const decide = (turn: Turn, tools: readonly ScriptedTool[]): Action => {
   const filled = fillArguments(turn, tools, tool, intent, mentions);
   if ('action' in filled) return filled.action;
 
-  // A tool that needs confirmation is confirmed by its proxy, which asks the user with the exact arguments: a question
+  // A tool that needs confirmation is confirmed by its proxy, which asks the server's question from the records: a question
   // of the model's own would be one more to answer, and proves nothing to the server.
   return { call: tool.name, args: filled.args };
 };

@@ -43,12 +43,21 @@ import {
 
 type RecordedCall = { event: AgentToolEvent; payload: AgentToolPayload[AgentToolEvent] };
 
+const PREVIEW_QUESTION = 'Delete the department "Sciences" (Main campus)? It has 2 members, headed by Jane Akello.';
+
+// Calls and the previews a confirmable tool sends before them, kept apart: a preview runs nothing on the server.
 class FakeToolCaller implements AgentToolCaller {
   readonly timeoutMs = 15_000;
   readonly calls: RecordedCall[] = [];
+  readonly previews: RecordedCall[] = [];
   result: AgentToolResult = { data: [], scopeContext: 'You can see staff across the whole school.' };
+  previewResult: AgentToolResult = { data: { question: PREVIEW_QUESTION }, scopeContext: 'Your access covers the whole school.' };
 
   async call<E extends AgentToolEvent>(event: E, payload: AgentToolPayload[E]): Promise<AgentToolResult> {
+    if (payload.meta.preview) {
+      this.previews.push({ event, payload });
+      return this.previewResult;
+    }
     this.calls.push({ event, payload });
     return this.result;
   }
@@ -443,15 +452,20 @@ describe('a tool that needs confirmation', () => {
 
   const toolResult = (messages: { type: string; content: unknown }[]) => JSON.parse(String(messages.find((message) => message.type === 'tool')?.content)) as unknown;
 
-  it('pauses the run with a question saying exactly what will happen, bound to the call id and argument hash, before anything is sent', async () => {
+  it("pauses the run with the server's question from the records, bound to the call id and argument hash, before the call is sent", async () => {
     const caller = new FakeToolCaller();
     const agent = agentWith(caller);
     await agent.invoke({ messages: [new HumanMessage('Delete that department')] }, config);
 
     expect(caller.calls).toEqual([]);
+    // One preview of exactly the model's call: same event, arguments and call id, marked as a preview.
+    expect(caller.previews).toHaveLength(1);
+    expect(caller.previews[0].event).toBe('delete.department');
+    expect(caller.previews[0].payload.args).toEqual({ departmentId: DEPARTMENT_ID });
+    expect(caller.previews[0].payload.meta).toMatchObject({ callId: sha256(`${THREAD_ID}:tc-confirm`), preview: true });
     expect(await pendingValues(agent)).toEqual([
       {
-        question: `Delete the department with id ${DEPARTMENT_ID} and its member list? This cannot be undone.`,
+        question: PREVIEW_QUESTION,
         askedBy: 'rover',
         toolCallId: 'tc-confirm',
         argsHash: sha256(`{"departmentId":"${DEPARTMENT_ID}"}`),
@@ -472,6 +486,28 @@ describe('a tool that needs confirmation', () => {
     expect(caller.calls[0].payload.args).toEqual({ departmentId: DEPARTMENT_ID });
     expect(caller.calls[0].payload.meta.callId).toBe(sha256(`${THREAD_ID}:tc-confirm`));
     expect(toolResult(result.messages)).toEqual(caller.result);
+  });
+
+  it('a call the server refuses at preview (a resource the caller may not see) is refused without a question', async () => {
+    const caller = new FakeToolCaller();
+    caller.previewResult = { error: 'Department not found.', code: 'NOT_FOUND' };
+    const agent = agentWith(caller);
+    const result = await agent.invoke({ messages: [new HumanMessage('Delete that department')] }, config);
+
+    expect(await pendingValues(agent)).toEqual([]);
+    expect(caller.calls).toEqual([]);
+    expect(toolResult(result.messages)).toEqual(caller.previewResult);
+  });
+
+  it('a preview without a question is a failure, never an empty question', async () => {
+    const caller = new FakeToolCaller();
+    caller.previewResult = { data: {}, scopeContext: 'Your access covers the whole school.' };
+    const agent = agentWith(caller);
+    const result = await agent.invoke({ messages: [new HumanMessage('Delete that department')] }, config);
+
+    expect(await pendingValues(agent)).toEqual([]);
+    expect(caller.calls).toEqual([]);
+    expect(toolResult(result.messages)).toMatchObject({ code: 'TOOL_FAILED' });
   });
 
   it('after no it sends nothing and tells the model the user did not approve', async () => {

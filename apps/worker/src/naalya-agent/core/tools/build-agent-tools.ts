@@ -57,6 +57,11 @@ const contextMissing = () => JSON.stringify(toolError('CONTEXT_MISSING'));
 /** What the model gets when the user does not approve a call that needs confirmation. */
 export const CONFIRMATION_DECLINED_ERROR = ERROR_SENTENCES.CONFIRMATION_DECLINED;
 
+const previewQuestion = (data: unknown): string | undefined => {
+  const question = (data as { question?: unknown } | null)?.question;
+  return typeof question === 'string' && question.length > 0 ? question : undefined;
+};
+
 // Pauses the run with the confirmation question. On resume LangGraph runs the proxy again from its first line and
 // interrupt() returns the answer, so this must come before anything with an effect.
 const userApproves = (confirmation: AgentInterruptValue): boolean => {
@@ -74,7 +79,8 @@ const rpcTool = (
 
 // The one generic proxy for every RPC tool. Three jobs: identity and call scope from the runtime
 // context (never from the model), one RPC with the definition's event, the envelope back as JSON.
-// A tool that needs confirmation first asks the user (attributed to askedBy) and sends nothing unless approved.
+// A tool that needs confirmation first has the server render its question (a preview: the call's checks and gate, no
+// write), asks the user (attributed to askedBy) and sends the call only if approved.
 export const toRpcProxy = (definition: AnyAgentTool, toolCaller: AgentToolCaller, askedBy: AgentSpeaker = 'rover') => {
   const event = registeredEventOf(definition);
   return rpcTool(
@@ -86,34 +92,44 @@ export const toRpcProxy = (definition: AnyAgentTool, toolCaller: AgentToolCaller
       // Without a tool call id there is no stable idempotency key, so the call cannot run safely either.
       if (!context || !identity || !scope || !runtime.toolCallId) return contextMissing();
       const callId = toolCallIdempotencyKey(context.run.threadId, runtime.toolCallId);
-      // The question says exactly what these arguments will do; the server records an approving answer against
-      // this call id, event and argument hash, and runs the call only with that approval.
-      if (
-        definition.confirm &&
-        !userApproves({
-          question: withoutEmDash(definition.confirm(args)),
-          askedBy,
-          toolCallId: runtime.toolCallId,
-          argsHash: argsHash(args),
-          confirmation: { event, callId },
-        })
-      ) {
-        return JSON.stringify(toolError('CONFIRMATION_DECLINED'));
-      }
-
-      const request: AgentToolRequest<ParsedToolArgs> = {
-        identity,
-        scope,
-        args,
-        meta: {
-          callId,
-          // Taken after any confirmation, which may have waited for the user for a long time.
-          deadline: Date.now() + toolCaller.timeoutMs,
-          // The server's proof of what it minted for this run; without it the server runs nothing.
-          ...(context.dispatchToken ? { dispatchToken: context.dispatchToken } : {}),
-        },
+      // The deadline is taken at each send: a confirmation may have waited for the user for a long time.
+      const send = (preview: boolean) => {
+        const request: AgentToolRequest<ParsedToolArgs> = {
+          identity,
+          scope,
+          args,
+          meta: {
+            callId,
+            deadline: Date.now() + toolCaller.timeoutMs,
+            // The server's proof of what it minted for this run; without it the server runs nothing.
+            ...(context.dispatchToken ? { dispatchToken: context.dispatchToken } : {}),
+            ...(preview ? { preview: true as const } : {}),
+          },
+        };
+        return toolCaller.call(event, request);
       };
-      const result = await toolCaller.call(event, request);
+      if (definition.confirm) {
+        // The question comes from the server, written from the records as the caller may see them (the model's
+        // arguments are ids nobody can check). A call the server would refuse is refused now, and nothing is asked.
+        const preview = await send(true);
+        if ('error' in preview) return JSON.stringify(preview);
+        const question = previewQuestion(preview.data);
+        if (question === undefined) return JSON.stringify(toolError('TOOL_FAILED'));
+        // The server records an approving answer against this call id, event and argument hash, and runs the call only
+        // with that approval.
+        if (
+          !userApproves({
+            question: withoutEmDash(question),
+            askedBy,
+            toolCallId: runtime.toolCallId,
+            argsHash: argsHash(args),
+            confirmation: { event, callId },
+          })
+        ) {
+          return JSON.stringify(toolError('CONFIRMATION_DECLINED'));
+        }
+      }
+      const result = await send(false);
 
       // Only a success is announced: the Hub must not celebrate a failed write.
       if (!('error' in result)) {

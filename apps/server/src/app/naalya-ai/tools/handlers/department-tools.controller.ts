@@ -67,6 +67,7 @@ export class DepartmentToolsController {
           resourceId: (result: string) => result,
           target: (args) => args['departmentId'] as string,
         },
+        confirmation: ({ departmentId }, jwt) => this.departmentService.confirmRemoval(departmentId, jwt),
       },
       ({ departmentId }, jwt) => this.departmentService.remove(departmentId, jwt),
     );

@@ -66,6 +66,7 @@ export class LessonPlansToolsController {
         auth: 'casl',
         gate: { action: Action.APPROVE, resource: Resource.LESSON_PLAN },
         audit: { action: ActionAuditAction.APPROVE, ...LESSON_PLAN_AUDIT },
+        confirmation: (dto, jwt) => this.lessonPlanService.confirmApproval(dto, jwt),
       },
       (dto, jwt) => this.lessonPlanService.approve(dto, jwt),
     );

@@ -37,6 +37,7 @@ export class TeachingToolsController {
           resourceType: AuditResourceType.TEACHING_ASSIGNMENT,
           resourceId: (result: TeachingAssignmentEntity) => result.id,
         },
+        confirmation: (dto, jwt) => this.teachingService.confirmAssignment(dto, jwt),
       },
       (dto, jwt) => this.teachingService.assign(dto, jwt),
     );
