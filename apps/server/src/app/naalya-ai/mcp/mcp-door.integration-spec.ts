@@ -249,13 +249,17 @@ describe('the MCP door: confirmation through elicitation', () => {
     return (created['data'] as { id: string }).id;
   };
 
-  it('asks the person with Rover\'s sentence, records the approval bound to the call, and runs the delete once', async () => {
+  it('asks the person with Rover\'s question from the records, records the approval bound to the call, and runs the delete once', async () => {
     const asked: string[] = [];
     const { client, transport } = await connect((await issueToken(school.personas.schoolAdmin)).token, 'accept', asked);
-    const departmentId = await createDepartment(client, `Approve ${SUFFIX}`.slice(0, 60));
+    const name = `Approve ${SUFFIX}`.slice(0, 60);
+    const departmentId = await createDepartment(client, name);
     const result = await client.callTool({ name: 'delete_department', arguments: { departmentId } });
     expect(result.isError).toBe(false);
-    expect(asked).toEqual([`Delete the department with id ${departmentId} and its member list? This cannot be undone.`]);
+    // The server's question from the records (the preview), the same one Rover asks: names, never the id.
+    expect(asked).toEqual([
+      `Delete the department "${name}" (${school.campuses[0].name})? It has no members and no head. The department and its member list are removed for good; its members stay on the staff.`,
+    ]);
     const approvals = (await testApp.owner.query(`SELECT event, approved, user_id FROM tool_call_approvals WHERE user_id = $1 AND event = 'delete.department' AND args_hash IS NOT NULL ORDER BY created_at DESC LIMIT 1`, [
       school.personas.schoolAdmin.id,
     ])) as { event: string; approved: boolean; user_id: string }[];

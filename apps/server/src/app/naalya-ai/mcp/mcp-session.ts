@@ -55,9 +55,15 @@ export const createMcpSessionServer = (context: AgentRuntimeContext, caller: Jwt
 
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...tools.values()].map(toMcpTool) }));
 
-  // Asks the person through MCP elicitation with the sentence Rover shows, and records the answer as the same approval
-  // row a resume records (call id, tool, argument hash, user), which execute() checks. Undefined: go ahead.
-  const confirm = async (definition: AnyAgentTool, args: unknown, callId: string): Promise<CallToolResult | undefined> => {
+  // Asks the person through MCP elicitation with the question Rover shows (the server's preview, written from the
+  // records), and records the answer as the same approval row a resume records (call id, tool, argument hash, user),
+  // which execute() checks. Undefined: go ahead.
+  const confirm = async (
+    definition: AnyAgentTool,
+    args: unknown,
+    callId: string,
+    preview: () => Promise<AgentToolResult>,
+  ): Promise<CallToolResult | undefined> => {
     const parsed = definition.schema.safeParse(args);
     // Arguments the tool's schema refuses are sent as they are: the server answers with its masked sentence.
     if (!parsed.success || !definition.confirm) return undefined;
@@ -67,8 +73,13 @@ export const createMcpSessionServer = (context: AgentRuntimeContext, caller: Jwt
     if (!server.getClientCapabilities()?.elicitation) {
       return { content: [{ type: 'text', text: JSON.stringify({ error: NO_ELICITATION_REFUSAL, code: 'CONFIRMATION_REQUIRED' }) }], isError: true };
     }
+    // A call the server would refuse is refused at its preview, and nothing is asked.
+    const previewed = await preview();
+    if ('error' in previewed) return asToolResult(previewed);
+    const question = (previewed.data as { question?: unknown } | null)?.question;
+    if (typeof question !== 'string' || question.length === 0) return asToolResult(toolError('TOOL_FAILED'));
     const answer = await server.elicitInput(
-      { mode: 'form', message: withoutEmDash(definition.confirm(parsed.data)), requestedSchema: { type: 'object', properties: {} } },
+      { mode: 'form', message: withoutEmDash(question), requestedSchema: { type: 'object', properties: {} } },
       { timeout: deps.questionTimeoutMs },
     );
     const approved = answer.action === 'accept';
@@ -90,20 +101,22 @@ export const createMcpSessionServer = (context: AgentRuntimeContext, caller: Jwt
     if (!extra.sessionId) throw new McpError(ErrorCode.InvalidRequest, 'A tools/call needs a session.');
     const callId = mcpCallId(extra.sessionId, extra.requestId);
     const args = request.params.arguments ?? {};
-    const refusal = await confirm(definition, args, callId);
+    const send = (preview: boolean) =>
+      deps.publish(definition.event as AgentToolEvent, {
+        identity: identityFromUserDetails(context.userDetails),
+        scope: scopeOfRunMode(context.runMode),
+        args,
+        meta: {
+          callId,
+          // Taken at each send: the call goes after any confirmation, which may have waited for the person.
+          deadline: Date.now() + deps.callTimeoutMs,
+          ...(context.dispatchToken ? { dispatchToken: context.dispatchToken } : {}),
+          ...(preview ? { preview: true as const } : {}),
+        },
+      } as AgentToolPayload[AgentToolEvent]);
+    const refusal = await confirm(definition, args, callId, () => send(true));
     if (refusal) return refusal;
-    const result = await deps.publish(definition.event as AgentToolEvent, {
-      identity: identityFromUserDetails(context.userDetails),
-      scope: scopeOfRunMode(context.runMode),
-      args,
-      meta: {
-        callId,
-        // Taken after any confirmation, which may have waited for the person.
-        deadline: Date.now() + deps.callTimeoutMs,
-        ...(context.dispatchToken ? { dispatchToken: context.dispatchToken } : {}),
-      },
-    } as AgentToolPayload[AgentToolEvent]);
-    return asToolResult(result);
+    return asToolResult(await send(false));
   });
   return server;
 };
