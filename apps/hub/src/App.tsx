@@ -2,6 +2,7 @@ import { useCallback, useEffect, useState } from 'react';
 import type { AgentRunModeName } from '@naalya/agent-tools';
 import { ActivityPage } from './components/ActivityPage';
 import { ChatPage } from './components/ChatPage';
+import { ConnectedAppsPage } from './components/ConnectedAppsPage';
 import { Header, type RunModeChoice } from './components/Header';
 import { LoginPage } from './components/LoginPage';
 import type { CallerProfile, CampusSummary } from '@naalya/access';
@@ -87,7 +88,7 @@ export const App = () => {
     };
   }, [me, modeName, onApiError]);
 
-  usePageTitle(!token ? 'Sign in' : route.page === 'activity' ? 'Activity' : null);
+  usePageTitle(!token ? 'Sign in' : route.page === 'activity' ? 'Activity' : route.page === 'apps' ? 'Connected apps' : null);
 
   if (token === undefined) return <p className="p-4 text-slate-700">Opening your session…</p>;
   if (!token) {
@@ -116,6 +117,8 @@ export const App = () => {
       <main className="flex flex-1 flex-col">
         {route.page === 'activity' ? (
           <ActivityPage highlight={route.highlight} onApiError={onApiError} />
+        ) : route.page === 'apps' ? (
+          <ConnectedAppsPage campuses={campuses} onApiError={onApiError} />
         ) : (
           <ChatPage threadId={route.threadId} mode={mode} onApiError={onApiError} />
         )}

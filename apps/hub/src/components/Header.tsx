@@ -1,7 +1,7 @@
 import { UserType, type CallerProfile, type CampusSummary } from '@naalya/access';
 import { SPEAKER_HATS, type AgentMap } from '@naalya/agent-tools';
 import { toolLabel } from '../lib/labels';
-import { activityHref, chatHref, type Route } from '../lib/route';
+import { activityHref, appsHref, chatHref, type Route } from '../lib/route';
 
 export type RunModeChoice = { mode: 'school' } | { mode: 'campus'; campus: CampusSummary };
 
@@ -30,6 +30,9 @@ export const Header = ({ me, map, campuses, mode, onModeChange, route, onSignOut
           </a>
           <a href={activityHref()} className={navClass(route.page === 'activity')} aria-current={route.page === 'activity' ? 'page' : undefined}>
             Activity
+          </a>
+          <a href={appsHref()} className={navClass(route.page === 'apps')} aria-current={route.page === 'apps' ? 'page' : undefined}>
+            Connected apps
           </a>
         </nav>
         <div className="ml-auto flex min-w-0 flex-wrap items-center gap-3 text-sm" data-testid="whoami">

@@ -58,7 +58,7 @@ describe('Activity filters as the API takes them', () => {
 describe('sources and the export file', () => {
   it('lists every source AuditSource has, each with a label; one without a label of its own reads in capitals', () => {
     expect(AUDIT_SOURCES).toEqual(Object.values(AuditSource));
-    expect(AUDIT_SOURCES.map(sourceLabel)).toEqual(Object.values(AuditSource).map((source) => ({ http: 'REST API', agent: 'Agent' })[source] ?? source.toUpperCase()));
+    expect(AUDIT_SOURCES.map(sourceLabel)).toEqual(Object.values(AuditSource).map((source) => ({ http: 'REST API', agent: 'Agent' } as Partial<Record<string, string>>)[source] ?? source.toUpperCase()));
     expect(sourceLabel('mcp')).toBe('MCP');
   });
 

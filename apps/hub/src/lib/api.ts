@@ -1,4 +1,4 @@
-import type { AuditLogRow, CallerProfile, CampusSummary, LoginResponse } from '@naalya/access';
+import type { AuditLogRow, CallerProfile, CampusSummary, ConnectedApp, ConnectedAppCreated, LoginResponse } from '@naalya/access';
 import type {
   AgentMap,
   AgentRunModeName,
@@ -39,6 +39,11 @@ export const api = {
   /** Who the caller is, read fresh by the server (display only). */
   me: () => request<CallerProfile>('/auth/me'),
   campuses: () => request<CampusSummary[]>('/campuses'),
+  /** The caller's live connected apps (tokens for the MCP door); never the tokens themselves. */
+  connectedApps: () => request<ConnectedApp[]>('/mcp-tokens'),
+  /** A new connected app: its token is in this answer only. */
+  createConnectedApp: (body: { name: string; expiresInDays: number; campusId?: string }) => request<ConnectedAppCreated>('/mcp-tokens', { body }),
+  revokeConnectedApp: (id: string) => request<void>(`/mcp-tokens/${encodeURIComponent(id)}`, { method: 'DELETE' }),
   map: (mode: AgentRunModeName) => request<AgentMap>(`/agent/map?mode=${mode}`),
   /** One page of the caller's threads, newest first; `next` is the following page's cursor, null on the last page. */
   threads: async (options: { q?: string; cursor?: string; limit?: number } = {}) => {

@@ -8,7 +8,8 @@ import { filtersFromQuery, filtersToQuery, type ActivityFilters } from './activi
  */
 export type Route =
   | { page: 'chat'; threadId: string | null }
-  | { page: 'activity'; highlight: string | null; detailId: string | null; filters: ActivityFilters };
+  | { page: 'activity'; highlight: string | null; detailId: string | null; filters: ActivityFilters }
+  | { page: 'apps' };
 
 export const parseRoute = (hash: string): Route => {
   const [path = '', query = ''] = hash.replace(/^#\/?/, '').split('?');
@@ -22,8 +23,12 @@ export const parseRoute = (hash: string): Route => {
       filters: filtersFromQuery(params),
     };
   }
+  // #/apps: the caller's connected apps (MCP clients).
+  if (parts[0] === 'apps') return { page: 'apps' };
   return { page: 'chat', threadId: parts[0] === 'chat' && parts[1] ? decodeURIComponent(parts[1]) : null };
 };
+
+export const appsHref = () => '#/apps';
 
 const withQuery = (path: string, query: URLSearchParams) => (query.size ? `${path}?${query}` : path);
 
