@@ -28,6 +28,12 @@ export type AgentToolMeta = {
 /** What a preview answers with: the confirmation question, written from the records as the caller may see them. */
 export type ConfirmationPreview = { question: string };
 
+/** The question of a preview's data, or undefined when it holds none; the worker's proxy and the MCP door both ask it. */
+export const previewQuestion = (data: unknown): string | undefined => {
+  const question = (data as { question?: unknown } | null)?.question;
+  return typeof question === 'string' && question.length > 0 ? question : undefined;
+};
+
 /** What crosses RabbitMQ for one tool call. */
 export type AgentToolRequest<A = unknown> = {
   identity: AgentIdentity;

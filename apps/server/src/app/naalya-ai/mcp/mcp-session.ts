@@ -4,6 +4,7 @@ import { CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode, typ
 import {
   CONFIRMATION_ANSWERS,
   identityFromUserDetails,
+  previewQuestion,
   toolError,
   withoutEmDash,
   type AgentRuntimeContext,
@@ -55,15 +56,26 @@ export const createMcpSessionServer = (context: AgentRuntimeContext, caller: Jwt
 
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [...tools.values()].map(toMcpTool) }));
 
-  // Asks the person through MCP elicitation with the question Rover shows (the server's preview, written from the
+  // One message on the tools exchange with the session's minted context; `preview` asks the server for the confirmation
+  // question (the call's own checks and gate, nothing written) instead of the call.
+  const send = (definition: AnyAgentTool, args: unknown, callId: string, preview: boolean): Promise<AgentToolResult> =>
+    deps.publish(definition.event as AgentToolEvent, {
+      identity: identityFromUserDetails(context.userDetails),
+      scope: scopeOfRunMode(context.runMode),
+      args,
+      meta: {
+        callId,
+        // Taken at each send: a confirmation may have waited for the person.
+        deadline: Date.now() + deps.callTimeoutMs,
+        ...(context.dispatchToken ? { dispatchToken: context.dispatchToken } : {}),
+        ...(preview ? { preview: true as const } : {}),
+      },
+    } as AgentToolPayload[AgentToolEvent]);
+
+  // Asks the person through MCP elicitation with the question Rover asks (the server's preview, written from the
   // records), and records the answer as the same approval row a resume records (call id, tool, argument hash, user),
   // which execute() checks. Undefined: go ahead.
-  const confirm = async (
-    definition: AnyAgentTool,
-    args: unknown,
-    callId: string,
-    preview: () => Promise<AgentToolResult>,
-  ): Promise<CallToolResult | undefined> => {
+  const confirm = async (definition: AnyAgentTool, args: unknown, callId: string): Promise<CallToolResult | undefined> => {
     const parsed = definition.schema.safeParse(args);
     // Arguments the tool's schema refuses are sent as they are: the server answers with its masked sentence.
     if (!parsed.success || !definition.confirm) return undefined;
@@ -73,11 +85,11 @@ export const createMcpSessionServer = (context: AgentRuntimeContext, caller: Jwt
     if (!server.getClientCapabilities()?.elicitation) {
       return { content: [{ type: 'text', text: JSON.stringify({ error: NO_ELICITATION_REFUSAL, code: 'CONFIRMATION_REQUIRED' }) }], isError: true };
     }
-    // A call the server would refuse is refused at its preview, and nothing is asked.
-    const previewed = await preview();
-    if ('error' in previewed) return asToolResult(previewed);
-    const question = (previewed.data as { question?: unknown } | null)?.question;
-    if (typeof question !== 'string' || question.length === 0) return asToolResult(toolError('TOOL_FAILED'));
+    // A call the server would refuse is refused now, and nothing is asked.
+    const preview = await send(definition, args, callId, true);
+    if ('error' in preview) return asToolResult(preview);
+    const question = previewQuestion(preview.data);
+    if (question === undefined) return asToolResult(toolError('TOOL_FAILED'));
     const answer = await server.elicitInput(
       { mode: 'form', message: withoutEmDash(question), requestedSchema: { type: 'object', properties: {} } },
       { timeout: deps.questionTimeoutMs },
@@ -101,22 +113,10 @@ export const createMcpSessionServer = (context: AgentRuntimeContext, caller: Jwt
     if (!extra.sessionId) throw new McpError(ErrorCode.InvalidRequest, 'A tools/call needs a session.');
     const callId = mcpCallId(extra.sessionId, extra.requestId);
     const args = request.params.arguments ?? {};
-    const send = (preview: boolean) =>
-      deps.publish(definition.event as AgentToolEvent, {
-        identity: identityFromUserDetails(context.userDetails),
-        scope: scopeOfRunMode(context.runMode),
-        args,
-        meta: {
-          callId,
-          // Taken at each send: the call goes after any confirmation, which may have waited for the person.
-          deadline: Date.now() + deps.callTimeoutMs,
-          ...(context.dispatchToken ? { dispatchToken: context.dispatchToken } : {}),
-          ...(preview ? { preview: true as const } : {}),
-        },
-      } as AgentToolPayload[AgentToolEvent]);
-    const refusal = await confirm(definition, args, callId, () => send(true));
+    const refusal = await confirm(definition, args, callId);
     if (refusal) return refusal;
-    return asToolResult(await send(false));
+    const result = await send(definition, args, callId, false);
+    return asToolResult(result);
   });
   return server;
 };

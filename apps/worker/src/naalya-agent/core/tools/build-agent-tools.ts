@@ -13,6 +13,7 @@ import {
   type AgentToolRequest,
   type AgentToolRole,
   type AnyAgentTool,
+  previewQuestion,
   withoutEmDash,
 } from '@naalya/agent-tools';
 import { interrupt } from '@langchain/langgraph';
@@ -56,11 +57,6 @@ const contextMissing = () => JSON.stringify(toolError('CONTEXT_MISSING'));
 
 /** What the model gets when the user does not approve a call that needs confirmation. */
 export const CONFIRMATION_DECLINED_ERROR = ERROR_SENTENCES.CONFIRMATION_DECLINED;
-
-const previewQuestion = (data: unknown): string | undefined => {
-  const question = (data as { question?: unknown } | null)?.question;
-  return typeof question === 'string' && question.length > 0 ? question : undefined;
-};
 
 // Pauses the run with the confirmation question. On resume LangGraph runs the proxy again from its first line and
 // interrupt() returns the answer, so this must come before anything with an effect.
