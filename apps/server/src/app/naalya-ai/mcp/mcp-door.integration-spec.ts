@@ -1,72 +1,31 @@
-import { createServer, request as httpRequest, type Server as HttpServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, LATEST_PROTOCOL_VERSION, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ConnectedAppCreated } from '@naalya/access';
-import { brokerPermissions } from '@naalya/rmq';
-import { rabbitmqctl } from '@naalya/rmq/test-broker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tokenFor } from '../../../testing/rest-client.js';
 import type { TestApp } from '../../../testing/test-app.js';
 import type { DemoPersona } from '../../seed/demo-seed.js';
-import { createAgentTestApp, createTestBroker, serveWorkerCalls, type TestBroker, type TestWorkerCalls } from '../fixtures/agent-run-test-kit.js';
+import { startMcpDoorTestStack, type McpDoorTestStack } from './fixtures/mcp-door-test-stack.js';
 import { NO_ELICITATION_REFUSAL, mcpCallId } from './mcp-session.js';
 
-// The door's own broker user for this run, with the permissions the setup gives it (tools exchange, direct reply-to).
-const SUFFIX = `${process.pid}_${Date.now()}`;
-const MCP_USER = `naalya_test_mcp_${SUFFIX}`;
-const MCP_PASSWORD = `mcp-${SUFFIX}`;
-
-let broker: TestBroker;
+let stack: McpDoorTestStack;
 let testApp: TestApp;
-let worker: TestWorkerCalls;
-let proxy: HttpServer;
 let doorUrl: string;
+let SUFFIX: string;
 let school: TestApp['demo']['schools'][0];
 let otherSchool: TestApp['demo']['schools'][1];
 const clients: Client[] = [];
 
-// The door checks the Host header against its own URL (DNS rebinding), and the test app listens on a port chosen at
-// start: a loopback proxy on a port chosen first is the URL the door is configured with.
-const reservePort = async (): Promise<HttpServer> => {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return server;
-};
-
 beforeAll(async () => {
-  broker = await createTestBroker();
-  const permissions = brokerPermissions(broker.names).mcp;
-  await rabbitmqctl('add_user', MCP_USER, MCP_PASSWORD);
-  await rabbitmqctl('set_permissions', '-p', '/', MCP_USER, permissions.configure, permissions.write, permissions.read);
-  proxy = await reservePort();
-  doorUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}/mcp`;
-  testApp = await createAgentTestApp(broker.names, {
-    MCP_RESOURCE_URL: doorUrl,
-    MCP_BROKER_USER: MCP_USER,
-    MCP_RABBITMQ_URL: `amqp://${MCP_USER}:${MCP_PASSWORD}@127.0.0.1:5672`,
-  });
-  worker = await serveWorkerCalls(testApp, broker.names);
-  const target = new URL(await testApp.app.getUrl());
-  proxy.on('request', (incoming, outgoing) => {
-    const forward = httpRequest({ host: '127.0.0.1', port: target.port, path: incoming.url, method: incoming.method, headers: incoming.headers }, (answer) => {
-      outgoing.writeHead(answer.statusCode ?? 502, answer.headers);
-      answer.pipe(outgoing);
-    });
-    incoming.pipe(forward);
-  });
+  stack = await startMcpDoorTestStack();
+  ({ testApp, doorUrl, suffix: SUFFIX } = stack);
   [school, otherSchool] = testApp.demo.schools;
 }, 60_000);
 
 afterAll(async () => {
   for (const client of clients) await client.close().catch(() => undefined);
-  proxy?.closeAllConnections();
-  proxy?.close();
-  await worker?.close();
-  await testApp?.close();
-  await broker?.close();
-  await rabbitmqctl('delete_user', MCP_USER).catch(() => undefined);
+  await stack?.close();
 });
 
 const issueToken = async (persona: DemoPersona, body: Record<string, unknown> = {}): Promise<ConnectedAppCreated> => {
