@@ -21,6 +21,16 @@ export const tokenFor = (testApp: Pick<TestApp, 'module'>, persona: DemoPersona)
 };
 
 /** One REST call as `persona`, a platform administrator's target school in its header when given. */
+/** A persona's identity as a verified login token carries it, for services that take the caller's claims directly. */
+export const claimsFor = (persona: DemoPersona) => ({
+  sub: persona.id,
+  type: persona.type,
+  schoolId: persona.schoolId,
+  campusId: persona.campusId,
+  iat: Math.floor(Date.now() / 1000),
+  exp: Math.floor(Date.now() / 1000) + 600,
+});
+
 export const restRequest = async (
   testApp: TestApp,
   persona: DemoPersona,

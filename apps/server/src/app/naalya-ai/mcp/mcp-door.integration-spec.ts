@@ -3,7 +3,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { ElicitRequestSchema, LATEST_PROTOCOL_VERSION, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { ConnectedAppCreated } from '@naalya/access';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tokenFor } from '../../../testing/rest-client.js';
+import { claimsFor, tokenFor } from '../../../testing/rest-client.js';
 import type { TestApp } from '../../../testing/test-app.js';
 import type { DemoPersona } from '../../seed/demo-seed.js';
 import { startMcpDoorTestStack, type McpDoorTestStack } from './fixtures/mcp-door-test-stack.js';
@@ -103,7 +103,7 @@ describe('the MCP door: who is calling', () => {
   it('the door refuses a token issued for another audience, and a revoked one; revoking ends an open session', async () => {
     const { McpTokensService } = await import('./mcp-tokens.service.js');
     const persona = school.personas.schoolAdmin;
-    const elsewhere = await testApp.module.get(McpTokensService).create({ name: 'Elsewhere', expiresInDays: 1 }, claimsOf(persona), 'https://other.example/mcp');
+    const elsewhere = await testApp.module.get(McpTokensService).create({ name: 'Elsewhere', expiresInDays: 1 }, claimsFor(persona), 'https://other.example/mcp');
     expect((await rawPost(elsewhere.token, initialize)).status).toBe(401);
 
     const app = await issueToken(persona);
@@ -246,13 +246,4 @@ describe('the MCP door: confirmation through elicitation', () => {
     expect(resultOf(result as CallToolResult)).toEqual({ error: NO_ELICITATION_REFUSAL, code: 'CONFIRMATION_REQUIRED' });
     expect(await testApp.owner.query(`SELECT 1 FROM departments WHERE id = $1`, [departmentId])).toHaveLength(1);
   });
-});
-
-const claimsOf = (persona: DemoPersona) => ({
-  sub: persona.id,
-  type: persona.type,
-  schoolId: persona.schoolId,
-  campusId: persona.campusId,
-  iat: 0,
-  exp: Math.floor(Date.now() / 1000) + 600,
 });

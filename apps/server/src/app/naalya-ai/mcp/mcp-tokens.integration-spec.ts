@@ -1,7 +1,7 @@
 import type { ConnectedApp, ConnectedAppCreated } from '@naalya/access';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../../../testing/test-app.js';
-import { tokenFor } from '../../../testing/rest-client.js';
+import { claimsFor, tokenFor } from '../../../testing/rest-client.js';
 import type { DemoPersona } from '../../seed/demo-seed.js';
 import { McpTokensService, mcpTokenHash } from './mcp-tokens.service.js';
 
@@ -99,7 +99,7 @@ describe('connected apps: tokens for the MCP door', () => {
   });
 
   it('the door refuses a token issued for another audience', async () => {
-    const created = await tokens.create({ name: 'Elsewhere', expiresInDays: 1 }, { ...tokenClaims(school.personas.classTeacher) }, 'https://other.example/mcp');
+    const created = await tokens.create({ name: 'Elsewhere', expiresInDays: 1 }, claimsFor(school.personas.classTeacher), 'https://other.example/mcp');
     expect(await tokens.authenticate(created.token, AUDIENCE)).toEqual({ refused: 'wrong-audience' });
     expect('holder' in (await tokens.authenticate(created.token, 'https://other.example/mcp'))).toBe(true);
   });
@@ -149,13 +149,4 @@ describe('connected apps: tokens for the MCP door', () => {
     await asPersona(persona, 'DELETE', `/mcp-tokens/${created[0].id}`);
     await createApp(persona);
   });
-});
-
-const tokenClaims = (persona: DemoPersona) => ({
-  sub: persona.id,
-  type: persona.type,
-  schoolId: persona.schoolId,
-  campusId: persona.campusId,
-  iat: 0,
-  exp: Math.floor(Date.now() / 1000) + 600,
 });
