@@ -483,11 +483,12 @@ export class AgentRunStore {
    * them: one update however many events. `questionsExpireAt` is given when the run has just paused.
    */
   async applyState(runId: string, lastSeq: number, next: RunState, questionsExpireAt: Date | null): Promise<void> {
-    // Only a running step holds a lease.
-    const lease = next.status === 'running' ? '' : ', lease_worker = NULL, lease_expires_at = NULL';
+    // Only a running step holds a lease. A step that stops (paused or ended) has its answers' text whole: kept for
+    // thread search (migration 1764662400019), once per step rather than per streamed event.
+    const stopped = next.status === 'running' ? '' : ', lease_worker = NULL, lease_expires_at = NULL, reply = agent_run_reply(id)';
     await currentManager().query(
       `UPDATE agent_runs SET last_seq = $2, status = $3, pending_interrupts = $4, error = $5, error_code = $6,
-              expires_at = COALESCE($7, expires_at)${lease}, updated_at = now() WHERE id = $1`,
+              expires_at = COALESCE($7, expires_at)${stopped}, updated_at = now() WHERE id = $1`,
       [runId, lastSeq, next.status, JSON.stringify(next.pendingInterrupts), next.error, next.errorCode, questionsExpireAt],
     );
   }

@@ -42,6 +42,18 @@ export type ThreadPage = { threads: ThreadSummary[]; next: string | null };
 export const searchWords = (q: string): string[] => q.match(/[\p{L}\p{N}]+/gu)?.slice(0, 8) ?? [];
 const tsQuery = (q: string): string => searchWords(q).map((word) => `${word}:*`).join(' & ');
 
+/**
+ * The search's condition on threads `t` of the owner in parameter `owner`, for the to_tsquery text in parameter
+ * `query`: the title, or any run's message (what the user sent) or reply (what the assistant answered), each through its
+ * full-text index (migrations 1764662400016 and 1764662400019).
+ */
+export const threadSearchCondition = (owner: string, query: string): string => {
+  const matches = `to_tsquery('simple', ${query})`;
+  return `(to_tsvector('simple', coalesce(t.title, '')) @@ ${matches}
+    OR t.id IN (SELECT r.thread_id FROM agent_runs r WHERE r.owner_id = ${owner}
+                  AND (to_tsvector('simple', r.message) @@ ${matches} OR to_tsvector('simple', r.reply) @@ ${matches})))`;
+};
+
 
 const threadSummary = (thread: AgentThreadEntity): ThreadSummary => ({
   id: thread.id,
@@ -115,8 +127,8 @@ export class AgentThreadsService {
   /**
    * The caller's threads, most recently active first, one page at a time. Keyset on (updated_at, id) at full
    * microsecond precision, so pages neither repeat nor skip a row (a thread that gets a new message while the caller
-   * pages moves to the top, as it should). With `q`, only threads whose title or one of the user's own messages
-   * (agent_runs.message) holds every word, through the full-text indexes of migration 1764662400016. owner_id is
+   * pages moves to the top, as it should). With `q`, only threads whose title, one of the user's own messages
+   * (agent_runs.message) or one of the assistant's replies (agent_runs.reply) holds every word (threadSearchCondition). owner_id is
    * filtered here and row-level security applies underneath: another user's thread, in any school, never matches,
    * whatever a cursor is forged to say.
    */
@@ -129,9 +141,7 @@ export class AgentThreadsService {
       const where = ['t.owner_id = $1'];
       if (dto.q !== undefined) {
         params.push(tsQuery(dto.q));
-        const query = `to_tsquery('simple', $${params.length})`;
-        where.push(`(to_tsvector('simple', coalesce(t.title, '')) @@ ${query}
-          OR t.id IN (SELECT r.thread_id FROM agent_runs r WHERE r.owner_id = $1 AND to_tsvector('simple', r.message) @@ ${query}))`);
+        where.push(threadSearchCondition('$1', `$${params.length}`));
       }
       if (after) {
         params.push(after.micros, after.id);

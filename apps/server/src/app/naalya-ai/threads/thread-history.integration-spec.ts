@@ -5,7 +5,8 @@ import type { DemoPersona } from '../../seed/demo-seed.js';
 import { encodeCursor } from '../../core/audit/audit-cursor.js';
 import { tokenFor } from '../../../testing/rest-client.js';
 import type { TestApp } from '../../../testing/test-app.js';
-import { createAgentTestApp, createTestBroker, type TestBroker } from '../fixtures/agent-run-test-kit.js';
+import { createAgentTestApp, createTestBroker, runEvents, startRunAndTakeStep, storeAsWorker, type TestBroker } from '../fixtures/agent-run-test-kit.js';
+import { threadSearchCondition } from './agent-threads.service.js';
 
 let broker: TestBroker;
 let testApp: TestApp;
@@ -169,19 +170,54 @@ describe('GET /agent/threads?q: search across the caller own threads', () => {
     expect(ids((await list(admin)).body)).not.toContain(thread);
   });
 
-  it('the search reads the full-text indexes, not every row', async () => {
+  it('the search reads the full-text indexes of titles, messages and replies, not every row', async () => {
     // With sequential scans priced out, a plan that could not use the indexes would still show a Seq Scan.
     const plan = (await testApp.owner.transaction(async (manager) => {
       await manager.query(`SET LOCAL enable_seqscan = off`);
-      return manager.query(
-        `EXPLAIN SELECT t.id FROM agent_threads t WHERE t.owner_id = $1 AND (to_tsvector('simple', coalesce(t.title, '')) @@ to_tsquery('simple', 'word:*')
-           OR t.id IN (SELECT r.thread_id FROM agent_runs r WHERE r.owner_id = $1 AND to_tsvector('simple', r.message) @@ to_tsquery('simple', 'word:*')))`,
-        [randomUUID()],
-      );
+      return manager.query(`EXPLAIN SELECT t.id FROM agent_threads t WHERE t.owner_id = $1 AND ${threadSearchCondition('$1', '$2')}`, [randomUUID(), 'word:*']);
     })) as { 'QUERY PLAN': string }[];
     const text = plan.map((row) => row['QUERY PLAN']).join('\n');
     expect(text).toContain('ix_agent_runs_message_search');
+    expect(text).toContain('ix_agent_runs_reply_search');
     expect(text).not.toMatch(/Seq Scan on agent_runs/);
+  });
+});
+
+describe("GET /agent/threads?q=: the assistant's replies", () => {
+  /** A run of `persona`'s whose assistant answers in `deltas` (split mid-word, as a model streams) and ends. */
+  const answeredRun = async (persona: DemoPersona, message: string, deltas: string[]) => {
+    const step = await startRunAndTakeStep(testApp, broker, persona, message);
+    const event = runEvents(step);
+    const messageId = randomUUID();
+    const stored = await storeAsWorker(testApp, step, [
+      event.started(),
+      { runId: step.runId, threadId: step.threadId, type: 'TEXT_MESSAGE_START', messageId, role: 'assistant', name: 'rover' },
+      ...deltas.map((delta) => event.text(messageId, delta)),
+      { runId: step.runId, threadId: step.threadId, type: 'TEXT_MESSAGE_END', messageId },
+      event.finished(),
+    ]);
+    expect(stored).toMatchObject({ kind: 'stored' });
+    return step;
+  };
+
+  it('finds a thread by a word only the assistant wrote, even one streamed in pieces, once the run has ended', async () => {
+    const school = testApp.demo.schools[0];
+    const owner = school.personas.registrar;
+    const { threadId, runId } = await answeredRun(owner, 'What is planned for Friday?', ['The Quetz', 'alcoatl excursion leaves at ', 'nine.']);
+    const [run] = (await testApp.owner.query(`SELECT message, reply FROM agent_runs WHERE id = $1`, [runId])) as { message: string; reply: string }[];
+    expect(run).toEqual({ message: 'What is planned for Friday?', reply: '\nThe Quetzalcoatl excursion leaves at nine.' });
+    expect(ids((await list(owner, { q: 'quetzalcoatl' })).body)).toEqual([threadId]);
+    expect(ids((await list(owner, { q: 'Quetzal excursion' })).body)).toEqual([threadId]);
+    expect(ids((await list(owner, { q: 'quetzalcoatl picnic' })).body)).toEqual([]);
+  });
+
+  it("security: another user's thread is never found by its assistant's reply, in the same school, another, or as a platform admin", async () => {
+    const [schoolA, schoolB] = testApp.demo.schools;
+    const { threadId } = await answeredRun(schoolA.personas.directorOfStudies, 'Any news?', ['The Oce', 'lot fundraiser is on Monday.']);
+    expect(ids((await list(schoolA.personas.directorOfStudies, { q: 'ocelot' })).body)).toEqual([threadId]);
+    for (const other of [schoolA.personas.schoolAdmin, schoolA.personas.teacher, schoolB.personas.schoolAdmin, testApp.demo.platformAdmin]) {
+      expect(ids((await list(other, { q: 'ocelot' })).body)).toEqual([]);
+    }
   });
 });
 
