@@ -1,13 +1,16 @@
-import { useCallback, useEffect, useState } from 'react';
+import { useCallback, useEffect, useMemo, useState } from 'react';
 import type { AgentRunModeName } from '@naalya/agent-tools';
 import { ActivityPage } from './components/ActivityPage';
 import { ChatPage } from './components/ChatPage';
 import { ConnectedAppsPage } from './components/ConnectedAppsPage';
 import { Header, type RunModeChoice } from './components/Header';
 import { LoginPage } from './components/LoginPage';
-import type { CallerProfile, CampusSummary } from '@naalya/access';
+import { UserType, type CallerProfile, type CampusSummary, type SchoolSummary } from '@naalya/access';
+import { ActingBanner } from './components/ActingBanner';
 import type { AgentMap } from '@naalya/agent-tools';
+import { actingSchool } from './lib/acting-school';
 import { api } from './lib/api';
+import { SchoolContext, type SchoolView } from './lib/school-context';
 import { session, tokenExpiry } from './lib/session';
 import { HttpError } from './lib/sse';
 import { usePageTitle } from './lib/page-title';
@@ -22,12 +25,21 @@ export const App = () => {
   const [mode, setMode] = useState<RunModeChoice>({ mode: 'school' });
   const [map, setMap] = useState<AgentMap | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const [schools, setSchools] = useState<SchoolSummary[]>([]);
+  const [acting, setActing] = useState<SchoolSummary | null>(actingSchool.get);
+
+  const pickSchool = useCallback((school: SchoolSummary | null) => {
+    actingSchool.set(school);
+    setActing(school);
+  }, []);
 
   const signedOut = useCallback(() => {
+    pickSchool(null);
+    setSchools([]);
     setToken(null);
     setMe(null);
     setMap(null);
-  }, []);
+  }, [pickSchool]);
   const signOut = useCallback(() => {
     session.clear();
     signedOut();
@@ -65,6 +77,14 @@ export const App = () => {
       .then(async (who) => {
         if (!live) return;
         setMe(who);
+        if (who.userType === UserType.PLATFORM_ADMIN) {
+          const listed = await api.schools();
+          if (!live) return;
+          setSchools(listed);
+          // The picked school as the server has it now (renamed, its zone changed, or gone), kept across reloads.
+          const picked = actingSchool.get();
+          if (picked) pickSchool(listed.find((school) => school.id === picked.id) ?? null);
+        }
         const visible = await api.campuses().catch(() => [] as CampusSummary[]);
         // A campus-limited member of staff may only open a chat on their own campus.
         if (live) setCampuses(who.campusId ? visible.filter((campus) => campus.id === who.campusId) : visible);
@@ -73,7 +93,12 @@ export const App = () => {
     return () => {
       live = false;
     };
-  }, [token, onApiError]);
+  }, [token, onApiError, pickSchool]);
+
+  const schoolView = useMemo<SchoolView>(() => {
+    const isPlatform = me?.userType === UserType.PLATFORM_ADMIN;
+    return { isPlatform, acting: isPlatform ? acting : null, schools, timeZone: (isPlatform ? acting?.timeZone : me?.schoolTimeZone) ?? undefined };
+  }, [me, acting, schools]);
 
   const modeName: AgentRunModeName = mode.mode;
   useEffect(() => {
@@ -96,6 +121,7 @@ export const App = () => {
       <LoginPage
         onSignedIn={(accessToken) => {
           session.set(accessToken);
+          pickSchool(null);
           setError(null);
           setToken(accessToken);
         }}
@@ -104,8 +130,10 @@ export const App = () => {
   }
 
   return (
+    <SchoolContext.Provider value={schoolView}>
     <div className="flex min-h-screen flex-col">
-      <Header me={me} map={map} campuses={campuses} mode={mode} onModeChange={setMode} route={route} onSignOut={signOut} />
+      <Header me={me} map={map} campuses={campuses} mode={mode} onModeChange={setMode} route={route} onSignOut={signOut} onPickSchool={pickSchool} />
+      <ActingBanner />
       {error ? (
         <div role="alert" className="mx-4 mt-3 rounded border border-red-300 bg-red-50 px-3 py-2 text-sm text-red-800">
           {error}{' '}
@@ -114,7 +142,8 @@ export const App = () => {
           </button>
         </div>
       ) : null}
-      <main className="flex flex-1 flex-col">
+      {/* Another school is another page: everything on it is read again, in that school. */}
+      <main className="flex flex-1 flex-col" key={schoolView.acting?.id ?? 'own'}>
         {route.page === 'activity' ? (
           <ActivityPage highlight={route.highlight} onApiError={onApiError} />
         ) : route.page === 'apps' ? (
@@ -124,5 +153,6 @@ export const App = () => {
         )}
       </main>
     </div>
+    </SchoolContext.Provider>
   );
 };

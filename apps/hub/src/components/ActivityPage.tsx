@@ -2,10 +2,11 @@ import { useEffect, useRef, useState } from 'react';
 import { AuditSource } from '@naalya/access';
 import type { AuditLogRow } from '@naalya/access';
 import { api } from '../lib/api';
+import { formatDateTime, timeZoneLabel } from '../lib/dates';
+import { useSchool } from '../lib/school-context';
 import { toolForAudit, toolLabel } from '../lib/labels';
 import { HttpError } from '../lib/sse';
 
-const when = (iso: string) => new Date(iso).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
 const words = (text: string) => text.replaceAll('_', ' ');
 
 /** The caller's school's activity log, newest first; the agent's writes are marked. */
@@ -13,6 +14,7 @@ export const ActivityPage = ({ highlight, onApiError }: { highlight: string | nu
   const [rows, setRows] = useState<AuditLogRow[] | null>(null);
   const [refusal, setRefusal] = useState<string | null>(null);
   const highlighted = useRef<HTMLTableRowElement | null>(null);
+  const { acting, timeZone } = useSchool();
 
   useEffect(() => {
     let live = true;
@@ -37,8 +39,13 @@ export const ActivityPage = ({ highlight, onApiError }: { highlight: string | nu
   return (
     <section className="p-4" aria-labelledby="activity-title">
       <h1 id="activity-title" className="mb-3 text-xl font-semibold">
-        Activity in your school
+        Activity in {acting?.name ?? 'your school'}
       </h1>
+      {timeZone ? (
+        <p className="mb-2 text-sm text-slate-600" data-testid="activity-time-zone">
+          Times are {timeZoneLabel(timeZone)}.
+        </p>
+      ) : null}
       {refusal ? (
         <p role="alert" className="rounded border border-amber-300 bg-amber-50 px-3 py-2 text-amber-900">
           {refusal}
@@ -57,6 +64,7 @@ export const ActivityPage = ({ highlight, onApiError }: { highlight: string | nu
               <th scope="col" className="px-3 py-2">Tool or route</th>
               <th scope="col" className="px-3 py-2">Resource</th>
               <th scope="col" className="px-3 py-2">Source</th>
+              {acting ? <th scope="col" className="px-3 py-2">School</th> : null}
             </tr>
           </thead>
           <tbody>
@@ -76,7 +84,7 @@ export const ActivityPage = ({ highlight, onApiError }: { highlight: string | nu
                   className={`border-t border-slate-100 ${isHighlighted ? 'bg-amber-100' : isAgent ? 'bg-violet-50' : ''}`}
                 >
                   <td className="px-3 py-2 whitespace-nowrap">
-                    <time dateTime={row.createdAt}>{when(row.createdAt)}</time>
+                    <time dateTime={row.createdAt}>{formatDateTime(row.createdAt, timeZone)}</time>
                   </td>
                   <td className="px-3 py-2">{row.actorName ?? (row.actorType === 'platform_admin' ? 'Platform administrator' : row.actorId)}</td>
                   <td className="px-3 py-2">
@@ -96,6 +104,8 @@ export const ActivityPage = ({ highlight, onApiError }: { highlight: string | nu
                       <span className="text-xs text-slate-600">REST API</span>
                     )}
                   </td>
+                  {/* The list is the picked school's alone: each row was written there. */}
+                  {acting ? <td className="px-3 py-2" data-testid="audit-school">{acting.name}</td> : null}
                 </tr>
               );
             })}

@@ -6,9 +6,12 @@ import {
   type AgentRunStatus,
   type ConversationErrorCode,
   type MultitaskStrategy,
+  type RunSummary,
   type ThreadSummary,
 } from '@naalya/agent-tools';
 import { api, toolCallKey } from '../lib/api';
+import { formatDateTime } from '../lib/dates';
+import { schoolNameOf, useSchool } from '../lib/school-context';
 import { session } from '../lib/session';
 import { eventLabel, speakerName } from '../lib/labels';
 import {
@@ -107,6 +110,15 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
   const startedHere = useRef<string | null>(null);
   // The clock the questions' expiry is counted from.
   const [now, setNow] = useState(() => Date.now());
+  const school = useSchool();
+  // What the server says of each run beyond its events: when it was sent, and the school a platform admin's run acts in.
+  const [runFacts, setRunFacts] = useState<Record<string, Pick<RunSummary, 'createdAt' | 'targetSchoolId'>>>({});
+  const noteRuns = useCallback((runs: readonly RunSummary[]) => {
+    setRunFacts((known) => ({ ...known, ...Object.fromEntries(runs.map((run) => [run.id, { createdAt: run.createdAt, targetSchoolId: run.targetSchoolId }])) }));
+  }, []);
+  /** The school a write of this run was made in, named on a platform administrator's cards (staff have one school). */
+  const writtenIn = (runId: string): string | undefined =>
+    school.isPlatform && runFacts[runId] ? schoolNameOf(school, runFacts[runId].targetSchoolId) : undefined;
 
   // The list pages: `nextCursor` is where "Load more" continues; `search` is the query the list shows now.
   const [nextCursor, setNextCursor] = useState<string | null>(null);
@@ -194,6 +206,7 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
             if (signal.aborted) return;
           }
           const detail = await api.thread(thread);
+          noteRuns(detail.runs);
           const run = detail.runs.find((candidate) => candidate.id === runId);
           if (!run || signal.aborted) return;
           dispatch({ type: 'run-summary', run, afterEvents: run.lastSeq <= seq });
@@ -213,7 +226,7 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
         following.current.delete(runId);
       }
     },
-    [onApiError],
+    [onApiError, noteRuns],
   );
 
   /**
@@ -225,6 +238,7 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
       const signal = streams.current.signal;
       try {
         const detail = await api.thread(thread);
+        noteRuns(detail.runs);
         for (const run of detail.runs) {
           if (signal.aborted) return;
           const known = stateRef.current.runs.find((candidate) => candidate.id === run.id);
@@ -236,7 +250,7 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
         if (!signal.aborted) onApiError(error);
       }
     },
-    [follow, onApiError],
+    [follow, onApiError, noteRuns],
   );
 
   // Opening a thread (or reloading the page): every run replayed from its first event, the live ones followed.
@@ -251,6 +265,7 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
     (async () => {
       try {
         const detail = await api.thread(threadId);
+        noteRuns(detail.runs);
         // In the order they were sent; each run's items then stay with it, whatever order their events arrive in.
         for (const run of detail.runs) {
           const history = run.id !== startedHere.current && isHistory(run.status);
@@ -267,7 +282,7 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
       }
     })();
     return () => controller.abort();
-  }, [threadId, follow, onApiError]);
+  }, [threadId, follow, onApiError, noteRuns]);
 
   // A write whose answer was lost: look for its audit row (the call's idempotency key), never guess.
   useEffect(() => {
@@ -316,6 +331,8 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
       }
       const { runId, status } = await api.startRun(threadId, message, campusId, strategy);
       if (fromDraft) setDraft('');
+      // Known before its first event: its cards name their school as they appear (the thread's re-read confirms it).
+      setRunFacts((known) => ({ ...known, [runId]: { createdAt: new Date().toISOString(), targetSchoolId: school.acting?.id ?? null } }));
       dispatch({ type: 'run-started', runId, message, status });
       void follow(threadId, runId, 0, streams.current.signal);
       // The run it stopped ends with its own event: show it, and its questions as no longer answerable.
@@ -518,6 +535,9 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
                     className={`block min-w-0 flex-1 truncate rounded px-2 py-1 ${thread.id === threadId ? 'bg-sky-100 text-sky-900' : 'hover:bg-slate-100'}`}
                   >
                     {thread.title ?? 'New chat'}
+                    <time dateTime={thread.updatedAt} className="block text-xs text-slate-600" data-testid="thread-updated">
+                      {formatDateTime(thread.updatedAt, school.timeZone)}
+                    </time>
                   </a>
                   <button type="button" onClick={() => setRenaming(thread.id)} aria-label={`Rename ${thread.title ?? 'New chat'}`} className="rounded px-1 text-xs text-slate-700 hover:bg-slate-100">
                     Rename
@@ -555,6 +575,11 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
                     data-run-status={status}
                   >
                     {item.text}
+                    {runFacts[item.runId] ? (
+                      <time dateTime={runFacts[item.runId].createdAt} className="mt-1 block text-xs text-sky-100" data-testid="sent-at">
+                        {formatDateTime(runFacts[item.runId].createdAt, school.timeZone)}
+                      </time>
+                    ) : null}
                     {note ? (
                       <p className="mt-1 text-xs text-sky-100" data-testid="run-state">
                         {note}
@@ -566,9 +591,9 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
               case 'message':
                 return <Message key={item.id} item={item} />;
               case 'tool':
-                return item.name === LOCAL_TOOL_NAMES.askUser ? null : <ToolCard key={item.id} item={item} />;
+                return item.name === LOCAL_TOOL_NAMES.askUser ? null : <ToolCard key={item.id} item={item} writtenIn={writtenIn(item.runId)} />;
               case 'question':
-                return <QuestionForm key={item.id} item={item} now={now} focus={item.id === newestQuestion} onAnswer={(id, text) => void answer(id, text)} />;
+                return <QuestionForm key={item.id} item={item} now={now} writtenIn={item.confirm ? writtenIn(item.runId) : undefined} focus={item.id === newestQuestion} onAnswer={(id, text) => void answer(id, text)} />;
               case 'success':
                 return (
                   <p key={item.id} className="rounded border border-emerald-300 bg-emerald-50 px-3 py-2 text-sm text-emerald-900" data-testid="success-event">

@@ -1,7 +1,9 @@
-import { UserType, type CallerProfile, type CampusSummary } from '@naalya/access';
+import { UserType, type CallerProfile, type CampusSummary, type SchoolSummary } from '@naalya/access';
 import { SPEAKER_HATS, type AgentMap } from '@naalya/agent-tools';
+import { timeZoneLabel } from '../lib/dates';
 import { toolLabel } from '../lib/labels';
 import { activityHref, appsHref, chatHref, type Route } from '../lib/route';
+import { useSchool } from '../lib/school-context';
 
 export type RunModeChoice = { mode: 'school' } | { mode: 'campus'; campus: CampusSummary };
 
@@ -13,13 +15,38 @@ type Props = {
   onModeChange: (mode: RunModeChoice) => void;
   route: Route;
   onSignOut: () => void;
+  onPickSchool: (school: SchoolSummary | null) => void;
+};
+
+/** A platform administrator's choice of the school they act in; none is the read-only view across every school. */
+const SchoolPicker = ({ onPickSchool }: { onPickSchool: Props['onPickSchool'] }) => {
+  const { acting, schools } = useSchool();
+  return (
+    <label className="flex items-center gap-1" data-testid="school-picker-field">
+      <span>Acting in</span>
+      <select
+        value={acting?.id ?? ''}
+        onChange={(event) => onPickSchool(schools.find((school) => school.id === event.target.value) ?? null)}
+        className="rounded border border-slate-300 px-2 py-1"
+        data-testid="school-picker"
+      >
+        <option value="">Every school (read only)</option>
+        {schools.map((school) => (
+          <option key={school.id} value={school.id}>
+            {school.name}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
 };
 
 const navClass = (active: boolean) =>
   `rounded px-3 py-1.5 text-sm font-medium ${active ? 'bg-sky-100 text-sky-900' : 'text-slate-700 hover:bg-slate-100'}`;
 
-export const Header = ({ me, map, campuses, mode, onModeChange, route, onSignOut }: Props) => {
+export const Header = ({ me, map, campuses, mode, onModeChange, route, onSignOut, onPickSchool }: Props) => {
   const isPlatform = me?.userType === UserType.PLATFORM_ADMIN;
+  const { timeZone } = useSchool();
   return (
     <header className="border-b border-slate-200 bg-white">
       <div className="flex flex-wrap items-center gap-4 px-4 py-3">
@@ -39,13 +66,15 @@ export const Header = ({ me, map, campuses, mode, onModeChange, route, onSignOut
           {me ? (
             <span className="min-w-0 break-words">
               Signed in as <strong>{me.fullName}</strong> ({me.email}) ·{' '}
-              <span data-testid="school">{isPlatform ? 'Platform administrator, every school' : (me.schoolName ?? 'Your school')}</span>
+              <span data-testid="school">{isPlatform ? 'Platform administrator' : (me.schoolName ?? 'Your school')}</span>
               {me.campusName ? <span> · {me.campusName} campus</span> : null}
+              {!isPlatform && timeZone ? <span className="text-slate-600" data-testid="school-time-zone"> · dates in {timeZoneLabel(timeZone)}</span> : null}
               {me.roles.length ? <span className="text-slate-500"> · {me.roles.join(', ')}</span> : null}
             </span>
           ) : (
             <span className="text-slate-500">Loading who you are…</span>
           )}
+          {isPlatform ? <SchoolPicker onPickSchool={onPickSchool} /> : null}
           <button type="button" onClick={onSignOut} className="rounded border border-slate-300 px-2 py-1 hover:bg-slate-100">
             Sign out
           </button>

@@ -1,6 +1,8 @@
 import { useId, useState, type FormEvent } from 'react';
 import { SPEAKER_HATS } from '@naalya/agent-tools';
+import { formatDateTime } from '../lib/dates';
 import { expiryText, type ChatItem } from '../lib/run-view';
+import { useSchool } from '../lib/school-context';
 import { speakerName } from '../lib/labels';
 
 type QuestionItem = Extract<ChatItem, { kind: 'question' }>;
@@ -19,13 +21,17 @@ export const QuestionForm = ({
   item,
   focus = false,
   now = Date.now(),
+  writtenIn,
   onAnswer,
 }: {
   item: QuestionItem;
   focus?: boolean;
   now?: number;
+  /** A confirmation's school, for a platform administrator: where the write would be made. */
+  writtenIn?: string;
   onAnswer: (interruptId: string, answer: string) => void;
 }) => {
+  const { timeZone } = useSchool();
   const [answer, setAnswer] = useState('');
   const inputId = useId();
   const asker = speakerName(item.askedBy);
@@ -61,13 +67,19 @@ export const QuestionForm = ({
           {item.confirm ? 'asks you to confirm:' : 'asks:'}
         </legend>
         <p className="font-medium">{item.question}</p>
+        {writtenIn ? (
+          <p className="text-sm text-slate-700" data-testid="written-in">
+            In: <strong>{writtenIn}</strong>
+          </p>
+        ) : null}
         {item.confirm && open ? <p className="text-sm text-slate-700">Nothing is done unless you answer yes; any other answer cancels it.</p> : null}
         {open && item.expiresAt ? (
           <p className="text-sm text-slate-700" data-testid="question-expiry">
             This question{' '}
-            <time dateTime={item.expiresAt} title={new Date(item.expiresAt).toLocaleString()}>
+            <time dateTime={item.expiresAt}>
               {expiryText(item.expiresAt, now)}
-            </time>
+            </time>{' '}
+            ({formatDateTime(item.expiresAt, timeZone)})
             {Date.parse(item.expiresAt) > now ? ': unanswered by then, the run ends.' : '.'}
           </p>
         ) : null}

@@ -1,6 +1,7 @@
 import { useId, useState } from 'react';
 import { CopyId } from './CopyId';
 import { resultModel, type GridModel, type IdRef, type RecordModel, type TableModel } from '../lib/result-view';
+import { useSchool } from '../lib/school-context';
 
 /**
  * Ids one click away: the thing's own id (its `id`, else the first) behind a copy button, and every id in a disclosure (keyboard-
@@ -136,7 +137,7 @@ const GridResult = ({ model, label }: { model: GridModel; label: string }) => (
 
 /** A tool's result laid out for a person from its definition, with the JSON it came as one toggle away. */
 export const ResultView = ({ toolName, data, label }: { toolName: string; data: unknown; label: string }) => {
-  const model = resultModel(toolName, data);
+  const model = resultModel(toolName, data, useSchool().timeZone);
   const [showJson, setShowJson] = useState(false);
   const jsonId = useId();
   return (

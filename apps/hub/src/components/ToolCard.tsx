@@ -1,3 +1,4 @@
+import { isMutatingEvent } from '@naalya/agent-tools';
 import type { ChatItem } from '../lib/run-view';
 import { isSpecialist, speakerName, toolLabel } from '../lib/labels';
 import { activityHref } from '../lib/route';
@@ -46,8 +47,10 @@ export const argsText = (item: ToolItem): string => {
   return Object.keys(item.args).length ? pretty(item.args) : '(none)';
 };
 
-export const ToolCard = ({ item }: { item: ToolItem }) => {
+/** `writtenIn`: the school a platform administrator's run acts in, named on each of its writes. */
+export const ToolCard = ({ item, writtenIn }: { item: ToolItem; writtenIn?: string }) => {
   const label = toolLabel(item.name);
+  const write = item.event !== undefined && isMutatingEvent(item.event);
   const auditId = item.result?.auditId;
   return (
     <article className="rounded-lg border border-slate-200 bg-white shadow-sm" aria-label={`Tool call: ${label}`} data-testid="tool-card" data-tool={item.name} data-status={item.status}>
@@ -94,6 +97,11 @@ export const ToolCard = ({ item }: { item: ToolItem }) => {
       {item.result?.scopeContext ? (
         <p className="border-t border-slate-100 px-3 py-1.5 text-xs text-slate-600" data-testid="scope-line">
           <span className="font-semibold">Scope:</span> {item.result.scopeContext}
+        </p>
+      ) : null}
+      {write && writtenIn ? (
+        <p className="border-t border-slate-100 px-3 py-1.5 text-xs text-slate-700" data-testid="written-in">
+          <span className="font-semibold">School:</span> {writtenIn}
         </p>
       ) : null}
       {auditId ? (

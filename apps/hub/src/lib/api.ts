@@ -1,4 +1,4 @@
-import type { AuditLogRow, CallerProfile, CampusSummary, ConnectedApp, ConnectedAppCreated, LoginResponse } from '@naalya/access';
+import type { AuditLogRow, CallerProfile, CampusSummary, ConnectedApp, ConnectedAppCreated, LoginResponse, SchoolSummary } from '@naalya/access';
 import type {
   AgentMap,
   AgentRunModeName,
@@ -9,22 +9,30 @@ import type {
   ThreadDetail,
   ThreadSummary,
 } from '@naalya/agent-tools';
+import { TARGET_SCHOOL_HEADER, actingSchool } from './acting-school';
 import { session } from './session';
 import { httpErrorOf } from './sse';
 
-/** Same origin in production (the server serves the Hub) and in development (Vite proxies these paths). */
-export const request = async <T>(path: string, init: { method?: string; body?: unknown; token?: string | null } = {}): Promise<T> =>
-  (await requestWithHeaders<T>(path, init)).body;
+/** `everySchool`: sent without the picked school, for the one read that must see them all (the list to pick from). */
+type ApiRequestInit = { method?: string; body?: unknown; token?: string | null; everySchool?: true };
+
+/**
+ * Same origin in production (the server serves the Hub) and in development (Vite proxies these paths). A platform
+ * administrator's picked school rides on every request, so what they read and write is that school's.
+ */
+export const request = async <T>(path: string, init: ApiRequestInit = {}): Promise<T> => (await requestWithHeaders<T>(path, init)).body;
 
 /** As request, with the response's headers (a list's next-page cursor rides in x-next-cursor). */
-export const requestWithHeaders = async <T>(path: string, init: { method?: string; body?: unknown; token?: string | null } = {}): Promise<{ body: T; headers: Headers }> => {
+export const requestWithHeaders = async <T>(path: string, init: ApiRequestInit = {}): Promise<{ body: T; headers: Headers }> => {
   const token = init.token === undefined ? session.get() : init.token;
+  const school = init.everySchool || !token ? null : actingSchool.get();
   const response = await fetch(path, {
     method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
     headers: {
       accept: 'application/json',
       ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
       ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(school ? { [TARGET_SCHOOL_HEADER]: school.id } : {}),
     },
     body: init.body === undefined ? undefined : JSON.stringify(init.body),
   });
@@ -44,6 +52,8 @@ export const api = {
   /** A new connected app: its token is in this answer only. */
   createConnectedApp: (body: { name: string; expiresInDays: number; campusId?: string }) => request<ConnectedAppCreated>('/mcp-tokens', { body }),
   revokeConnectedApp: (id: string) => request<void>(`/mcp-tokens/${encodeURIComponent(id)}`, { method: 'DELETE' }),
+  /** The schools a platform administrator may act in (refused to anyone else): read across them all, so unpicked. */
+  schools: () => request<SchoolSummary[]>('/schools', { everySchool: true }),
   map: (mode: AgentRunModeName) => request<AgentMap>(`/agent/map?mode=${mode}`),
   /** One page of the caller's threads, newest first; `next` is the following page's cursor, null on the last page. */
   threads: async (options: { q?: string; cursor?: string; limit?: number } = {}) => {
@@ -60,11 +70,21 @@ export const api = {
   deleteThread: (threadId: string) => request<void>(`/agent/threads/${encodeURIComponent(threadId)}`, { method: 'DELETE' }),
   createThread: () => request<ThreadSummary>('/agent/threads', { body: {} }),
   thread: (threadId: string) => request<ThreadDetail>(`/agent/threads/${encodeURIComponent(threadId)}`),
-  /** `reject` (the server's default, left out) answers 409 while another run is active; `enqueue` queues, `interrupt` stops it first. */
-  startRun: (threadId: string, message: string, campusId?: string, multitaskStrategy: MultitaskStrategy = 'reject') =>
-    request<StartRunResponse>(`/agent/threads/${encodeURIComponent(threadId)}/runs`, {
-      body: { message, ...(campusId ? { campusId } : {}), ...(multitaskStrategy === 'reject' ? {} : { multitaskStrategy }) },
-    }),
+  /**
+   * `reject` (the server's default, left out) answers 409 while another run is active; `enqueue` queues, `interrupt`
+   * stops it first. A platform administrator's run acts in the picked school (the server refuses it from anyone else).
+   */
+  startRun: (threadId: string, message: string, campusId?: string, multitaskStrategy: MultitaskStrategy = 'reject') => {
+    const targetSchoolId = actingSchool.get()?.id;
+    return request<StartRunResponse>(`/agent/threads/${encodeURIComponent(threadId)}/runs`, {
+      body: {
+        message,
+        ...(campusId ? { campusId } : {}),
+        ...(targetSchoolId ? { targetSchoolId } : {}),
+        ...(multitaskStrategy === 'reject' ? {} : { multitaskStrategy }),
+      },
+    });
+  },
   /** Stops a run (idempotent): its writes already committed stay, and are listed. */
   cancelRun: (threadId: string, runId: string) =>
     request<CancelRunResponse>(`/agent/threads/${encodeURIComponent(threadId)}/runs/${encodeURIComponent(runId)}/cancel`, { method: 'POST', body: {} }),

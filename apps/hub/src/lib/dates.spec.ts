@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addDays, dayStart, formatDate, formatDateTime, isDay } from './dates';
+import { addDays, dayStart, formatDate, formatDateTime, isDay, timeZoneLabel } from './dates';
 
 describe('dates in a time zone', () => {
   it("formats an instant in the zone it is given, and in the browser's own without one", () => {
@@ -29,5 +29,21 @@ describe('dates in a time zone', () => {
   it('counts days across month and year ends', () => {
     expect(addDays('2026-12-31', 1)).toBe('2027-01-01');
     expect(addDays('2026-03-01', -1)).toBe('2026-02-28');
+  });
+
+  it('shows an instant near midnight on its day in Kampala, not on the UTC one', () => {
+    // 22:30 UTC on the 6th is 01:30 on the 7th in Kampala (UTC+3, no daylight saving).
+    const iso = '2026-12-06T22:30:00.000Z';
+    const kampala = formatDateTime(iso, 'Africa/Kampala');
+    const utc = formatDateTime(iso, 'UTC');
+    expect(kampala).toMatch(/\b7\b/);
+    expect(kampala).toMatch(/\b0?1:30:00\b/);
+    expect(utc).toMatch(/\b6\b/);
+    expect(utc).toMatch(/\b(22|10):30:00\b/);
+  });
+
+  it("names a zone as people read it, with its IANA name", () => {
+    expect(timeZoneLabel('Africa/Kampala')).toMatch(/^\S.* \(Africa\/Kampala\)$/);
+    expect(timeZoneLabel('Africa/Kampala')).not.toBe(timeZoneLabel('Europe/London'));
   });
 });

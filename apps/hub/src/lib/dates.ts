@@ -58,3 +58,12 @@ export const dayStart = (day: string, timeZone?: string): string => {
 
 /** Today's calendar day in the zone, as a date input takes it. */
 export const today = (timeZone?: string): string => new Date().toLocaleDateString('en-CA', { timeZone });
+
+/**
+ * The zone's name as people read it, beside its IANA name: "East Africa Time (Africa/Kampala)", said once where dates
+ * are listed rather than after every one of them.
+ */
+export const timeZoneLabel = (timeZone: string, at: Date = new Date()): string => {
+  const name = new Intl.DateTimeFormat(undefined, { timeZone, timeZoneName: 'long' }).formatToParts(at).find((part) => part.type === 'timeZoneName')?.value;
+  return name && name !== timeZone ? `${name} (${timeZone})` : timeZone;
+};

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { formatDateTime } from './dates';
 import { cellText, fieldLabel, gridOf, resultModel, viewFor } from './result-view';
 
 const DEPT = '11111111-1111-4111-8111-111111111111';
@@ -100,7 +101,10 @@ describe('cellText and fieldLabel', () => {
     expect(cellText([{ fullName: 'Amos' }, { fullName: 'Beth' }])).toBe('Amos, Beth');
     expect(cellText(['a', 'b', 'c', 'd', 'e'])).toBe('a, b, c and 2 more');
     expect(cellText({ id: DEPT, name: 'Term 1' })).toBe('Term 1');
-    expect(cellText('2026-12-05T22:41:07.123Z')).toBe('2026-12-05 22:41 UTC');
+    // An instant reads in the school's zone: 22:41 UTC on the 5th is already the 6th in Kampala; a calendar date stays.
+    expect(cellText('2026-12-05T22:41:07.123Z', 'Africa/Kampala')).toBe(formatDateTime('2026-12-05T22:41:07.123Z', 'Africa/Kampala'));
+    expect(cellText('2026-12-05T22:41:07.123Z', 'Africa/Kampala')).not.toBe(cellText('2026-12-05T22:41:07.123Z', 'UTC'));
+    expect(cellText('2026-12-05')).toBe('2026-12-05');
     expect(fieldLabel('campusName')).toBe('Campus name');
     expect(fieldLabel('head_of_department')).toBe('Head of department');
   });

@@ -1,4 +1,5 @@
 import { RPC_AGENT_TOOLS, resultFieldsOf, resultViewOf, type ResultView } from '@naalya/agent-tools';
+import { formatDateTime } from './dates';
 
 /**
  * How the Hub lays out one tool result for a person, computed from the tool's result schema (its view and its fields'
@@ -43,13 +44,16 @@ const nameOf = (item: Record<string, unknown>): string | undefined => {
 };
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/;
 
-/** A value as a person reads it in a cell: yes/no, a dash for nothing, a count for a list, a nested thing by its name. */
-export const cellText = (value: unknown): string => {
+/**
+ * A value as a person reads it in a cell: yes/no, a dash for nothing, a count for a list, a nested thing by its name,
+ * an instant in the school's time zone (a calendar date stays the date it names).
+ */
+export const cellText = (value: unknown, timeZone?: string): string => {
   if (value === null || value === undefined || value === '') return '—';
   if (typeof value === 'boolean') return value ? 'Yes' : 'No';
   // Two decimals at most: a mark of 99.14 stays what the teacher recorded, an average of 60.7166… becomes readable.
   if (typeof value === 'number') return String(Number(value.toFixed(2)));
-  if (typeof value === 'string') return ISO_DATE.test(value) && value.includes('T') ? value.replace('T', ' ').replace(/:\d{2}(\.\d+)?(Z|[+-].*)?$/, ' UTC') : value;
+  if (typeof value === 'string') return ISO_DATE.test(value) && value.includes('T') && !Number.isNaN(Date.parse(value)) ? formatDateTime(value, timeZone) : value;
   if (Array.isArray(value)) {
     if (!value.length) return 'None';
     // A list of named things (a department's members) reads as their names; anything else as how many there are.
@@ -88,7 +92,7 @@ const idsOf = (fields: Field[], item: Record<string, unknown>): IdRef[] =>
     return field.role === 'id' && typeof value === 'string' ? [{ key: field.key, resource: field.resource.replaceAll('_', ' '), value }] : [];
   });
 
-const tableOf = (fields: Field[], data: unknown[]): TableModel => {
+const tableOf = (fields: Field[], data: unknown[], timeZone?: string): TableModel => {
   const items = data.filter(isRecord);
   const known = fields.length ? fields : guessFields(items[0]);
   const shown = ordered(known);
@@ -96,13 +100,13 @@ const tableOf = (fields: Field[], data: unknown[]): TableModel => {
     view: 'table',
     columns: shown.map((field) => ({ key: field.key, label: fieldLabel(field.key) })),
     rows: items.map((item) => ({
-      cells: shown.map((field) => ({ key: field.key, label: fieldLabel(field.key), text: cellText(item[field.key]) })),
+      cells: shown.map((field) => ({ key: field.key, label: fieldLabel(field.key), text: cellText(item[field.key], timeZone) })),
       ids: idsOf(known, item),
     })),
   };
 };
 
-const recordOf = (fields: Field[], data: Record<string, unknown>): RecordModel => {
+const recordOf = (fields: Field[], data: Record<string, unknown>, timeZone?: string): RecordModel => {
   const known = fields.length ? fields : guessFields(data);
   const names = known.filter((field) => field.role === 'name');
   const title = names[0] && typeof data[names[0].key] === 'string' ? (data[names[0].key] as string) : undefined;
@@ -110,7 +114,7 @@ const recordOf = (fields: Field[], data: Record<string, unknown>): RecordModel =
   return {
     view: 'record',
     ...(title === undefined ? {} : { title }),
-    entries: shown.map((field) => ({ key: field.key, label: fieldLabel(field.key), text: cellText(data[field.key]) })),
+    entries: shown.map((field) => ({ key: field.key, label: fieldLabel(field.key), text: cellText(data[field.key], timeZone) })),
     ids: idsOf(known, data),
   };
 };
@@ -192,9 +196,10 @@ export const viewFor = (toolName: string, data: unknown): ResultView => {
 
 /**
  * The model of one result. A result that does not have its view's shape (a tool newer than its schema) falls back to
- * the shape it has, so a person still reads it, and the raw JSON stays behind the toggle either way.
+ * the shape it has, so a person still reads it, and the raw JSON stays behind the toggle either way. Instants are shown
+ * in `timeZone` (the school's).
  */
-export const resultModel = (toolName: string, data: unknown): ResultModel => {
+export const resultModel = (toolName: string, data: unknown, timeZone?: string): ResultModel => {
   const tool = TOOLS.get(toolName);
   const fields = tool ? resultFieldsOf(tool.result) : [];
   const view = viewFor(toolName, data);
@@ -202,7 +207,7 @@ export const resultModel = (toolName: string, data: unknown): ResultModel => {
     const grid = gridOf(data);
     if (grid) return grid;
   }
-  if (Array.isArray(data) && (data.length === 0 || data.every(isRecord))) return tableOf(fields, data);
-  if (isRecord(data)) return recordOf(fields, data);
+  if (Array.isArray(data) && (data.length === 0 || data.every(isRecord))) return tableOf(fields, data, timeZone);
+  if (isRecord(data)) return recordOf(fields, data, timeZone);
   return { view: 'text', text: typeof data === 'string' ? data : data === undefined ? '(no result)' : JSON.stringify(data, null, 2) };
 };

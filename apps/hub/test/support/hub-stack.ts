@@ -31,8 +31,8 @@ export const HUB_SCRIPTED_STREAM = { AGENT_SCRIPTED_STREAM_DELAY_MS: '30' } as c
 
 export type HubStack = {
   baseUrl: string;
-  /** The REST API as a demo user (for setting up or checking what the browser did). */
-  api: <T>(email: string, path: string, body?: unknown) => Promise<{ status: number; body: T }>;
+  /** The REST API as a demo user (for setting up or checking what the browser did): GET, or POST with a body unless `method` says. */
+  api: <T>(email: string, path: string, body?: unknown, method?: 'POST' | 'PATCH') => Promise<{ status: number; body: T }>;
   /** The stored events of a run that is not running (its stream ends at once), as a demo user reads them. */
   runEvents: (email: string, threadId: string, runId: string) => Promise<AgentRunEvent[]>;
   /**
@@ -65,9 +65,9 @@ export const startHubStack = async (): Promise<HubStack> => {
     tokens.set(email, token);
     return token;
   };
-  const api = async <T>(email: string, path: string, body?: unknown) => {
+  const api = async <T>(email: string, path: string, body?: unknown, method: 'POST' | 'PATCH' = 'POST') => {
     const response = await fetch(`${baseUrl}${path}`, {
-      method: body === undefined ? 'GET' : 'POST',
+      method: body === undefined ? 'GET' : method,
       headers: { 'content-type': 'application/json', authorization: `Bearer ${await tokenOf(email)}` },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
