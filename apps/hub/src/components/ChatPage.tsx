@@ -527,18 +527,20 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
                 </div>
               ) : (
                 <div className="flex items-center gap-1">
-                  <a
-                    href={chatHref(thread.id)}
-                    aria-current={thread.id === threadId ? 'page' : undefined}
-                    data-thread-link={thread.id}
-                    onClick={() => setThreadsOpen(false)}
-                    className={`block min-w-0 flex-1 truncate rounded px-2 py-1 ${thread.id === threadId ? 'bg-sky-100 text-sky-900' : 'hover:bg-slate-100'}`}
-                  >
-                    {thread.title ?? 'New chat'}
-                    <time dateTime={thread.updatedAt} className="block text-xs text-slate-600" data-testid="thread-updated">
+                  <div className="min-w-0 flex-1">
+                    <a
+                      href={chatHref(thread.id)}
+                      aria-current={thread.id === threadId ? 'page' : undefined}
+                      data-thread-link={thread.id}
+                      onClick={() => setThreadsOpen(false)}
+                      className={`block truncate rounded px-2 py-1 ${thread.id === threadId ? 'bg-sky-100 text-sky-900' : 'hover:bg-slate-100'}`}
+                    >
+                      {thread.title ?? 'New chat'}
+                    </a>
+                    <time dateTime={thread.updatedAt} className="block px-2 text-xs text-slate-600" data-testid="thread-updated">
                       {formatDateTime(thread.updatedAt, school.timeZone)}
                     </time>
-                  </a>
+                  </div>
                   <button type="button" onClick={() => setRenaming(thread.id)} aria-label={`Rename ${thread.title ?? 'New chat'}`} className="rounded px-1 text-xs text-slate-700 hover:bg-slate-100">
                     Rename
                   </button>
