@@ -74,7 +74,7 @@ describe('a platform administrator acting in a school', () => {
     expect(await names(LAKESIDE_ADMIN)).not.toContain('Platform Drama');
 
     await send('delete the Platform Drama department');
-    const question = page.getByTestId('question').filter({ hasText: 'Delete the department with id' });
+    const question = page.getByTestId('question').filter({ hasText: 'Delete the department "Platform Drama"' });
     await question.waitFor();
     expect(await question.getByTestId('written-in').textContent()).toBe('In: Greenhill Academy');
     expect(await axeViolations(page, { within: '[data-testid="question"]' })).toEqual([]);
