@@ -132,6 +132,13 @@ describe('360 px wide: no page scrolls sideways, every action is reachable, axe 
     await page.getByText('Loading…').waitFor({ state: 'detached' });
     await checkNarrow([page.getByRole('link', { name: 'Chat', exact: true }), page.getByRole('button', { name: 'Sign out' })]);
   });
+
+  it('Connected apps', async () => {
+    await page.setViewportSize(NARROW);
+    await page.getByRole('link', { name: 'Connected apps' }).click();
+    await expect.poll(() => page.title()).toBe('Connected apps · Naalya Hub');
+    await checkNarrow([page.getByLabel('Name'), page.getByRole('button', { name: 'Create token' }), page.getByRole('link', { name: 'Activity' })]);
+  });
 });
 
 describe('the keyboard alone', () => {
