@@ -12,8 +12,10 @@ import {
 import type { DataSource } from 'typeorm';
 import type { DemoData, DemoPersona } from '../app/seed/demo-seed.js';
 import { signDispatchToken } from '../app/naalya-ai/dispatch/dispatch-token.js';
-import { APPROVAL_TTL_SECONDS } from '../app/naalya-ai/runs/tool-call-approvals.js';
 import { canonicalHash } from '../app/naalya-ai/tools/canonical-hash.js';
+
+/** TOOL_APPROVAL_TTL_SECONDS unset: the lifetime resume gives an approval in every test server. */
+const DEFAULT_APPROVAL_TTL_SECONDS = 15 * 60;
 
 /** The signing key of every test server (testConfig); dispatchEnvelope signs with it as dispatch does. */
 export const TEST_DISPATCH_SIGNING_KEY = 'test-dispatch-key-test-dispatch-key-0000';
@@ -117,7 +119,7 @@ const recordApproval = async (
       by.id,
       isApprovalAnswer(approval.answer ?? CONFIRMATION_ANSWERS.approve),
       approval.answer ?? CONFIRMATION_ANSWERS.approve,
-      approval.ttlSeconds ?? APPROVAL_TTL_SECONDS,
+      approval.ttlSeconds ?? DEFAULT_APPROVAL_TTL_SECONDS,
     ],
   );
 };

@@ -62,6 +62,7 @@ export const testConfig = (database: TestDatabase, overrides: Partial<ServerConf
   AGENT_RUN_QUEUE_LIMIT: 5,
   RUN_EVENTS_PREFETCH: 256,
   AGENT_QUESTION_TTL_SECONDS: 86_400,
+  TOOL_APPROVAL_TTL_SECONDS: 900,
   AGENT_DIRECT_RUNS_PER_USER: 1_000,
   // Suites start many threads and runs as one persona; the limits suite sets its own.
   AGENT_THREADS_PER_USER: 1_000_000,

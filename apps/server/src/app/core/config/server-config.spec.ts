@@ -83,6 +83,14 @@ describe('loadServerConfig', () => {
     }
   });
 
+  it('an approval lives TOOL_APPROVAL_TTL_SECONDS, 900 unless set; a value under a minute, over a day or not a whole number is refused, naming the variable', () => {
+    expect(loadServerConfig(VALID).TOOL_APPROVAL_TTL_SECONDS).toBe(900);
+    expect(loadServerConfig({ ...VALID, TOOL_APPROVAL_TTL_SECONDS: '120' }).TOOL_APPROVAL_TTL_SECONDS).toBe(120);
+    for (const refused of ['59', '86401', '2.5', 'soon', '-1']) {
+      expect(() => loadServerConfig({ ...VALID, TOOL_APPROVAL_TTL_SECONDS: refused })).toThrow(/TOOL_APPROVAL_TTL_SECONDS is invalid/);
+    }
+  });
+
   it('every model may see a school\'s data by default; AGENT_MODELS_ALLOWED takes "*", "none" or provider and provider:model entries', () => {
     expect(loadServerConfig(VALID).AGENT_MODELS_ALLOWED).toBe('*');
     expect(loadServerConfig({ ...VALID, AGENT_MODELS_ALLOWED: 'none' }).AGENT_MODELS_ALLOWED).toEqual([]);

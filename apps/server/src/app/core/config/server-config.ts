@@ -94,6 +94,9 @@ const serverConfigSchema = z.object({
   // Run event messages in hand at once (each at most 1 MiB): enough for every streaming run to have its next ones queued.
   RUN_EVENTS_PREFETCH: z.coerce.number().int().min(1).max(4096).default(256),
   AGENT_QUESTION_TTL_SECONDS: z.coerce.number().int().min(10).default(24 * 3600),
+  // How long a yes to a confirmation stays usable: the worker resumes at once, so this only bounds how long a stuck or
+  // redelivered resume can still act on it. At least a minute (a resume must be able to reach the call), at most a day.
+  TOOL_APPROVAL_TTL_SECONDS: z.coerce.number().int().min(60).max(24 * 3600).default(15 * 60),
   AGENT_DIRECT_RUNS_PER_USER: z.coerce.number().int().min(1).max(10_000).default(50),
   // Per-user bounds on what a client can make the server hold: conversation threads (rows), agent runs running or queued
   // (worker time and model tokens) and open event streams (a socket and a LISTEN subscription each).

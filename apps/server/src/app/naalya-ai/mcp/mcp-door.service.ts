@@ -119,6 +119,7 @@ export class McpDoorService implements OnModuleDestroy {
       publish: (event, payload) => this.publisher.call(event, payload),
       callTimeoutMs: this.config.TOOL_HANDLER_TIMEOUT_MS,
       questionTimeoutMs: QUESTION_TIMEOUT_MS,
+      approvalTtlSeconds: this.config.TOOL_APPROVAL_TTL_SECONDS,
     });
     const resource = new URL(this.config.MCP_RESOURCE_URL);
     const runId = context.run.runId;

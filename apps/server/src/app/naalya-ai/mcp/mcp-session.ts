@@ -25,6 +25,8 @@ export type McpSessionDeps = {
   publish: <E extends AgentToolEvent>(event: E, payload: AgentToolPayload[E]) => Promise<AgentToolResult>;
   callTimeoutMs: number;
   questionTimeoutMs: number;
+  /** How long a recorded approval stays usable (TOOL_APPROVAL_TTL_SECONDS). */
+  approvalTtlSeconds: number;
 };
 
 /** What a tools/call without a confirmation path answers: nothing ran, and the client is told why. */
@@ -102,6 +104,7 @@ export const createMcpSessionServer = (context: AgentRuntimeContext, caller: Jwt
         runId: context.run.runId,
         interruptId: `mcp:${callId}`,
         answer: approved ? CONFIRMATION_ANSWERS.approve : CONFIRMATION_ANSWERS.decline,
+        ttlSeconds: deps.approvalTtlSeconds,
       }),
     );
     return approved ? undefined : asToolResult(toolError('CONFIRMATION_DECLINED'));

@@ -423,6 +423,7 @@ export class AgentRunStore {
         argsHash: interrupt.argsHash,
         userId,
         answer: reply.answer,
+        ttlSeconds: this.config.TOOL_APPROVAL_TTL_SECONDS,
       });
     }
     const pendingInterruptIds = run.pending_interrupts.filter((candidate) => !candidate.answered).map((candidate) => candidate.interruptId);

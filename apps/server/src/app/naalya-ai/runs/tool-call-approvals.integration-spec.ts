@@ -160,7 +160,11 @@ describe('resume records the answer to a confirmation as an approval bound to wh
     // The client sends only the answer; nothing it could add names another call or other arguments.
     expect((await call(admin, 'POST', `/agent/threads/${threadId}/resume`, { interruptId, answer: 'Yes' })).status).toBe(200);
     expect(
-      await ownerRows(`SELECT thread_id, run_id, call_id, event, args_hash, user_id, approved, expires_at > now() AS live FROM tool_call_approvals WHERE call_id = $1`, [callId]),
+      await ownerRows(
+        `SELECT thread_id, run_id, call_id, event, args_hash, user_id, approved, expires_at > now() AS live,
+                extract(epoch FROM expires_at - created_at)::int AS lifetime FROM tool_call_approvals WHERE call_id = $1`,
+        [callId],
+      ),
     ).toEqual([
       {
         thread_id: threadId,
@@ -171,6 +175,8 @@ describe('resume records the answer to a confirmation as an approval bound to wh
         user_id: admin.id,
         approved: true,
         live: true,
+        // TOOL_APPROVAL_TTL_SECONDS, unset in the test server: its default.
+        lifetime: 900,
       },
     ]);
     const outcome = await attemptDelete(departmentId, { run: { runId, threadId }, epoch: await epochOf(runId), callId, approval: 'none' }, admin);

@@ -3,12 +3,6 @@ import { currentTraceId } from '@naalya/telemetry';
 import { serverMetrics } from '../../core/observability/server-metrics.js';
 import { currentManager } from '../../core/tenancy/tenant-context.js';
 
-/**
- * How long an approval stays usable. The worker resumes the run as soon as the answer arrives, so this only bounds
- * how long a stuck or redelivered resume can still act on a yes the user gave.
- */
-export const APPROVAL_TTL_SECONDS = 15 * 60;
-
 /** A confirmation answered at resume, as the run stored it when the worker asked (never as the client sends it). */
 export type ConfirmationAnswer = {
   schoolId: string | null;
@@ -20,6 +14,8 @@ export type ConfirmationAnswer = {
   argsHash: string;
   userId: string;
   answer: string;
+  /** How long the approval stays usable (TOOL_APPROVAL_TTL_SECONDS). */
+  ttlSeconds: number;
 };
 
 /** A run the server ended: approvals its owner gave in it stop counting at once (a cancelled call must not run later). */
@@ -44,7 +40,7 @@ export const recordConfirmationAnswer = async (answer: ConfirmationAnswer): Prom
       answer.userId,
       isApprovalAnswer(answer.answer),
       answer.answer,
-      APPROVAL_TTL_SECONDS,
+      answer.ttlSeconds,
       // The resume request's trace (null with tracing off): the approval row leads to the spans of the answer.
       currentTraceId() ?? null,
     ],
