@@ -133,6 +133,16 @@ describe('360 px wide: no page scrolls sideways, every action is reachable, axe 
     await checkNarrow([page.getByRole('link', { name: 'Chat', exact: true }), page.getByRole('button', { name: 'Sign out' })]);
   });
 
+  it("a platform administrator: the school picker, picked from the keyboard, and the banner", async () => {
+    await signIn('platform@naalya.school');
+    await page.setViewportSize(NARROW);
+    const picker = page.getByTestId('school-picker');
+    await tabTo(picker);
+    await page.keyboard.press('ArrowDown');
+    await page.getByText('Acting in Greenhill Academy').waitFor();
+    await checkNarrow([picker, composer(), page.getByTestId('threads-toggle'), page.getByRole('button', { name: 'Sign out' })]);
+  });
+
   it('Connected apps', async () => {
     await page.setViewportSize(NARROW);
     await page.getByRole('link', { name: 'Connected apps' }).click();
