@@ -145,7 +145,13 @@ export const App = () => {
       {/* Another school is another page: everything on it is read again, in that school. */}
       <main className="flex flex-1 flex-col" key={schoolView.acting?.id ?? 'own'}>
         {route.page === 'activity' ? (
-          <ActivityPage highlight={route.highlight} onApiError={onApiError} />
+          <ActivityPage
+            highlight={route.highlight}
+            detailId={route.detailId}
+            filters={route.filters}
+            schoolName={me?.schoolName ?? null}
+            onApiError={onApiError}
+          />
         ) : route.page === 'apps' ? (
           <ConnectedAppsPage campuses={campuses} onApiError={onApiError} />
         ) : (

@@ -238,7 +238,6 @@ describe('the Hub in a browser, against the built server and worker', () => {
     expect(await highlighted.getAttribute('data-source')).toBe('agent');
     expect(await highlighted.textContent()).toContain('Delete department');
     expect(await highlighted.textContent()).toContain('Grace Namusoke');
-    await page.screenshot({ path: `${SCREENSHOTS}activity.png`, fullPage: true });
 
     const agentRows = table.locator('[data-testid="audit-row"][data-source="agent"]');
     expect(await agentRows.count()).toBe(2);

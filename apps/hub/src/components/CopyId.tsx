@@ -5,7 +5,7 @@ const CONFIRMATION_MS = 2_000;
 
 /**
  * One click (or Enter/Space) puts a thing's id on the clipboard. Its accessible name says whose id it is ("Copy id of
- * Languages"); the outcome is announced politely beside it.
+ * Languages"); the outcome is announced politely beside it, and a refused copy shows the id to select instead.
  */
 export const CopyId = ({ id, name, what = 'id' }: { id: string; name: string; what?: string }) => {
   const [outcome, setOutcome] = useState<'copied' | 'failed' | null>(null);
@@ -20,7 +20,7 @@ export const CopyId = ({ id, name, what = 'id' }: { id: string; name: string; wh
       () => setOutcome('failed'),
     );
   return (
-    <span className="inline-flex items-center gap-1 text-xs">
+    <span className="inline-flex flex-wrap items-center gap-1 text-xs">
       <button
         type="button"
         onClick={() => void copy()}
@@ -32,8 +32,10 @@ export const CopyId = ({ id, name, what = 'id' }: { id: string; name: string; wh
         Copy {what}
       </button>
       <span role="status" className={outcome === 'failed' ? 'text-red-800' : 'text-emerald-800'}>
-        {outcome === 'copied' ? 'Copied' : outcome === 'failed' ? 'Could not copy: the id is under “Ids”' : ''}
+        {outcome === 'copied' ? 'Copied' : outcome === 'failed' ? 'Could not copy; select it:' : ''}
       </span>
+      {/* Where the clipboard is refused, the id itself, selectable, wherever the button is (a result, an activity row). */}
+      {outcome === 'failed' ? <code className="break-all select-all">{id}</code> : null}
     </span>
   );
 };

@@ -1,5 +1,5 @@
-import { useId, useState } from 'react';
 import { CopyId } from './CopyId';
+import { JsonToggle } from './JsonToggle';
 import { resultModel, type GridModel, type IdRef, type RecordModel, type TableModel } from '../lib/result-view';
 import { useSchool } from '../lib/school-context';
 
@@ -138,27 +138,13 @@ const GridResult = ({ model, label }: { model: GridModel; label: string }) => (
 /** A tool's result laid out for a person from its definition, with the JSON it came as one toggle away. */
 export const ResultView = ({ toolName, data, label }: { toolName: string; data: unknown; label: string }) => {
   const model = resultModel(toolName, data, useSchool().timeZone);
-  const [showJson, setShowJson] = useState(false);
-  const jsonId = useId();
   return (
     <div className="space-y-2" data-view={model.view}>
       {model.view === 'table' ? <TableResult model={model} label={label} /> : null}
       {model.view === 'record' ? <RecordResult model={model} /> : null}
       {model.view === 'grid' ? <GridResult model={model} label={label} /> : null}
       {model.view === 'text' ? <p className="break-words whitespace-pre-wrap">{model.text}</p> : null}
-      <button
-        type="button"
-        className="rounded border border-slate-300 px-2 py-0.5 text-xs text-slate-700 hover:bg-slate-50"
-        aria-expanded={showJson}
-        aria-controls={jsonId}
-        onClick={() => setShowJson((shown) => !shown)}
-        data-testid="json-toggle"
-      >
-        {showJson ? 'Hide JSON' : 'Show JSON'}
-      </button>
-      <pre id={jsonId} hidden={!showJson} className="max-h-72 overflow-auto rounded bg-slate-50 p-2 text-xs whitespace-pre-wrap break-all" data-testid="result-json">
-        {JSON.stringify(data, null, 2)}
-      </pre>
+      <JsonToggle data={data} />
     </div>
   );
 };

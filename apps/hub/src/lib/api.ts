@@ -1,4 +1,4 @@
-import type { AuditLogRow, CallerProfile, CampusSummary, ConnectedApp, ConnectedAppCreated, LoginResponse, SchoolSummary } from '@naalya/access';
+import type { AuditLogDetail, AuditLogRow, CallerProfile, CampusSummary, ConnectedApp, ConnectedAppCreated, LoginResponse, SchoolSummary } from '@naalya/access';
 import type {
   AgentMap,
   AgentRunModeName,
@@ -22,17 +22,21 @@ type ApiRequestInit = { method?: string; body?: unknown; token?: string | null; 
  */
 export const request = async <T>(path: string, init: ApiRequestInit = {}): Promise<T> => (await requestWithHeaders<T>(path, init)).body;
 
+/** The bearer token and, for a platform administrator, the picked school: what every REST request carries. */
+const authHeaders = (token: string | null, everySchool?: true): Record<string, string> => {
+  const school = everySchool || !token ? null : actingSchool.get();
+  return { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(school ? { [TARGET_SCHOOL_HEADER]: school.id } : {}) };
+};
+
 /** As request, with the response's headers (a list's next-page cursor rides in x-next-cursor). */
 export const requestWithHeaders = async <T>(path: string, init: ApiRequestInit = {}): Promise<{ body: T; headers: Headers }> => {
   const token = init.token === undefined ? session.get() : init.token;
-  const school = init.everySchool || !token ? null : actingSchool.get();
   const response = await fetch(path, {
     method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
     headers: {
       accept: 'application/json',
       ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
-      ...(token ? { authorization: `Bearer ${token}` } : {}),
-      ...(school ? { [TARGET_SCHOOL_HEADER]: school.id } : {}),
+      ...authHeaders(token, init.everySchool),
     },
     body: init.body === undefined ? undefined : JSON.stringify(init.body),
   });
@@ -100,7 +104,27 @@ export const api = {
     const suffix = params.toString();
     return request<AuditLogRow[]>(`/audit-log${suffix ? `?${suffix}` : ''}`);
   },
+  /** One page of the activity log matching `filters` (as filtersToApiQuery gives them); `next` is null on the last page. */
+  auditPage: async (filters: URLSearchParams, options: { cursor?: string | null; limit: number }) => {
+    const query = new URLSearchParams(filters);
+    if (options.cursor) query.set('cursor', options.cursor);
+    query.set('limit', String(options.limit));
+    const { body, headers } = await requestWithHeaders<AuditLogRow[]>(`/audit-log?${query}`);
+    return { rows: body, next: headers.get('x-next-cursor') };
+  },
+  auditRow: (id: string) => request<AuditLogDetail>(`/audit-log/${encodeURIComponent(id)}`),
+  /** The CSV of a range (from and to are required by the API), fetched with the session's token. */
+  auditExport: async (filters: URLSearchParams): Promise<Blob> => {
+    const response = await fetch(`/audit-log/export.csv?${filters}`, { headers: { accept: 'text/csv', ...authHeaders(session.get()) } });
+    if (!response.ok) throw await httpErrorOf(response);
+    return response.blob();
+  },
+  /** The school's staff the caller may see, by name: who the Activity page can be filtered by. */
+  staff: () => request<StaffMember[]>('/staff'),
 };
+
+/** One row of GET /staff. */
+export type StaffMember = { id: string; fullName: string; email: string; campusName: string | null; isActive: boolean };
 
 /**
  * The idempotency key the worker gives a tool call (sha256 of "threadId:toolCallId", stable across replays), which

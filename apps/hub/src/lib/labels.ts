@@ -42,3 +42,24 @@ export const eventLabel = (event: string): string => {
   const tool = TOOL_BY_EVENT.get(event);
   return tool ? toolLabel(tool) : event;
 };
+
+const words = (text: string) => text.replaceAll('_', ' ');
+const sentence = (text: string) => (text ? text[0]?.toUpperCase() + text.slice(1) : text);
+
+/**
+ * What an audit row did, as a person reads it: the tool's label for an agent write ("Delete department"), the action
+ * in words for a REST write, with the route or the action under it for whoever needs the exact name.
+ */
+export const auditActionLabel = (row: { tool: string | null; route: string | null; action: string; resourceType: string; source: string }): { label: string; detail: string } => {
+  const action = sentence(`${words(row.action)} ${words(row.resourceType)}`);
+  // Rows from before the tool was recorded: the tool their event most likely came from.
+  const tool = row.tool ?? (row.source === 'agent' ? toolForAudit(row.action, row.resourceType) : undefined);
+  if (tool) return { label: toolLabel(tool), detail: row.tool ? row.tool : action };
+  return { label: action, detail: row.route ?? '' };
+};
+
+/** The tools that write, by label: what the Activity page's tool filter offers. */
+export const writeTools = (): { name: string; label: string }[] =>
+  RPC_AGENT_TOOLS.filter((tool) => isMutatingEvent(tool.event))
+    .map((tool) => ({ name: tool.name, label: toolLabel(tool.name) }))
+    .sort((a, b) => a.label.localeCompare(b.label));

@@ -42,6 +42,8 @@ export type HubStack = {
    */
   freezeWorker: () => void;
   thawWorker: () => void;
+  /** A query as the database owner, for seeding what the demo seed has not (100,000 audit rows) and checking it. */
+  sql: <T>(text: string, params?: unknown[]) => Promise<T[]>;
   teardown: () => Promise<void>;
 };
 
@@ -100,5 +102,7 @@ export const startHubStack = async (): Promise<HubStack> => {
     frozen = false;
   };
 
-  return { baseUrl, api, runEvents, freezeWorker, thawWorker, teardown: stack.teardown };
+  const sql = async <T>(text: string, params: unknown[] = []) => (await stack.owner.query(text, params)).rows as T[];
+
+  return { baseUrl, api, runEvents, freezeWorker, thawWorker, sql, teardown: stack.teardown };
 };
