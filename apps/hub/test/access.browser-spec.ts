@@ -45,6 +45,9 @@ beforeAll(async () => {
   hub = await openHubBrowser();
   ({ browser, stack } = hub);
   await browser.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: stack.baseUrl });
+  // One audited write through REST, so Activity has a row to open at 360 px and from the keyboard.
+  const created = await stack.api(ADMIN, '/departments', { name: 'Keyboard Robotics' });
+  expect(created.status).toBe(201);
 }, 150_000);
 
 afterAll(async () => {
@@ -131,6 +134,10 @@ describe('360 px wide: no page scrolls sideways, every action is reachable, axe 
     await page.getByRole('heading', { name: /^Activity/ }).waitFor();
     await page.getByText('Loading…').waitFor({ state: 'detached' });
     await checkNarrow([page.getByRole('link', { name: 'Chat', exact: true }), page.getByRole('button', { name: 'Sign out' })]);
+    // One row's detail, opened from the stacked list, and the way back.
+    await page.getByRole('link', { name: /^Details: / }).first().click();
+    await page.getByTestId('audit-detail').waitFor();
+    await checkNarrow([page.getByRole('link', { name: 'Back to the list' }), page.getByRole('link', { name: 'Chat', exact: true })]);
   });
 
   it("a platform administrator: the school picker, picked from the keyboard, and the banner", async () => {
@@ -152,7 +159,7 @@ describe('360 px wide: no page scrolls sideways, every action is reachable, axe 
 });
 
 describe('the keyboard alone', () => {
-  it('signs in, picks the mode, starts a chat, sends, copies an id, answers, stops, renames, searches, deletes, goes to Activity and back', async () => {
+  it('signs in, picks the mode, starts a chat, sends, copies an id, answers, stops, renames, searches, deletes, opens an Activity row and comes back to the list and to Chat', async () => {
     await Promise.all(browser.pages().map((open) => open.close()));
     page = await browser.newPage();
     page.setDefaultTimeout(TIMEOUT);
@@ -264,6 +271,16 @@ describe('the keyboard alone', () => {
     await tabTo(page.getByRole('link', { name: 'Activity' }), { back: true });
     await keys.press('Enter');
     await page.getByRole('heading', { name: /^Activity/ }).waitFor();
+    // A row's detail and back to the list, where the focus returns to the row it came from.
+    const details = page.getByRole('link', { name: /^Details: / }).first();
+    await details.waitFor();
+    const detailsName = await details.getAttribute('aria-label');
+    await tabTo(details);
+    await keys.press('Enter');
+    await page.getByTestId('audit-detail').waitFor();
+    await tabTo(page.getByRole('link', { name: 'Back to the list' }), { back: true });
+    await keys.press('Enter');
+    await focused(page.getByRole('link', { name: detailsName ?? '', exact: true }));
     await tabTo(page.getByRole('link', { name: 'Chat', exact: true }), { back: true });
     await keys.press('Enter');
     await page.getByTestId('thread-list').waitFor();
