@@ -159,6 +159,6 @@ describe('productionSecretProblems', () => {
 
   it('names every bad variable at once, in a fixed order, so one start says everything to fix', () => {
     const env = { ...PRODUCTION, ...Object.fromEntries(envValues(read('.env.example'), { comments: false })) };
-    expect(productionSecretProblems(SERVER_PRODUCTION_SECRETS, env).map((line) => line.split(' ')[0])).toEqual(['JWT_SECRET', 'DISPATCH_SIGNING_KEY', 'DATABASE_URL', 'RABBITMQ_URL']);
+    expect(productionSecretProblems(SERVER_PRODUCTION_SECRETS, env).map((line) => line.split(' ')[0])).toEqual(['JWT_SECRET', 'DISPATCH_SIGNING_KEY', 'DATABASE_URL', 'RABBITMQ_URL', 'MCP_RABBITMQ_URL']);
   });
 });

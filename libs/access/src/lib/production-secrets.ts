@@ -16,6 +16,7 @@ export const PUBLISHED_SECRETS: readonly string[] = [
   'naalya_server_local',
   'naalya_worker_local',
   'naalya_checkpoint_local',
+  'naalya_mcp_local',
   'guest',
   // .env.example's comments: the shape of a management URL.
   'password',
@@ -33,6 +34,7 @@ export const PUBLISHED_SECRETS: readonly string[] = [
   'replace-me-broker-admin-password',
   'replace-me-server-broker-password',
   'replace-me-worker-broker-password',
+  'replace-me-mcp-broker-password',
 ];
 
 /** HMAC keys (JWT, dispatch tokens): 256 bits of a random string's worth, as the config's own minimum. */
@@ -60,6 +62,8 @@ export const SERVER_PRODUCTION_SECRETS: readonly SecretSpec[] = [
   { name: 'DATABASE_URL', kind: 'url-passwords' },
   { name: 'DATABASE_LISTEN_URL', kind: 'url-passwords', optional: true },
   { name: 'RABBITMQ_URL', kind: 'url-passwords' },
+  // The MCP door's broker user: a published password there would let anyone publish tool calls as the door.
+  { name: 'MCP_RABBITMQ_URL', kind: 'url-passwords', optional: true },
 ];
 
 export const WORKER_PRODUCTION_SECRETS: readonly SecretSpec[] = [
