@@ -1,4 +1,5 @@
 import { HTTP_ERROR_CODES, HTTP_ERROR_SENTENCES } from '@naalya/access';
+import type { AgentToolResult } from './agent-tool-envelope.js';
 
 /**
  * The stable code beside every error sentence an agent surface produces. The model reads the sentence; the worker, the
@@ -157,6 +158,13 @@ export const toolError = <C extends FixedErrorCode & ToolErrorCode>(code: C): { 
 
 const TOOL_CODES: ReadonlySet<string> = new Set(TOOL_ERROR_CODES);
 export const isToolErrorCode = (value: unknown): value is ToolErrorCode => typeof value === 'string' && TOOL_CODES.has(value);
+
+/** Whether a reply off the wire has a call's answer's shape (data with its scope sentence, or a coded error). */
+export const isAgentToolResult = (reply: unknown): reply is AgentToolResult => {
+  if (typeof reply !== 'object' || reply === null) return false;
+  const candidate = reply as Record<string, unknown>;
+  return (typeof candidate['error'] === 'string' && isToolErrorCode(candidate['code'])) || ('data' in candidate && typeof candidate['scopeContext'] === 'string');
+};
 
 /** The worker's transport failures: the call may or may not have reached the platform. */
 export const TRANSPORT_ERROR_CODES: readonly ToolErrorCode[] = ['TOOL_TIMED_OUT', 'PLATFORM_UNREACHABLE'];

@@ -1,13 +1,7 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
-import { isToolErrorCode, type AgentToolError, type AgentToolEvent, type AgentToolPayload, type AgentToolResult } from '@naalya/agent-tools';
+import { isAgentToolResult, type AgentToolError, type AgentToolEvent, type AgentToolPayload, type AgentToolResult } from '@naalya/agent-tools';
 import { RmqRpcClient, RmqRpcError, brokerCredentialsOf, rmqNames } from '@naalya/rmq';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
-
-const isAgentToolResult = (reply: unknown): reply is AgentToolResult => {
-  if (typeof reply !== 'object' || reply === null) return false;
-  const candidate = reply as Record<string, unknown>;
-  return (typeof candidate['error'] === 'string' && isToolErrorCode(candidate['code'])) || ('data' in candidate && typeof candidate['scopeContext'] === 'string');
-};
 
 // The door sends a call once: an MCP client that got no answer repeats its request (same session and request id, so the
 // same call id), and the ledger answers the repeat of a write that committed.

@@ -1,6 +1,6 @@
 import {
   isMutatingEvent,
-  isToolErrorCode,
+  isAgentToolResult,
   type AgentToolError,
   type AgentToolEvent,
   type AgentToolPayload,
@@ -49,12 +49,6 @@ const transportFailure = (event: AgentToolEvent, failure: TransportFailure, call
   error: transportFailureMessage(event, failure, callId),
   code: failure === 'timeout' ? 'TOOL_TIMED_OUT' : 'PLATFORM_UNREACHABLE',
 });
-
-const isAgentToolResult = (reply: unknown): reply is AgentToolResult => {
-  if (typeof reply !== 'object' || reply === null) return false;
-  const candidate = reply as Record<string, unknown>;
-  return (typeof candidate['error'] === 'string' && isToolErrorCode(candidate['code'])) || ('data' in candidate && typeof candidate['scopeContext'] === 'string');
-};
 
 // The server could not confirm its commit: the same call sent again is answered from the ledger if it committed, and
 // runs (once) if it did not.
