@@ -1,0 +1,93 @@
+import { RPC_AGENT_TOOLS, createDepartmentTool, listDepartmentsTool, type AnyAgentTool } from '@naalya/agent-tools';
+import { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DemoPersona } from '../../seed/demo-seed.js';
+import { dispatchEnvelope, type DispatchOptions } from '../../../testing/dispatch-envelope.js';
+import { recordStatements } from '../../../testing/statement-counter.js';
+import { createTestApp, type TestApp } from '../../../testing/test-app.js';
+import { invokeTool } from '../../../testing/tool-handlers.js';
+import { uniqueName } from './fixtures/tool-fixture.js';
+import { TOOL_FIXTURES } from './fixtures/tool-fixtures.js';
+
+/**
+ * Statements PostgreSQL receives for one successful call of each tool through execute(), BEGIN and COMMIT included
+ * (the quota's amortised block reservations excluded). Every statement is a round trip holding a pooled connection,
+ * and PostgreSQL's CPU is what a busy server runs out of first: a change that adds one must show up here, not only in
+ * the bench. Lower a count when a change lowers it; never raise one to make this pass.
+ */
+const PINNED_STATEMENTS: Record<string, number> = {
+  list_staff: 7,
+  list_departments: 7,
+  create_department: 12,
+  delete_department: 14,
+  add_department_member: 15,
+  get_school_branding: 6,
+  update_school_branding: 14,
+  list_campuses: 6,
+  list_subjects: 6,
+  list_my_classes: 6,
+  list_class_students: 8,
+  record_attendance: 12,
+  list_my_teaching_assignments: 6,
+  assign_subject_teacher: 16,
+  get_gradebook: 12,
+  record_marks: 14,
+  get_results_summary: 7,
+  create_lesson_plan: 11,
+  list_lesson_plans: 6,
+  list_pending_lesson_plans: 6,
+  approve_lesson_plan: 13,
+  get_tool_call_outcome: 6,
+};
+
+let testApp: TestApp;
+let recorder: ReturnType<typeof recordStatements>;
+
+beforeAll(async () => {
+  testApp = await createTestApp();
+  recorder = recordStatements(testApp.database.name);
+});
+afterAll(async () => {
+  recorder?.remove();
+  await testApp?.close();
+});
+
+/** The statements of one call that must succeed (a refusal would stop early and count less). */
+const countCall = async (tool: AnyAgentTool, persona: DemoPersona, args: Record<string, unknown>, options?: DispatchOptions): Promise<string[]> => {
+  const envelope = await dispatchEnvelope(persona, tool, args, options);
+  const { result, statements } = await recorder.during(() => invokeTool(testApp.module, tool, envelope));
+  expect({ tool: tool.name, result }).toEqual({ tool: tool.name, result: expect.objectContaining({ data: expect.anything() }) });
+  return statements;
+};
+
+describe('statements per tool call', () => {
+  it('every tool in RPC_AGENT_TOOLS sends exactly its pinned number of statements for one successful call', async () => {
+    const measured: Record<string, number> = {};
+    const texts: Record<string, string[]> = {};
+    for (const tool of RPC_AGENT_TOOLS) {
+      const fixture = TOOL_FIXTURES.find((candidate) => candidate.tool.event === tool.event);
+      if (!fixture) throw new Error(`${tool.name} has no fixture`);
+      const call = await fixture.allowed({ demo: testApp.demo, owner: testApp.owner });
+      const statements = await countCall(tool, call.persona, call.args, call.options);
+      measured[tool.name] = statements.length;
+      texts[tool.name] = statements;
+    }
+    // The texts ride along in the failure message: which statement came or went.
+    expect({ measured, texts }).toEqual({ measured: PINNED_STATEMENTS, texts });
+  });
+
+  it("the bench's calls (a school administrator listing departments, and creating a school-wide one) send their pinned counts", async () => {
+    const admin = testApp.demo.schools[0].personas.schoolAdmin;
+    const read = await countCall(listDepartmentsTool, admin, {});
+    const write = await countCall(createDepartmentTool, admin, { name: uniqueName('Bench') });
+    expect({ read: read.length, write: write.length, texts: { read, write } }).toEqual({ read: 7, write: 10, texts: { read, write } });
+  });
+
+  it("the counter counts the app role's statements in this database, and not the owner's checks beside them", async () => {
+    const { statements } = await recorder.during(async () => {
+      await testApp.owner.query('SELECT 2');
+      await testApp.module.get(DataSource).query('SELECT 1');
+    });
+    expect(statements).toEqual(['SELECT 1']);
+  });
+});
