@@ -7,6 +7,7 @@ export * from './lib/agent-tool-registry.js';
 export * from './lib/agent-run.js';
 export * from './lib/agent-run-events.js';
 export * from './lib/agent-errors.js';
+export * from './lib/transport-failure.js';
 export * from './lib/agent-roster.js';
 export * from './lib/agent-rest.js';
 export * from './lib/canonical-json.js';

@@ -50,6 +50,9 @@ export const testConfig = (database: TestDatabase, overrides: Partial<ServerConf
   MCP_RESOURCE_URL: 'http://127.0.0.1:3000/mcp',
   MCP_TOKENS_PER_USER: 20,
   MCP_TOKEN_MAX_DAYS: 90,
+  MCP_CALLS_PER_MINUTE_PER_TOKEN: 1_000,
+  MCP_SESSIONS_PER_USER: 50,
+  MCP_SESSION_IDLE_SECONDS: 1_800,
   // Suites make hundreds of calls a minute as one persona; the quota test sets its own limits.
   TOOL_CALLS_PER_MINUTE_PER_SCHOOL: 1_000_000,
   TOOL_CALLS_PER_MINUTE_PER_USER: 1_000_000,

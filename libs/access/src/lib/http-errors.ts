@@ -18,6 +18,8 @@ export const HTTP_ERROR_CODES = [
   'PLATFORM_WRITE_NEEDS_SCHOOL',
   'LOGIN_ATTEMPTS_EXCEEDED',
   'MCP_TOKEN_LIMIT',
+  'MCP_SESSION_LIMIT',
+  'MCP_CLIENT_RATE_LIMITED',
 ] as const;
 export type HttpErrorCode = (typeof HTTP_ERROR_CODES)[number];
 
@@ -27,6 +29,9 @@ export const HTTP_ERROR_SENTENCES = {
   PLATFORM_WRITE_NEEDS_SCHOOL: 'A platform administrator can only change a school chosen for this session. Pick the school first.',
   LOGIN_ATTEMPTS_EXCEEDED: 'Too many sign-in attempts. Wait a few minutes before trying again.',
   MCP_TOKEN_LIMIT: 'You have as many connected apps as allowed. Revoke one you no longer use first.',
+  MCP_SESSION_LIMIT: 'You have as many MCP sessions open as allowed. End one (or let an unused one time out) before opening another.',
+  MCP_CLIENT_RATE_LIMITED:
+    'This connected app has reached its limit of tool calls for this minute, so this one was not run. Wait as long as Retry-After says, then try again.',
 } as const satisfies Partial<Record<HttpErrorCode, string>>;
 
 /** The code of an error nothing more specific was said about: what its status means. */

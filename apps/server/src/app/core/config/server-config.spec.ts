@@ -91,6 +91,22 @@ describe('loadServerConfig', () => {
     }
   });
 
+  it('the MCP door\'s bounds: calls a minute per token, sessions per person (at most their direct runs) and the idle timeout, each refused out of range naming the variable', () => {
+    expect(loadServerConfig(VALID)).toMatchObject({ MCP_CALLS_PER_MINUTE_PER_TOKEN: 60, MCP_SESSIONS_PER_USER: 5, MCP_SESSION_IDLE_SECONDS: 1800 });
+    for (const [name, refused] of [
+      ['MCP_CALLS_PER_MINUTE_PER_TOKEN', '0'],
+      ['MCP_SESSIONS_PER_USER', '0'],
+      ['MCP_SESSIONS_PER_USER', 'many'],
+      ['MCP_SESSION_IDLE_SECONDS', '59'],
+      ['MCP_SESSION_IDLE_SECONDS', '86401'],
+    ]) {
+      expect(() => loadServerConfig({ ...VALID, [name]: refused })).toThrow(new RegExp(`${name} is invalid`));
+    }
+    expect(() => loadServerConfig({ ...VALID, MCP_SESSIONS_PER_USER: '6', AGENT_DIRECT_RUNS_PER_USER: '5' })).toThrow(
+      /MCP_SESSIONS_PER_USER is invalid: must be at most AGENT_DIRECT_RUNS_PER_USER/,
+    );
+  });
+
   it('every model may see a school\'s data by default; AGENT_MODELS_ALLOWED takes "*", "none" or provider and provider:model entries', () => {
     expect(loadServerConfig(VALID).AGENT_MODELS_ALLOWED).toBe('*');
     expect(loadServerConfig({ ...VALID, AGENT_MODELS_ALLOWED: 'none' }).AGENT_MODELS_ALLOWED).toEqual([]);

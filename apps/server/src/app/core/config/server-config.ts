@@ -87,6 +87,11 @@ const serverConfigSchema = z.object({
   // Per-user bounds: live connected-app tokens, and the longest a token may live.
   MCP_TOKENS_PER_USER: z.coerce.number().int().min(1).max(1_000).default(20),
   MCP_TOKEN_MAX_DAYS: z.coerce.number().int().min(1).max(365).default(90),
+  // Per connected-app token: tools/call requests a minute (counted like the tool-call quotas, shared by the replicas).
+  MCP_CALLS_PER_MINUTE_PER_TOKEN: z.coerce.number().int().min(1).max(100_000).default(60),
+  // Per person: MCP sessions open at once on one replica (each holds a direct run), and how long one may sit unused.
+  MCP_SESSIONS_PER_USER: z.coerce.number().int().min(1).max(1_000).default(5),
+  MCP_SESSION_IDLE_SECONDS: z.coerce.number().int().min(60).max(86_400).default(1_800),
   AGENT_RUN_LEASE_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
   AGENT_RUN_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
   AGENT_RUN_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(600_000).default(5_000),
@@ -151,6 +156,10 @@ const checkedServerConfigSchema = serverConfigSchema.superRefine((config, contex
   // The audit source of a tool call is read from its publisher: the two users must differ, or MCP writes would pass for Rover's.
   if (config.MCP_BROKER_USER === config.WORKER_BROKER_USER) {
     context.addIssue({ code: 'custom', path: ['MCP_BROKER_USER'], message: 'must differ from WORKER_BROKER_USER' });
+  }
+  // Each MCP session holds a direct run: a bound above the direct runs' own could never be reached.
+  if (config.MCP_SESSIONS_PER_USER > config.AGENT_DIRECT_RUNS_PER_USER) {
+    context.addIssue({ code: 'custom', path: ['MCP_SESSIONS_PER_USER'], message: 'must be at most AGENT_DIRECT_RUNS_PER_USER (each session holds a direct run)' });
   }
 });
 

@@ -1,21 +1,15 @@
 import { Inject, Injectable, Logger, type OnModuleDestroy } from '@nestjs/common';
-import { isAgentToolResult, type AgentToolError, type AgentToolEvent, type AgentToolPayload, type AgentToolResult } from '@naalya/agent-tools';
+import { isAgentToolResult, transportFailure, type AgentToolEvent, type AgentToolPayload, type AgentToolResult } from '@naalya/agent-tools';
 import { RmqRpcClient, RmqRpcError, brokerCredentialsOf, rmqNames } from '@naalya/rmq';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
-
-// The door sends a call once: an MCP client that got no answer repeats its request (same session and request id, so the
-// same call id), and the ledger answers the repeat of a write that committed.
-const noAnswer = (code: 'TOOL_TIMED_OUT' | 'PLATFORM_UNREACHABLE'): AgentToolError => ({
-  code,
-  error:
-    (code === 'TOOL_TIMED_OUT' ? 'The platform did not answer this call in time.' : 'The platform could not be reached.') +
-    ' This is an infrastructure issue, not a problem with your request. For a change, the outcome is unknown: check whether it was made before trying again.',
-});
 
 /**
  * The door's side of the tool hop: publishes a tools/call on the tools exchange, as the door's own broker user
  * (MCP_RABBITMQ_URL, whose user must be MCP_BROKER_USER), and waits for the server's @MessagePattern handler to answer
- * on direct reply-to. The same path as the worker's calls; nothing here runs a tool in memory.
+ * on direct reply-to. The same path as the worker's calls; nothing here runs a tool in memory. A call is sent once: an
+ * MCP client that got no answer may repeat its request (same session and request id, so the same call id), and the
+ * ledger answers the repeat of a write that committed. A lost call is answered with the worker's sentence
+ * (transportFailure): outcome unknown for a write, simply failed for a read.
  */
 @Injectable()
 export class McpToolPublisher implements OnModuleDestroy {
@@ -36,10 +30,10 @@ export class McpToolPublisher implements OnModuleDestroy {
       const reply = await client.call(event, payload, timeoutMs);
       if (isAgentToolResult(reply)) return reply;
       this.logger.warn(`Tool call "${event}" (callId ${payload.meta.callId}) got an unreadable reply`);
-      return noAnswer('PLATFORM_UNREACHABLE');
+      return transportFailure(event, 'unreachable', payload.meta.callId);
     } catch (error) {
       this.logger.warn(`Tool call "${event}" (callId ${payload.meta.callId}) failed in transport: ${error instanceof Error ? error.message : String(error)}`);
-      return noAnswer(error instanceof RmqRpcError && error.failure === 'timeout' ? 'TOOL_TIMED_OUT' : 'PLATFORM_UNREACHABLE');
+      return transportFailure(event, error instanceof RmqRpcError && error.failure === 'timeout' ? 'timeout' : 'unreachable', payload.meta.callId);
     }
   }
 

@@ -53,6 +53,7 @@ export const TOOL_HANDLER_CONTROLLERS = [
   // The REST route of get_tool_call_outcome lives here, with the ledger it reads.
   controllers: [...TOOL_HANDLER_CONTROLLERS, ToolCallOutcomeController],
   providers: [ToolExecutor, ToolCallLedgerService, ToolCallQuota, ToolCallOutcomeService],
-  exports: [ToolExecutor],
+  // The quota also counts the MCP door's calls per client (McpDoorService).
+  exports: [ToolExecutor, ToolCallQuota],
 })
 export class NaalyaAiToolsModule {}

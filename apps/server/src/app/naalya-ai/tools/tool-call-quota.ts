@@ -45,6 +45,9 @@ const ADMITTED_TTL_MAX_MS = 120_000;
  */
 export const quotaWindow = (now: number): number => Math.floor(now / WINDOW_MS);
 
+/** Whole seconds until the minute a call counted in ends: when a refused caller may try again (Retry-After). */
+export const secondsLeftInWindow = (now: number): number => Math.max(1, Math.ceil(((quotaWindow(now) + 1) * WINDOW_MS - now) / 1000));
+
 const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /** One key's minute in this process: calls in hand (memory store: calls counted), and whether the shared count is spent. */
@@ -114,6 +117,19 @@ export class ToolCallQuota implements OnApplicationBootstrap, BeforeApplicationS
       return 'USER_QUOTA_EXCEEDED';
     }
     return null;
+  }
+
+  /**
+   * One call from a keyed allowance of `limit` a minute besides the school's and the user's (an MCP client's, per
+   * token), counted in the same store with the same windows; false once it is spent.
+   */
+  async takeOne(key: string, limit: number, now: number = Date.now()): Promise<boolean> {
+    const window = quotaWindow(now);
+    if (this.config.TOOL_CALL_QUOTA_STORE !== 'memory') return this.spend(key, window, limit);
+    const counter = this.counter(key, window);
+    if (counter.count >= limit) return false;
+    counter.count += 1;
+    return true;
   }
 
   /**

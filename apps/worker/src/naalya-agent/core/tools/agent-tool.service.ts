@@ -1,7 +1,8 @@
 import {
-  isMutatingEvent,
   isAgentToolResult,
-  type AgentToolError,
+  isMutatingEvent,
+  transportFailure,
+  type TransportFailure,
   type AgentToolEvent,
   type AgentToolPayload,
   type AgentToolResult,
@@ -26,29 +27,6 @@ export type AgentToolServiceOptions = {
 };
 
 export const AGENT_TOOL_SERVICE_OPTIONS = Symbol('AgentToolServiceOptions');
-
-type TransportFailure = 'timeout' | 'unreachable';
-
-const INFRASTRUCTURE_ISSUE = 'This is an infrastructure issue, not a problem with your request.';
-
-// A write that got no answer within its deadline, after every send the deadline allowed, may still have happened (the
-// request can sit in the broker or run late), so it is reported as "outcome unknown", never as a failure.
-export const transportFailureMessage = (event: AgentToolEvent, failure: TransportFailure, callId?: string): string => {
-  const what =
-    failure === 'timeout'
-      ? `The "${event}" tool timed out, the platform may be slow and could still be processing the request.`
-      : `The "${event}" tool could not reach the platform or did not get a usable answer back.`;
-  const next = isMutatingEvent(event)
-    ? 'The outcome is unknown: the change may still complete. Do not retry this call; tell the user the outcome is unknown and ask them to check whether the change was made before trying again.' +
-      (callId ? ` You can check it yourself with get_tool_call_outcome and callId "${callId}".` : '')
-    : 'Do not retry this call; tell the user it is unavailable right now.';
-  return `${what} ${INFRASTRUCTURE_ISSUE} ${next}`;
-};
-
-const transportFailure = (event: AgentToolEvent, failure: TransportFailure, callId: string): AgentToolError => ({
-  error: transportFailureMessage(event, failure, callId),
-  code: failure === 'timeout' ? 'TOOL_TIMED_OUT' : 'PLATFORM_UNREACHABLE',
-});
 
 // The server could not confirm its commit: the same call sent again is answered from the ledger if it committed, and
 // runs (once) if it did not.
