@@ -9,7 +9,6 @@
 //   node bench/run.mjs --scale-out   only the scale-out check
 //   node bench/run.mjs --stream      only the streaming measurement (tokens to SSE clients, ours against a baseline)
 //   node bench/run.mjs --cluster     (a) (b) (c) (d) (e) on the single node and on a 3-node quorum cluster + PgBouncer
-import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -21,8 +20,10 @@ import { createDepartmentTool, identityFromUserDetails, listDepartmentsTool } fr
 import { brokerCredentialsOf, declareTopology, deleteTopology, rmqNames, runEventsIngestQueue } from '@naalya/rmq';
 import { RmqCluster } from '@naalya/rmq/cluster';
 import amqplib from 'amqplib';
-import { APP_ROLE, RABBITMQ_URL, converse, createTestStack, login, startPgBouncer, stopChild } from '@naalya/test-stack';
+import { APP_ROLE, RABBITMQ_URL, converse, createTestStack, login, startPgBouncer } from '@naalya/test-stack';
 import { AgentToolService, callScopeFromContext, toRpcProxy, toolCallIdempotencyKey } from '@naalya/worker/testing';
+import { forkServer } from './lib/fork-server.mjs';
+import { foreignShare, machineBusy, noiseVerdict } from './lib/noise.mjs';
 import { brokerPid, cpuMicros, rssBytes, selfCpuMicros } from './lib/proc.mjs';
 import { createRawClient } from './lib/raw-client.mjs';
 import { CLUSTER_PAIRS, CLUSTER_VARIANTS, VARIANTS, aggregate, clusterMarkdown, markdown, ratios, svgChart, targets } from './lib/report.mjs';
@@ -84,16 +85,6 @@ Logger.overrideLogger(['error', 'warn']);
 const log = (line) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}`);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A variant's server: a bench script forked with its own environment, ready when it says so. */
-const forkServer = async (script, env, execArgv = []) => {
-  const child = fork(`${BENCH}servers/${script}`, [], { env: { ...process.env, ...env }, execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const ready = await new Promise((resolve, reject) => {
-    child.once('message', resolve);
-    child.once('exit', (code) => reject(new Error(`${script} exited with ${code} at start-up`)));
-  });
-  return { child, pid: child.pid, ready, stop: (signal) => stopChild(child, signal) };
-};
-
 const percentile = (sorted, q) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] : NaN);
 
 /**
@@ -151,6 +142,7 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 
 const main = async () => {
   const startedAt = new Date().toISOString();
+  // Before the bench's own set-up loads the machine: what else was running when it started (lib/noise.mjs).
   const loadBefore = loadavg().map((l) => l.toFixed(2)).join(' ');
   log(`mode ${MODE}; setting up a database and queues of the bench's own (load ${loadBefore})`);
   // The cluster boots (~25 s) while the stack sets up its database: set-up both, timed neither.
@@ -446,6 +438,7 @@ const runMode = async ({ stack, infrastructure, queues, children, closers, start
     // during the slice) to its CPU at the end; one that exited during the slice is lost (pg's idle timeout is 10 s).
     const backendsBefore = new Map((await dbPids()).map((pid) => [pid, cpuMicros(pid)]));
     const before = { client: selfCpuMicros(), server: cpuMicros(serverPid), broker: brokerCpu(), db: poolerCpu() };
+    const machineBefore = machineBusy();
     const latencies = [];
     let errors = 0;
     let firstError;
@@ -474,7 +467,8 @@ const runMode = async ({ stack, infrastructure, queues, children, closers, start
     }
     const after = { client: selfCpuMicros(), server: cpuMicros(serverPid), broker: brokerCpu(), db };
     const cpu = Object.fromEntries(Object.keys(before).map((k) => [k, after[k] - before[k]]));
-    return { latencies, errors, firstError, seconds, cpu, rssMb: rssBytes(serverPid) / 2 ** 20 };
+    // The whole machine's busy time over the same window: what is not the measured processes' is someone else's.
+    return { latencies, errors, firstError, seconds, cpu, machine: machineBusy() - machineBefore, rssMb: rssBytes(serverPid) / 2 ** 20 };
   };
 
   /** A phase's result from its slices: latencies pooled, calls over the summed time, CPU over all calls. */
@@ -484,6 +478,8 @@ const runMode = async ({ stack, infrastructure, queues, children, closers, start
     const firstError = slices.find((s) => s.firstError)?.firstError;
     const n = latencies.length || 1;
     const sum = (key) => slices.reduce((total, s) => total + s.cpu[key], 0);
+    const seconds = slices.reduce((total, s) => total + s.seconds, 0);
+    const measured = ['client', 'server', 'broker', 'db'].reduce((total, k) => total + (sum(k) || 0), 0);
     return {
       variant,
       concurrency,
@@ -492,8 +488,9 @@ const runMode = async ({ stack, infrastructure, queues, children, closers, start
       firstError: firstError ? String(firstError.message ?? firstError).slice(0, 300) : undefined,
       p50: percentile(latencies, 0.5),
       p99: percentile(latencies, 0.99),
-      callsPerSec: latencies.length / slices.reduce((total, s) => total + s.seconds, 0),
+      callsPerSec: latencies.length / seconds,
       cpu: Object.fromEntries(['client', 'server', 'broker', 'db'].map((k) => [k, sum(k) / n])),
+      foreignShare: foreignShare(slices.reduce((total, s) => total + s.machine, 0), measured, seconds),
       rssMb: slices.at(-1).rssMb,
     };
   };
@@ -531,11 +528,30 @@ const runMode = async ({ stack, infrastructure, queues, children, closers, start
   const rows = aggregate(phases, CONCURRENCIES, order);
   const ratioRows = ratios(phases, CONCURRENCIES, MODE === 'cluster' ? CLUSTER_PAIRS : undefined);
   const targetRows = targets(ratioRows);
-  const meta = { startedAt, mode: MODE, rounds: ROUNDS, phaseMs: PHASE_MS, slices: SLICES, prefetch: PREFETCH, poolSize: POOL_SIZE, cpus: cpus().length, loadBefore };
+  const noise = noiseVerdict(
+    Number(loadBefore.split(' ')[0]),
+    phases.map((phase) => ({ label: `${phase.variant} c${phase.concurrency} r${phase.round}`, foreignShare: phase.foreignShare })),
+  );
+  if (noise.noisy) log(noise.text.replace(/\*\*/g, ''));
+  const meta = {
+    startedAt,
+    mode: MODE,
+    rounds: ROUNDS,
+    phaseMs: PHASE_MS,
+    slices: SLICES,
+    prefetch: PREFETCH,
+    poolSize: POOL_SIZE,
+    cpus: cpus().length,
+    loadBefore,
+    loadBeforePhases,
+    loadDuring: loads,
+    loadAfter: loadavg().map((l) => l.toFixed(2)).join(' '),
+    noise,
+  };
   if (started.sink) meta.tracing = { ...started.sink.counts };
   const table = markdown({ rows, ratioRows, targetRows, statements, meta });
   if (MODE === 'cluster') {
-    Object.assign(meta, { loadBeforePhases, loadDuring: loads, loadAfter: loadavg().map((l) => l.toFixed(2)).join(' '), placement, concurrencies: CONCURRENCIES });
+    Object.assign(meta, { placement, concurrencies: CONCURRENCIES });
     return clusterReport({ meta, statements, statementLists, phases, rows, ratioRows, table });
   }
   // The streaming phases measure the first server's run-events ingest: the memory-quota server (its own queues) goes.

@@ -38,3 +38,10 @@ export const selfCpuMicros = () => {
   const { user, system } = process.cpuUsage();
   return user + system;
 };
+
+/** CPU time the whole machine spent busy so far (every core; idle and iowait excluded), in µs: /proc/stat's first line. */
+export const machineBusyMicros = () => {
+  const [, ...ticks] = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/);
+  const [user, nice, system, , , irq, softirq, steal] = ticks.map(Number);
+  return (user + nice + system + irq + softirq + steal) * TICK_US;
+};

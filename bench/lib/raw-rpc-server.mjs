@@ -2,6 +2,7 @@
 // the project's prefetch, manual ack sent only after the reply, the reply on the delivering channel to the direct
 // reply-to address in Nest's reply shape, a non-JSON body dead-lettered. `handle` maps a packet to its reply body.
 import amqplib from 'amqplib';
+import './cpu-reporter.mjs';
 
 export const serveRawRpc = async ({ connectionName, handle, onClose = async () => undefined }) => {
   const { RABBITMQ_URL, BENCH_QUEUE, BENCH_PREFETCH } = process.env;

@@ -147,10 +147,18 @@ export const targets = (ratioRows) => {
   ];
 };
 
+/** The 1-minute load average before, during (after each round's phase) and after a run. */
+const loadLine = (meta) => {
+  const loads = meta.loadDuring.map((l) => l.load);
+  const first = (line) => line.split(' ')[0];
+  return `Load average (1 min) on the ${meta.cpus} cores: ${first(meta.loadBefore)} at the start, ${first(meta.loadBeforePhases)} before the phases, ${fmt(Math.min(...loads))}–${fmt(Math.max(...loads))} during (after each round's phase), ${first(meta.loadAfter)} after.`;
+};
+
 export const markdown = ({ rows, ratioRows, targetRows, statements, meta }) => {
   const lines = [];
   lines.push(`Run ${meta.startedAt} · ${meta.mode} · ${meta.rounds} round(s) × ${meta.phaseMs} ms per phase in ${meta.slices ?? 1} interleaved slice(s) · prefetch ${meta.prefetch} · pool ${meta.poolSize} · ${meta.cpus} CPUs · load before ${meta.loadBefore}`);
   lines.push('');
+  lines.push(loadLine(meta), '', meta.noise.text, '');
   lines.push('| variant | conc | p50 ms | p99 ms | calls/s | CPU µs/call client / server / broker / db | stmts/call | server RSS MB | errors |');
   lines.push('|---|---|---|---|---|---|---|---|---|');
   for (const row of rows) {
@@ -166,7 +174,9 @@ export const markdown = ({ rows, ratioRows, targetRows, statements, meta }) => {
   lines.push('');
   lines.push('| target | measured | met |');
   lines.push('|---|---|---|');
-  for (const t of targetRows) lines.push(`| ${t.label} | ${fmt(t.value)} | ${t.met === null ? '–' : t.met ? 'yes' : 'no'} |`);
+  // A noisy run's figures neither meet nor miss a target (lib/noise.mjs).
+  const verdict = (t) => (t.met === null ? '–' : `${t.met ? 'yes' : 'no'}${meta.noise.noisy ? ' (too noisy to judge)' : ''}`);
+  for (const t of targetRows) lines.push(`| ${t.label} | ${fmt(t.value)} | ${verdict(t)} |`);
   return lines.join('\n');
 };
 
@@ -186,17 +196,13 @@ export const clusterMarkdown = ({ rows, ratioRows, meta, statements }) => {
   const ratio = (num, den, concurrency) => ratioRows.find((r) => r.num === num && r.den === den && r.concurrency === concurrency);
   const row = (variant, concurrency) => rows.find((r) => r.variant === variant && r.concurrency === concurrency);
   const cell = (value, values, digits) => (value === undefined ? '–' : `${fmt(value, digits)}${range(values ?? [], digits)}`);
-  const loads = meta.loadDuring.map((l) => l.load);
-  const first = (loadLine) => loadLine.split(' ')[0];
   const p = meta.placement;
   const lines = [];
   lines.push(
     `Run ${meta.startedAt} · ${meta.rounds} round(s) × ${meta.phaseMs} ms per phase in ${meta.slices} interleaved slices, both settings' variants interleaved in the same rounds · prefetch ${meta.prefetch} · database pool ${meta.poolSize} · ${meta.cpus} CPUs`,
   );
   lines.push('');
-  lines.push(
-    `Load average (1 min) on the ${meta.cpus} cores: ${first(meta.loadBefore)} at the start, ${first(meta.loadBeforePhases)} before the phases, ${fmt(Math.min(...loads))}–${fmt(Math.max(...loads))} during (after each round's phase), ${first(meta.loadAfter)} after.`,
-  );
+  lines.push(loadLine(meta), '', meta.noise.text);
   lines.push('');
   lines.push(
     `**Single node**: the machine's RabbitMQ node (classic queues), PostgreSQL direct. **Cluster + PgBouncer**: three RabbitMQ nodes, quorum queues (${p.members} members) all led by node ${p.leaderNode}; the servers (the project's and the bench's) consume on node ${p.serverNode}, every caller calls from node ${p.callerNode}${p.spread ? ', so a call crosses the cluster at every step' : ` (the server landed on the leader's node in 5 starts: not spread)`}; the project's processes are given the node list; the server's and the ideal's database connections go through PgBouncer (${p.pgbouncer.poolMode} pooling, ${p.pgbouncer.poolSize} server connections), the server's LISTEN direct. Statements per call: read ${fmt(statements.c, 1)}, audited write ${fmt(statements.d, 1)}; the ideal issues the same: read ${statements.match.read}, write ${statements.match.write}.`,

@@ -6,6 +6,7 @@ import { Controller, Logger, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { MessagePattern } from '@nestjs/microservices';
 import { AckAfterReplyTransport, brokerCredentialsOf } from '@naalya/rmq';
+import '../lib/cpu-reporter.mjs';
 
 const { RABBITMQ_URL, BENCH_QUEUE, BENCH_PREFETCH, BENCH_DLX, BENCH_EVENT, BENCH_FIRST_NODE } = process.env;
 

@@ -2,12 +2,12 @@ import { Logger, type LoggerService } from '@nestjs/common';
 import { RmqContext, Server, type CustomTransportStrategy, type MessageHandler, type MsPattern } from '@nestjs/microservices';
 import { isObservable, type Observable } from 'rxjs';
 import { failSpan, withActiveSpan } from '@naalya/telemetry';
-import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib';
+import type { Channel, ChannelModel, ConsumeMessage, ConsumeMessageFields, MessageProperties } from 'amqplib';
 import { RecoveringConnection } from './rmq-connection.js';
 import { runInRmqMessageFrame, type RmqMessageFrame } from './current-rmq-message.js';
 import { parseRmqPacket, rmqError, type RmqReplyPacket } from './rmq-packet.js';
 import { isDirectReplyTo } from './rmq-names.js';
-import { startProcessSpan } from './rmq-tracing.js';
+import { startProcessSpan, type ProcessSpan } from './rmq-tracing.js';
 
 export const DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024;
 
@@ -75,22 +75,89 @@ type Outcome = {
   reason?: string;
 };
 
-type InFlightMessage = { abandon: () => void };
-
 type Consumer = { channel: Channel; consumerTag: string };
 
-/** One message between delivery and settlement. */
-type Delivery = {
-  readonly message: ConsumeMessage;
-  readonly channel: Channel;
-  readonly signal: AbortSignal;
-  readonly aborted: boolean;
-  abort(reason: Error): void;
-  /** Runs once the message is settled or abandoned (at once if it already is). */
-  onFinish(cleanup: () => void): void;
-  /** The first call wins; later ones do nothing, so a late handler result cannot settle a message twice. */
-  settle(outcome: Outcome): void;
+/** What a delivery needs of its transport: where its outcome goes, and who is told that it is no longer in flight. */
+type DeliveryOwner = {
+  settle(channel: Channel, message: ConsumeMessage, outcome: Outcome): void;
+  finished(delivery: Delivery): void;
 };
+
+/**
+ * One message between delivery and settlement, and the frame its handler runs in. A class, not a bundle of closures:
+ * every message makes one, and its methods and getters live on the prototype (the closures were a measurable share of
+ * the transport's CPU and garbage per call, bench/hop-profile.mjs).
+ */
+class Delivery implements RmqMessageFrame {
+  /** Set by route() once the message is a call or event for a known handler. */
+  pattern = '';
+  id: string | undefined = undefined;
+  isEvent = false;
+  timer: NodeJS.Timeout | undefined = undefined;
+  span: ProcessSpan['span'] | undefined = undefined;
+  // Made on first use: most handlers never read the signal, and an AbortController per message was a measurable
+  // share of the transport's CPU per call (bench/, variant (b)).
+  private abortController: AbortController | undefined = undefined;
+  private cleanups: Array<() => void> | undefined = undefined;
+  private settled = false;
+
+  constructor(
+    readonly message: ConsumeMessage,
+    readonly channel: Channel,
+    private readonly owner: DeliveryOwner,
+  ) {}
+
+  get properties(): MessageProperties {
+    return this.message.properties;
+  }
+
+  get fields(): ConsumeMessageFields {
+    return this.message.fields;
+  }
+
+  get content(): Buffer {
+    return this.message.content;
+  }
+
+  get signal(): AbortSignal {
+    return (this.abortController ??= new AbortController()).signal;
+  }
+
+  get aborted(): boolean {
+    return this.abortController?.signal.aborted ?? false;
+  }
+
+  abort(reason: Error): void {
+    (this.abortController ??= new AbortController()).abort(reason);
+  }
+
+  /** Runs once the message is settled or abandoned (at once if it already is). */
+  onFinish(cleanup: () => void): void {
+    if (this.settled) cleanup();
+    else (this.cleanups ??= []).push(cleanup);
+  }
+
+  /** The first call wins; later ones do nothing, so a late handler result cannot settle a message twice. */
+  settle(outcome: Outcome): void {
+    if (this.finish()) this.owner.settle(this.channel, this.message, outcome);
+  }
+
+  /** Called by a close() that outlived its drain: the handler is told, and the closing channel requeues the message. */
+  abandon(): void {
+    this.abort(new Error('The transport closed before the handler finished.'));
+    this.finish();
+  }
+
+  private finish(): boolean {
+    if (this.settled) return false;
+    this.settled = true;
+    clearTimeout(this.timer);
+    this.span?.end();
+    if (this.cleanups) for (const cleanup of this.cleanups) cleanup();
+    this.owner.finished(this);
+    return true;
+  }
+}
 
 const SETTLING_METHODS = new Set<PropertyKey>(['ack', 'nack', 'reject', 'ackAll', 'nackAll']);
 const LOGGED_TEXT_LIMIT = 200;
@@ -161,7 +228,14 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
   private readonly connection: RecoveringConnection;
   private consumer: Consumer | null = null;
   private closing = false;
-  private readonly inFlight = new Set<InFlightMessage>();
+  private readonly inFlight = new Set<Delivery>();
+  private readonly deliveryOwner: DeliveryOwner = {
+    settle: (channel, message, outcome) => this.settle(channel, message, outcome),
+    finished: (delivery) => {
+      this.inFlight.delete(delivery);
+      if (this.inFlight.size === 0) this.onIdle?.();
+    },
+  };
   /** Set by drain() while it waits: called when the last in-flight message is settled. */
   private onIdle: (() => void) | undefined;
   private readonly handlerChannels = new WeakMap<Channel, Channel>();
@@ -297,7 +371,9 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
 
   /** Handles one delivery and settles it exactly once; never throws. */
   private dispatch(channel: Channel, message: ConsumeMessage): void {
-    const delivery = this.track(channel, message);
+    const delivery = new Delivery(message, channel, this.deliveryOwner);
+    // In flight until it is settled, or abandoned by a close() that outlived its drain.
+    this.inFlight.add(delivery);
     try {
       this.route(delivery);
     } catch (error) {
@@ -307,47 +383,9 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
     }
   }
 
-  /** Registers the delivery as in flight until it is settled, or abandoned by a close() that outlived its drain. */
-  private track(channel: Channel, message: ConsumeMessage): Delivery {
-    // Made on first use: most handlers never read the signal, and an AbortController per message was a measurable
-    // share of the transport's CPU per call (bench/, variant (b)).
-    let abortController: AbortController | undefined;
-    const controller = (): AbortController => (abortController ??= new AbortController());
-    const cleanups: Array<() => void> = [];
-    let settled = false;
-    const finish = (): boolean => {
-      if (settled) return false;
-      settled = true;
-      for (const cleanup of cleanups) cleanup();
-      this.inFlight.delete(entry);
-      if (this.inFlight.size === 0) this.onIdle?.();
-      return true;
-    };
-    const entry: InFlightMessage = {
-      abandon: () => {
-        controller().abort(new Error('The transport closed before the handler finished.'));
-        finish();
-      },
-    };
-    this.inFlight.add(entry);
-    return {
-      message,
-      channel,
-      get signal() {
-        return controller().signal;
-      },
-      get aborted() {
-        return abortController?.signal.aborted ?? false;
-      },
-      abort: (reason) => controller().abort(reason),
-      onFinish: (cleanup) => {
-        if (settled) cleanup();
-        else cleanups.push(cleanup);
-      },
-      settle: (outcome) => {
-        if (finish()) this.settle(channel, message, outcome);
-      },
-    };
+  /** Dead-letters a message with a reply saying why (a call's reply; settle() drops it for an event). */
+  private refuse(delivery: Delivery, reason: string): void {
+    delivery.settle({ settlement: 'dead-letter', reply: { id: delivery.id, err: rmqError(reason), isDisposed: true }, reason });
   }
 
   private route(delivery: Delivery): void {
@@ -359,9 +397,7 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
       return;
     }
     const { packet } = parsed;
-    const id = packet.id;
-    const refuse = (reason: string): void =>
-      delivery.settle({ settlement: 'dead-letter', reply: { id, err: rmqError(reason), isDisposed: true }, reason });
+    delivery.id = packet.id;
 
     const { requireUserId } = this.options;
     const claimed = requireUserId === undefined ? undefined : foreignPublisher(message.properties.userId, requireUserId);
@@ -369,7 +405,7 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
       this.logger.warn(`security event: message refused (publisher not allowed): ${claimed} on ${this.options.queue}, only ${String(requireUserId)} may publish here`);
       delivery.settle({
         settlement: 'dead-letter',
-        reply: { id, err: rmqError(PUBLISHER_REFUSED_ERROR), isDisposed: true },
+        reply: { id: delivery.id, err: rmqError(PUBLISHER_REFUSED_ERROR), isDisposed: true },
         reason: `publisher not allowed (${claimed})`,
       });
       return;
@@ -379,90 +415,88 @@ export class AckAfterReplyTransport extends Server<AckAfterReplyEvents, AckAfter
     const pattern = this.normalizePattern(packet.pattern as MsPattern);
     const handler: MessageHandler | undefined = typeof pattern === 'string' ? this.messageHandlers.get(pattern) : undefined;
     if (!handler) {
-      refuse(`There is no handler for pattern ${shorten(String(pattern))}.`);
+      this.refuse(delivery, `There is no handler for pattern ${shorten(String(pattern))}.`);
       return;
     }
-    const isEvent = handler.isEventHandler === true;
-    if (!isEvent && !replyTo) {
+    delivery.pattern = pattern;
+    delivery.isEvent = handler.isEventHandler === true;
+    if (!delivery.isEvent && !replyTo) {
       // A call nobody can receive the answer to is refused unrun: a caller always sets replyTo, a forger need not.
-      refuse(`A call to ${shorten(pattern)} without replyTo cannot be answered.`);
+      this.refuse(delivery, `A call to ${shorten(pattern)} without replyTo cannot be answered.`);
       return;
     }
-    if (!isEvent && !isDirectReplyTo(replyTo)) {
+    if (!delivery.isEvent && !isDirectReplyTo(replyTo)) {
       // settle() never publishes to such an address, so the refusal is dead-lettered unanswered (see isDirectReplyTo).
       this.logger.warn(`security event: call refused (replyTo is not a direct reply-to address): ${shorten(JSON.stringify(String(replyTo)))} on ${this.options.queue}`);
-      refuse(`A call to ${shorten(pattern)} with a replyTo that is not a direct reply-to address is not answered.`);
+      this.refuse(delivery, `A call to ${shorten(pattern)} with a replyTo that is not a direct reply-to address is not answered.`);
       return;
     }
 
     // The consumer span, continuing the publisher's trace (traceparent in the headers, used for nothing else).
     const processing = startProcessSpan(this.options.queue, pattern, message);
-    if (processing) delivery.onFinish(() => processing.span.end());
-    const timer = setTimeout(() => {
-      failSpan(processing?.span, undefined, 'timeout');
-      const reason = `The handler of ${shorten(pattern)} exceeded its time limit of ${this.options.handlerTimeoutMs} ms.`;
-      // Settled first, so the reply carries this reason even if the handler reacts to the abort by failing at once.
-      refuse(reason);
-      delivery.abort(new Error(reason));
-    }, this.options.handlerTimeoutMs);
-    delivery.onFinish(() => clearTimeout(timer));
+    delivery.span = processing?.span;
+    delivery.timer = setTimeout(this.timeOut, this.options.handlerTimeoutMs, delivery);
 
-    const frame: RmqMessageFrame = {
-      pattern,
-      properties: message.properties,
-      fields: message.fields,
-      content: message.content,
-      get signal() {
-        return delivery.signal;
-      },
-      get aborted() {
-        return delivery.aborted;
-      },
-    };
     const context = new RmqContext([message, this.handlerChannel(delivery.channel), pattern]);
-    const fail = (error: unknown): void => {
-      failSpan(processing?.span, error, 'handler_failed');
-      delivery.settle({
-        settlement: 'dead-letter',
-        // Nest's exception filter has already turned a thrown error into { status, message }; a raw Error only
-        // gets here from a handler registered outside Nest, and serialises to {} anyway.
-        reply: isEvent ? undefined : { id, err: error instanceof Error ? rmqError(MASKED_ERROR) : error, isDisposed: true },
-        reason: `The handler of ${shorten(pattern)} failed: ${shorten(describe(error))}`,
-      });
-    };
-    const succeed = (response: unknown): void => delivery.settle({ settlement: 'ack', reply: isEvent ? undefined : { id, response, isDisposed: true } });
-    // As Nest's transformToObservable, the reply is the last value of an Observable result, but a Promise (what Nest's
-    // handler proxy returns) is awaited directly: the RxJS pipeline built per message cost CPU on every call.
-    const subscribe = (observable: Observable<unknown>): void => {
-      let response: unknown;
-      const subscription = observable.subscribe({
-        next: (value) => {
-          response = value;
-        },
-        error: fail,
-        complete: () => succeed(response),
-      });
-      delivery.onFinish(() => subscription.unsubscribe());
+    // The delivery is the handler's frame (currentRmqMessage()), and the trace's span is active around it when tracing.
+    const run = (): void => {
+      // Subscribing inside the frame too: a handler returning a cold Observable does its work on subscription.
+      const result = handler(packet.data, context);
+      // As Nest's transformToObservable, the reply is the last value of an Observable result, but a Promise (what Nest's
+      // handler proxy returns) is awaited directly: the RxJS pipeline built per message cost CPU on every call.
+      if (isObservable(result)) this.subscribe(delivery, result);
+      else if (result instanceof Promise) result.then((value: unknown) => this.answer(delivery, value), (error: unknown) => this.fail(delivery, error));
+      else this.succeed(delivery, result);
     };
     try {
-      runInRmqMessageFrame(frame, () =>
-        withActiveSpan(
-          processing?.span,
-          () => {
-            // Subscribing inside the frame too: a handler returning a cold Observable does its work on subscription.
-            const result = handler(packet.data, context);
-            if (isObservable(result)) subscribe(result);
-            else if (result instanceof Promise) result.then((value) => (isObservable(value) ? subscribe(value) : succeed(value)), fail);
-            else succeed(result);
-          },
-          processing?.parent,
-        ),
-      );
+      runInRmqMessageFrame(delivery, processing ? () => withActiveSpan(processing.span, run, processing.parent) : run);
     } catch (error) {
       failSpan(processing?.span, error, 'handler_failed');
       this.logger.error(`The handler of ${shorten(pattern)} threw synchronously: ${describe(error)}`);
-      refuse(MASKED_ERROR);
+      this.refuse(delivery, MASKED_ERROR);
     }
+  }
+
+  /** A handler past its time limit: the message is refused and the handler told (one function for every timer). */
+  private readonly timeOut = (delivery: Delivery): void => {
+    failSpan(delivery.span, undefined, 'timeout');
+    const reason = `The handler of ${shorten(delivery.pattern)} exceeded its time limit of ${this.options.handlerTimeoutMs} ms.`;
+    // Settled first, so the reply carries this reason even if the handler reacts to the abort by failing at once.
+    this.refuse(delivery, reason);
+    delivery.abort(new Error(reason));
+  };
+
+  /** A handler's resolved value: the reply, or an Observable whose last value is. */
+  private answer(delivery: Delivery, value: unknown): void {
+    if (isObservable(value)) this.subscribe(delivery, value);
+    else this.succeed(delivery, value);
+  }
+
+  private succeed(delivery: Delivery, response: unknown): void {
+    delivery.settle({ settlement: 'ack', reply: delivery.isEvent ? undefined : { id: delivery.id, response, isDisposed: true } });
+  }
+
+  private fail(delivery: Delivery, error: unknown): void {
+    failSpan(delivery.span, error, 'handler_failed');
+    delivery.settle({
+      settlement: 'dead-letter',
+      // Nest's exception filter has already turned a thrown error into { status, message }; a raw Error only
+      // gets here from a handler registered outside Nest, and serialises to {} anyway.
+      reply: delivery.isEvent ? undefined : { id: delivery.id, err: error instanceof Error ? rmqError(MASKED_ERROR) : error, isDisposed: true },
+      reason: `The handler of ${shorten(delivery.pattern)} failed: ${shorten(describe(error))}`,
+    });
+  }
+
+  private subscribe(delivery: Delivery, observable: Observable<unknown>): void {
+    let response: unknown;
+    const subscription = observable.subscribe({
+      next: (value) => {
+        response = value;
+      },
+      error: (error: unknown) => this.fail(delivery, error),
+      complete: () => this.succeed(delivery, response),
+    });
+    delivery.onFinish(() => subscription.unsubscribe());
   }
 
   /** Publishes the reply (if the message can take one) on the channel that delivered it, and only then acks or nacks. */
