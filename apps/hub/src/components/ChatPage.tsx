@@ -10,6 +10,7 @@ import {
   type ThreadSummary,
 } from '@naalya/agent-tools';
 import { api, toolCallKey } from '../lib/api';
+import { refusedField, type ConfirmationEdits } from '../lib/confirmation-edits';
 import { formatDateTime } from '../lib/dates';
 import { schoolNameOf, useSchool } from '../lib/school-context';
 import { session } from '../lib/session';
@@ -18,7 +19,10 @@ import {
   QUEUED_TEXT,
   activeRun,
   announcements,
+  awaitsExpiry,
   emptyThread,
+  hasLapsed,
+  nextExpiry,
   questionAnnouncement,
   orderedItems,
   pendingQuestions,
@@ -213,8 +217,9 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
           queued = run.status === 'queued';
           // More events stored: read them at once.
           if (!queued && run.lastSeq > seq) continue;
-          // Not started yet, or a step going on (a resumed one, or a stream that closed early): look again shortly.
-          if (!queued && run.status !== 'running') return;
+          // Not started yet, a step going on (a resumed one, or a stream that closed early), or a question whose time
+          // ran out (the server is about to end its run): look again shortly.
+          if (!queued && run.status !== 'running' && !awaitsExpiry(run, Date.now())) return;
           await sleep(WAIT_POLL_MS);
           if (signal.aborted) return;
         }
@@ -314,8 +319,8 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
    * user is then offered the choice, `enqueue` (it starts when the current reply ends) or `interrupt` (stop that run,
    * then send).
    */
-  const submit = async (message: string, strategy: MultitaskStrategy, fromDraft: boolean) => {
-    if (!message || sending) return;
+  const submit = async (message: string, strategy: MultitaskStrategy, fromDraft: boolean): Promise<boolean> => {
+    if (!message || sending) return false;
     setSending(true);
     setConflict(null);
     try {
@@ -327,7 +332,7 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
         if (fromDraft) setDraft('');
         window.location.hash = chatHref(thread.id);
         refreshThreads();
-        return;
+        return true;
       }
       const { runId, status } = await api.startRun(threadId, message, campusId, strategy);
       if (fromDraft) setDraft('');
@@ -337,6 +342,7 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
       void follow(threadId, runId, 0, streams.current.signal);
       // The run it stopped ends with its own event: show it, and its questions as no longer answerable.
       if (strategy === 'interrupt') void catchUp(threadId);
+      return true;
     } catch (error) {
       if (threadId && error instanceof HttpError && (error.status === 409 || error.status === 429) && MULTITASK_CONFLICTS.has(error.code)) {
         // The server says RUN_IN_PROGRESS to any message under `reject`; while a question waits, queueing would be
@@ -348,6 +354,7 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
       } else {
         onApiError(error);
       }
+      return false;
     } finally {
       setSending(false);
     }
@@ -383,13 +390,13 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
     }
   };
 
-  const answer = async (interruptId: string, text: string) => {
+  const answer = async (interruptId: string, text: string, edits?: ConfirmationEdits) => {
     // One answer per question: a second submit while the first is in flight goes nowhere.
     if (!threadId || answering.current.has(interruptId)) return;
     answering.current.add(interruptId);
-    dispatch({ type: 'answer-sending', interruptId, answer: text });
+    dispatch({ type: 'answer-sending', interruptId, answer: edits ? `${text}, with your changes` : text });
     try {
-      const result = await api.resume(threadId, interruptId, text);
+      const result = await api.resume(threadId, interruptId, text, edits);
       dispatch({ type: 'answer-accepted', interruptId, resumed: result.resumed });
       if (result.resumed) {
         const run = stateRef.current.runs.find((candidate) => candidate.id === result.runId);
@@ -400,8 +407,15 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
       if (error instanceof HttpError && error.status === 409) {
         const already = error.code === 'ALREADY_ANSWERED';
         dispatch({ type: 'answer-refused', interruptId, message: error.message, state: already ? 'answered' : 'expired' });
-        // Why it moved on (stopped, expired, failed) is the server's to say.
+        // Why it moved on (stopped, expired, failed) is the server's to say: its run is read again until it ends.
+        const question = stateRef.current.items.find((item) => item.id === interruptId);
+        if (question) void follow(threadId, question.runId, stateRef.current.runs.find((run) => run.id === question.runId)?.lastSeq ?? 0, streams.current.signal);
         void catchUp(threadId);
+      } else if (error instanceof HttpError && error.status === 400 && edits) {
+        // Changes the server refused (its sentence names the argument): said beside the field, the changes kept, the
+        // question still open.
+        const field = refusedField(error.message, Object.keys(edits));
+        dispatch({ type: 'answer-refused', interruptId, message: error.message, state: 'pending', ...(field ? { field } : {}) });
       } else {
         dispatch({ type: 'answer-refused', interruptId, message: error instanceof Error ? error.message : String(error), state: 'pending' });
         onApiError(error);
@@ -418,14 +432,35 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
   }, [state.items.length, lastText]);
   const pending = pendingQuestions(state);
   const newestQuestion = pending.at(-1)?.id;
-  // An open question's "expires in" stays true while the page stays open.
+  // An open question's "expires in" stays true while the page stays open, and it shows as expired the moment it is.
   const expiring = pending.some((item) => item.expiresAt !== undefined);
+  const soonest = nextExpiry(state, now);
   useEffect(() => {
     if (!expiring) return undefined;
     setNow(Date.now());
     const timer = setInterval(() => setNow(Date.now()), 30_000);
-    return () => clearInterval(timer);
-  }, [expiring]);
+    const atExpiry = soonest === undefined ? undefined : setTimeout(() => setNow(Date.now()), Math.max(0, soonest - Date.now()) + 50);
+    return () => {
+      clearInterval(timer);
+      clearTimeout(atExpiry);
+    };
+  }, [expiring, soonest]);
+  // A question that ran out of time: its run is read again until the server ends it, which offers to ask again.
+  const lapsedRuns = [...new Set(pending.filter((item) => hasLapsed(item, now)).map((item) => item.runId))].join(' ');
+  useEffect(() => {
+    if (!threadId || !lapsedRuns) return;
+    for (const runId of lapsedRuns.split(' ')) {
+      void follow(threadId, runId, stateRef.current.runs.find((run) => run.id === runId)?.lastSeq ?? 0, streams.current.signal);
+    }
+  }, [threadId, lapsedRuns, follow]);
+  // Questions already asked again from here: their button goes, so one click sends one message.
+  const [askedAgain, setAskedAgain] = useState<ReadonlySet<string>>(new Set());
+  const askAgain = async (interruptId: string, message: string) => {
+    setAskedAgain((asked) => new Set([...asked, interruptId]));
+    if (await submit(message, 'reject', false)) return;
+    // Not sent (the thread is busy: the choice is offered; or the server refused): the offer stays.
+    setAskedAgain((asked) => new Set([...asked].filter((id) => id !== interruptId)));
+  };
 
   // Announced: each answer as it ends (polite), the newest question that waits for the user (assertive); a tab in the
   // background counts them in its title until it is looked at.
@@ -595,7 +630,17 @@ export const ChatPage = ({ threadId, mode, onApiError }: Props) => {
               case 'tool':
                 return item.name === LOCAL_TOOL_NAMES.askUser ? null : <ToolCard key={item.id} item={item} writtenIn={writtenIn(item.runId)} />;
               case 'question':
-                return <QuestionForm key={item.id} item={item} now={now} writtenIn={item.confirm ? writtenIn(item.runId) : undefined} focus={item.id === newestQuestion} onAnswer={(id, text) => void answer(id, text)} />;
+                return (
+                  <QuestionForm
+                    key={item.id}
+                    item={item}
+                    now={now}
+                    writtenIn={item.confirm ? writtenIn(item.runId) : undefined}
+                    focus={item.id === newestQuestion}
+                    onAnswer={(id, text, edits) => void answer(id, text, edits)}
+                    onAskAgain={askedAgain.has(item.id) || sending ? undefined : (message) => void askAgain(item.id, message)}
+                  />
+                );
               case 'success':
                 return (
                   <p key={item.id} className="rounded border border-emerald-300 bg-emerald-50 px-3 py-2 text-sm text-emerald-900" data-testid="success-event">

@@ -92,9 +92,13 @@ export const api = {
   /** Stops a run (idempotent): its writes already committed stay, and are listed. */
   cancelRun: (threadId: string, runId: string) =>
     request<CancelRunResponse>(`/agent/threads/${encodeURIComponent(threadId)}/runs/${encodeURIComponent(runId)}/cancel`, { method: 'POST', body: {} }),
-  resume: (threadId: string, interruptId: string, answer: string) =>
+  /**
+   * `edits`: the arguments of a confirmation the person changed before approving (null unsets one): the server checks
+   * them with the tool's schema (400 naming the argument) and asks about the edited call again.
+   */
+  resume: (threadId: string, interruptId: string, answer: string, edits?: Record<string, string | null>) =>
     request<ResumeResponse>(`/agent/threads/${encodeURIComponent(threadId)}/resume`, {
-      body: { interruptId, answer },
+      body: { interruptId, answer, ...(edits ? { edits } : {}) },
     }),
   eventsUrl: (threadId: string, runId: string) => `/agent/threads/${encodeURIComponent(threadId)}/runs/${encodeURIComponent(runId)}/events`,
   auditLog: (query: { callId?: string; limit?: number } = {}) => {

@@ -2,11 +2,15 @@ import { toRunInterrupt, type AgentInterrupt, type AgentRunEvent, type AgentSpea
 import { describe, expect, it } from 'vitest';
 import {
   ANNOUNCED_MESSAGES,
+  EXPIRY_WAIT_MS,
   activeRun,
   announcements,
+  awaitsExpiry,
   questionAnnouncement,
   emptyThread,
   expiryText,
+  hasLapsed,
+  nextExpiry,
   orderedItems,
   parseToolResult,
   pendingQuestions,
@@ -381,7 +385,7 @@ describe('streaming: text and tool arguments as they arrive, announced once, a s
     ]);
     expect(pendingQuestions(state)).toEqual([
       { kind: 'question', id: 'q1', runId: 'run-1', question: 'Which term?', askedBy: 'dos', state: 'pending', live: true },
-      { kind: 'question', id: 'q2', runId: 'run-1', question: 'Create it?', askedBy: 'rover', state: 'pending', confirm: true, toolCallId: 'c9', live: true },
+      { kind: 'question', id: 'q2', runId: 'run-1', question: 'Create it?', askedBy: 'rover', state: 'pending', confirm: true, toolCallId: 'c9', event: 'create.department', live: true },
     ]);
   });
 
@@ -517,31 +521,98 @@ describe('run states the server reports: queued, stopped, failed, questions that
 
   it('a failed run shows its sentence and code once, with its message to send again; its open question is no longer answerable', () => {
     const asked = play(deletion, apply(emptyThread('thread-1'), started('run-1', 'delete Languages')));
-    const failed = play(
-      [{ type: 'RUN_ERROR', code: 'QUESTION_EXPIRED', message: 'This question was not answered in time, so the run ended. Send a new message to continue.' }],
-      asked,
-      'run-1',
-      deletion.length,
-    );
+    const sentence = 'The assistant stopped responding while working on this message, so it was stopped. Please send it again.';
+    const failed = play([{ type: 'RUN_ERROR', code: 'RUN_ABANDONED', message: sentence }], asked, 'run-1', deletion.length);
     expect(failed.runs[0]?.status).toBe('failed');
     expect(failed.items.find((item) => item.kind === 'question')).toMatchObject({ state: 'expired' });
+    expect(failed.items.find((item) => item.kind === 'question')).not.toHaveProperty('askAgain');
     expect(failed.items.filter((item) => item.kind === 'error')).toEqual([
-      {
-        kind: 'error',
-        id: 'run-1:error',
-        runId: 'run-1',
-        code: 'QUESTION_EXPIRED',
-        message: 'This question was not answered in time, so the run ended. Send a new message to continue.',
-        sendAgain: 'delete Languages',
-      },
+      { kind: 'error', id: 'run-1:error', runId: 'run-1', code: 'RUN_ABANDONED', message: sentence, sendAgain: 'delete Languages' },
     ]);
+    // The write it asked about never ran: stopped, not "outcome unknown".
+    expect(failed.items.find((item) => item.kind === 'tool' && item.id === 'c1')).toMatchObject({ status: 'stopped' });
     // The summary read after the events agrees, and adds nothing.
     const summarised = apply(failed, {
       type: 'run-summary',
       afterEvents: true,
-      run: { id: 'run-1', status: 'failed', message: 'delete Languages', interrupts: [], error: 'x', errorCode: 'QUESTION_EXPIRED' },
+      run: { id: 'run-1', status: 'failed', message: 'delete Languages', interrupts: [], error: sentence, errorCode: 'RUN_ABANDONED' },
     });
     expect(summarised.items).toEqual(failed.items);
+  });
+
+  it('a question that ran out of time (QUESTION_EXPIRED) says so itself and offers to ask again with the run\'s message; no second error, nothing that waited with it failed', () => {
+    // A specialist's task waits with the question it asked.
+    const delegated: EventInput[] = [{ type: 'RUN_STARTED' }, ...call('t1', 'task', { description: 'delete Languages' }), ...deletion.slice(1)];
+    const waiting = play(delegated, apply(emptyThread('thread-1'), started('run-1', 'delete Languages')));
+    const expiry = { type: 'RUN_ERROR', code: 'QUESTION_EXPIRED', message: 'This question expired before it was answered.' } as const;
+    const failed = play([expiry], waiting, 'run-1', delegated.length);
+    expect(failed.runs[0]?.status).toBe('failed');
+    expect(failed.items.find((item) => item.kind === 'question')).toMatchObject({ state: 'expired', askAgain: 'delete Languages' });
+    expect(failed.items.filter((item) => item.kind === 'error')).toEqual([]);
+    expect(failed.items.filter((item) => item.kind === 'tool').map((item) => item.kind === 'tool' && [item.id, item.status])).toEqual([
+      ['t1', 'stopped'],
+      ['r1', 'done'],
+      ['c1', 'stopped'],
+    ]);
+    const asked = play(deletion, apply(emptyThread('thread-1'), started('run-1', 'delete Languages')));
+    // Told again (the summary after the events, a replay): nothing changes.
+    const summarised = apply(failed, {
+      type: 'run-summary',
+      afterEvents: true,
+      run: { id: 'run-1', status: 'failed', message: 'delete Languages', interrupts: [], error: expiry.message, errorCode: 'QUESTION_EXPIRED' },
+    });
+    expect(summarised.items).toEqual(failed.items);
+
+    // An answer the server refused as expired first (its note), then the run's end: the same offer, the note gone.
+    const refused = apply(asked, { type: 'answer-refused', interruptId: 'i1', message: 'This question expired before it was answered.', state: 'expired' });
+    const ended = play([expiry], refused, 'run-1', deletion.length);
+    const question = ended.items.find((item) => item.kind === 'question');
+    expect(question).toMatchObject({ state: 'expired', askAgain: 'delete Languages' });
+    expect(question).not.toHaveProperty('note', expect.anything());
+    expect(ended.items.find((item) => item.kind === 'tool' && item.id === 'c1')).toMatchObject({ status: 'stopped' });
+    // An answered question of the same run is not offered again.
+    const answered = apply(asked, { type: 'answer-accepted', interruptId: 'i1', resumed: false });
+    expect(play([expiry], answered, 'run-1', deletion.length).items.find((item) => item.kind === 'question')).not.toHaveProperty('askAgain');
+  });
+
+  it('a question past its expiry by the page\'s clock has lapsed; the next expiry to wait for; a run to look at again while the server ends it', () => {
+    const asked = play(deletion, apply(emptyThread('thread-1'), started('run-1', 'delete Languages')));
+    const at = Date.parse('2026-12-05T13:00:00.000Z');
+    const waiting = apply(asked, {
+      type: 'run-summary',
+      run: { id: 'run-1', message: 'delete Languages', error: null, status: 'interrupted', interrupts: [{ interruptId: 'i1', question: 'Delete?', askedBy: 'rover', answered: false, expiresAt: new Date(at).toISOString() }] },
+    });
+    const [question] = pendingQuestions(waiting);
+    if (!question) throw new Error('The question is not pending.');
+    expect(hasLapsed(question, at - 1)).toBe(false);
+    expect(hasLapsed(question, at)).toBe(true);
+    expect(hasLapsed({ ...question, state: 'answered' }, at + 1)).toBe(false);
+    expect(nextExpiry(waiting, at - 1_000)).toBe(at);
+    expect(nextExpiry(waiting, at)).toBeUndefined();
+
+    const interrupt = { interruptId: 'i1', question: 'Delete?', askedBy: 'rover' as const, answered: false, expiresAt: new Date(at).toISOString() };
+    const run = { status: 'interrupted' as const, interrupts: [interrupt] };
+    expect(awaitsExpiry(run, at - 1)).toBe(false);
+    expect(awaitsExpiry(run, at + 1_000)).toBe(true);
+    // Bounded: a server that has not ended it a minute on is not polled for ever.
+    expect(awaitsExpiry(run, at + EXPIRY_WAIT_MS)).toBe(false);
+    expect(awaitsExpiry({ ...run, status: 'failed' }, at + 1_000)).toBe(false);
+    expect(awaitsExpiry({ ...run, interrupts: [{ ...interrupt, answered: true }] }, at + 1_000)).toBe(false);
+    expect(awaitsExpiry({ ...run, interrupts: [{ ...interrupt, expiresAt: null }] }, at + 1_000)).toBe(false);
+  });
+
+  it('an edit the server refused names its field; the question stays open, and the next answer clears the refusal', () => {
+    const asked = play(deletion);
+    const refused = apply(asked, { type: 'answer-sending', interruptId: 'i1', answer: 'yes' }, {
+      type: 'answer-refused',
+      interruptId: 'i1',
+      message: 'Invalid arguments: comment: Too big.',
+      state: 'pending',
+      field: 'comment',
+    });
+    expect(pendingQuestions(refused)).toMatchObject([{ id: 'i1', note: 'Invalid arguments: comment: Too big.', noteField: 'comment' }]);
+    const again = apply(refused, { type: 'answer-sending', interruptId: 'i1', answer: 'yes' });
+    expect(again.items.find((item) => item.kind === 'question')).toMatchObject({ state: 'sending', note: undefined, noteField: undefined });
   });
 
   it('an end the stream did not show is taken from the summary read after it: failed with its sentence, or stopped', () => {

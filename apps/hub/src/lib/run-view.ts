@@ -25,6 +25,9 @@ export type ToolResultView = { data?: unknown; scopeContext?: string; auditId?: 
 /** While a write's outcome is unknown: whether the Hub is still looking for its audit row, and what it found. */
 export type OutcomeCheck = 'checking' | 'confirmed' | 'not-found' | 'unavailable';
 
+/** One argument the person changed before approving, as the re-asked confirmation reports it. */
+export type ConfirmationEdit = { field: string; from: unknown; to: unknown };
+
 export type ChatItem =
   | { kind: 'user'; id: string; runId: string; text: string }
   /**
@@ -58,7 +61,9 @@ export type ChatItem =
       askedBy: AgentSpeaker;
       state: QuestionState;
       answer?: string;
+      /** Why the server refused the answer; `noteField` names the changed argument it refused, if it was one. */
       note?: string;
+      noteField?: string;
       /** A confirmation of one tool call: only a yes lets it run. */
       confirm?: true;
       /** Asked while the page watched (not replayed from history): announced, once. */
@@ -67,6 +72,17 @@ export type ChatItem =
       expiresAt?: string;
       /** A confirmation's tool call, which has not run: if the run ends unanswered, it never will. */
       toolCallId?: string;
+      /** A confirmation's tool event: which tool's schema its editable arguments are drawn from. */
+      event?: string;
+      /** The current values of the arguments the person may change before approving (the tool's `confirm.editable`). */
+      editable?: Record<string, unknown>;
+      /** A confirmation asked again after the person changed it: what they changed. */
+      edited?: ConfirmationEdit[];
+      /**
+       * The question ran out of time unanswered (the server ended its run): the message that started its run, which
+       * the person may send again so Rover asks afresh.
+       */
+      askAgain?: string;
     }
   | { kind: 'success'; id: string; runId: string; name: string; label: string; auditId?: string }
   /** The run's owner stopped it: the writes it had committed stay, and are listed (undefined: not known here). */
@@ -103,7 +119,8 @@ export type ThreadAction =
   | { type: 'run-summary'; run: RunSummaryView; afterEvents?: boolean; history?: boolean }
   | { type: 'answer-sending'; interruptId: string; answer: string }
   | { type: 'answer-accepted'; interruptId: string; resumed: boolean }
-  | { type: 'answer-refused'; interruptId: string; message: string; state: 'pending' | 'answered' | 'expired' }
+  /** `field`: the changed argument the server refused (a 400 naming it), so the form shows why beside it. */
+  | { type: 'answer-refused'; interruptId: string; message: string; state: 'pending' | 'answered' | 'expired'; field?: string }
   | { type: 'outcome-check'; toolCallId: string; check: OutcomeCheck; auditId?: string }
   | { type: 'stream-failed'; runId: string; message: string };
 
@@ -182,19 +199,28 @@ const withResult = (item: Extract<ChatItem, { kind: 'tool' }>, content: string, 
 const speakerOf = (state: ThreadView, subagentRunId: string | undefined): AgentSpeaker =>
   (subagentRunId === undefined ? undefined : state.subagents[subagentRunId]) ?? 'rover';
 
+/** A confirmation's metadata: the tool event it approves, the editable arguments' values, and what was changed. */
+type ConfirmationMetadata = { event: string; editable?: Record<string, unknown>; edited?: ConfirmationEdit[] };
+
 /** A question or confirmation a run paused on, as the chat shows it. */
-const questionOf = (interrupt: RunInterrupt, runId: string, live: boolean): ChatItem => ({
-  kind: 'question',
-  id: interrupt.id,
-  runId,
-  question: interrupt.message,
-  askedBy: interrupt.metadata.askedBy,
-  state: 'pending',
-  ...(live ? { live: true as const } : {}),
-  ...(interrupt.reason === 'confirmation' ? { confirm: true as const } : {}),
-  ...(interrupt.reason === 'confirmation' && interrupt.toolCallId ? { toolCallId: interrupt.toolCallId } : {}),
-  ...(interrupt.expiresAt ? { expiresAt: interrupt.expiresAt } : {}),
-});
+const questionOf = (interrupt: RunInterrupt, runId: string, live: boolean): ChatItem => {
+  const confirmation: ConfirmationMetadata | undefined = interrupt.reason === 'confirmation' ? interrupt.metadata.confirmation : undefined;
+  return {
+    kind: 'question',
+    id: interrupt.id,
+    runId,
+    question: interrupt.message,
+    askedBy: interrupt.metadata.askedBy,
+    state: 'pending',
+    ...(live ? { live: true as const } : {}),
+    ...(interrupt.reason === 'confirmation' ? { confirm: true as const } : {}),
+    ...(interrupt.reason === 'confirmation' && interrupt.toolCallId ? { toolCallId: interrupt.toolCallId } : {}),
+    ...(interrupt.expiresAt ? { expiresAt: interrupt.expiresAt } : {}),
+    ...(confirmation ? { event: confirmation.event } : {}),
+    ...(confirmation?.editable ? { editable: confirmation.editable } : {}),
+    ...(confirmation?.edited?.length ? { edited: confirmation.edited } : {}),
+  };
+};
 
 /**
  * The conversation as a MESSAGES_SNAPSHOT gives it, for a page that joined the run late. A page that read the run from
@@ -361,7 +387,10 @@ const isOpen = (item: ChatItem, runId: string): item is Extract<ChatItem, { kind
  * answered can no longer be. A call still waiting for its confirmation never ran, and now never will: stopped.
  */
 const endRun = (items: ChatItem[], runId: string, how: 'failed' | 'stopped', questions: 'expired' | 'stopped'): ChatItem[] => {
-  const unconfirmed = new Set(items.flatMap((item) => (isOpen(item, runId) && item.toolCallId ? [item.toolCallId] : [])));
+  // A question refused as expired before its run ended is unanswered too: its call never ran either.
+  const unconfirmed = new Set(
+    items.flatMap((item) => (item.kind === 'question' && item.runId === runId && item.state !== 'answered' && item.toolCallId ? [item.toolCallId] : [])),
+  );
   return mapItems(
     settleTools(items, runId, how, unconfirmed),
     (item) => isOpen(item, runId) || (item.kind === 'tool' && unconfirmed.has(item.id) && item.status === 'running'),
@@ -369,13 +398,22 @@ const endRun = (items: ChatItem[], runId: string, how: 'failed' | 'stopped', que
   );
 };
 
-/** The run failed (the worker's error or the server's): its sentence, once, with its message to send again. */
+/**
+ * The run failed (the worker's error or the server's): its sentence, once, with its message to send again. A run
+ * whose question ran out of time (QUESTION_EXPIRED) is said by the question itself: expired, offering to ask again.
+ */
 const failRun = (state: ThreadView, runId: string, message: string, code: string | undefined): ThreadView => {
   const id = `${runId}:error`;
   const runs = upsertRun(state.runs, runId, { status: 'failed' });
-  if (state.items.some((item) => item.id === id)) return { ...state, runs };
+  const timedOut = (item: ChatItem) => item.kind === 'question' && item.runId === runId && item.state === 'expired';
+  if (state.items.some((item) => item.id === id || (timedOut(item) && item.kind === 'question' && item.askAgain !== undefined))) return { ...state, runs };
   const sendAgain = messageOf(state.items, runId);
-  const items = endRun(state.items, runId, 'failed', 'expired');
+  // Ended while it waited for the person, not broken: what waited with the question (a specialist's task) stopped.
+  const items = endRun(state.items, runId, code === 'QUESTION_EXPIRED' ? 'stopped' : 'failed', 'expired');
+  if (code === 'QUESTION_EXPIRED' && sendAgain !== undefined && items.some(timedOut)) {
+    // A late answer's refusal said the same in other words (its note): the expiry says it now, with the way on.
+    return { ...state, runs, items: mapItems(items, timedOut, (item) => ({ ...item, askAgain: sendAgain, note: undefined }) as ChatItem) };
+  }
   return {
     ...state,
     runs,
@@ -504,7 +542,7 @@ export const threadReducer = (state: ThreadView, action: ThreadAction): ThreadVi
         items: mapItems(
           state.items,
           (item) => item.kind === 'question' && item.id === action.interruptId,
-          (item) => ({ ...item, state: 'sending', answer: action.answer }) as ChatItem,
+          (item) => ({ ...item, state: 'sending', answer: action.answer, note: undefined, noteField: undefined }) as ChatItem,
         ),
       };
     case 'answer-accepted': {
@@ -525,7 +563,7 @@ export const threadReducer = (state: ThreadView, action: ThreadAction): ThreadVi
         items: mapItems(
           state.items,
           (item) => item.kind === 'question' && item.id === action.interruptId,
-          (item) => ({ ...item, state: action.state, note: action.message }) as ChatItem,
+          (item) => ({ ...item, state: action.state, note: action.message, noteField: action.field }) as ChatItem,
         ),
       };
     case 'outcome-check':
@@ -591,6 +629,36 @@ export const expiryText = (expiresAt: string, now: number): string => {
   if (hours < 48) return `expires in ${hours} h`;
   return `expires in ${Math.floor(hours / 24)} days`;
 };
+
+type QuestionItem = Extract<ChatItem, { kind: 'question' }>;
+
+/**
+ * A question the page still holds open whose time ran out by the page's clock: it takes no answer now (the server
+ * refuses a late one), so it shows as expired while the server ends its run.
+ */
+export const hasLapsed = (item: QuestionItem, now: number): boolean => item.state === 'pending' && item.expiresAt !== undefined && Date.parse(item.expiresAt) <= now;
+
+/** When the soonest open question runs out (ms since the epoch), if one still has time: the page looks again then. */
+export const nextExpiry = (state: ThreadView, now: number): number | undefined => {
+  const times = pendingQuestions(state)
+    .map((item) => (item.expiresAt === undefined ? NaN : Date.parse(item.expiresAt)))
+    .filter((time) => time > now);
+  return times.length ? Math.min(...times) : undefined;
+};
+
+/**
+ * How long past a question's expiry the page keeps looking for the server to end its run (the server's sweeper does,
+ * within seconds): a bound, so a page never polls forever for a run the server has not got to.
+ */
+export const EXPIRY_WAIT_MS = 60_000;
+
+/** A run waiting on a question whose time ran out: the server is about to end it (QUESTION_EXPIRED), so look again. */
+export const awaitsExpiry = (run: Pick<RunSummaryView, 'status' | 'interrupts'>, now: number): boolean =>
+  run.status === 'interrupted' &&
+  run.interrupts.some((interrupt) => {
+    const at = interrupt.expiresAt === null || interrupt.answered ? NaN : Date.parse(interrupt.expiresAt);
+    return at <= now && now - at < EXPIRY_WAIT_MS;
+  });
 
 /** The items grouped by run, in the order the runs were made (a queued message's answer follows it, not the one before). */
 export const orderedItems = (state: ThreadView): ChatItem[] => {

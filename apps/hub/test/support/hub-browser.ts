@@ -27,9 +27,10 @@ export type HubBrowser = { browser: BrowserContext; stack: HubStack; close: () =
 
 /**
  * Debian's chromium with a fresh profile each run (playwright passes it as --user-data-dir for a persistent context),
- * and the built server and worker behind the Hub. close() ends both and removes the profile.
+ * and the built server and worker behind the Hub (`serverEnv`: as startHubStack takes it). close() ends both and
+ * removes the profile.
  */
-export const openHubBrowser = async (): Promise<HubBrowser> => {
+export const openHubBrowser = async (serverEnv: Readonly<Record<string, string>> = {}): Promise<HubBrowser> => {
   const executablePath = ensureChromium();
   mkdirSync(SCREENSHOTS, { recursive: true });
   const profile = mkdtempSync(join(tmpdir(), 'naalya-hub-chromium-'));
@@ -38,7 +39,7 @@ export const openHubBrowser = async (): Promise<HubBrowser> => {
     await browser.close();
     rmSync(profile, { recursive: true, force: true });
   };
-  const stack = await startHubStack().catch(async (error: unknown) => {
+  const stack = await startHubStack(serverEnv).catch(async (error: unknown) => {
     await closeBrowser();
     throw error;
   });

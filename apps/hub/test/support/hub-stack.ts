@@ -47,10 +47,13 @@ export type HubStack = {
   teardown: () => Promise<void>;
 };
 
-/** The built server, which serves the built Hub under /hub/, and the built worker (scripted model), on a stack of their own. */
-export const startHubStack = async (): Promise<HubStack> => {
+/**
+ * The built server, which serves the built Hub under /hub/, and the built worker (scripted model), on a stack of their
+ * own. `serverEnv`: settings a spec needs beyond HUB_RUN_LIFECYCLE (a short time to answer a question, for one).
+ */
+export const startHubStack = async (serverEnv: Readonly<Record<string, string>> = {}): Promise<HubStack> => {
   if (!existsSync(HUB_INDEX)) throw new Error(`The Hub is not built (${HUB_INDEX}): run npx nx run-many -t build first.`);
-  const stack = await createTestStack({ name: 'hub', env: { ...HUB_RUN_LIFECYCLE } });
+  const stack = await createTestStack({ name: 'hub', env: { ...HUB_RUN_LIFECYCLE, ...serverEnv } });
   let worker: BuiltProcess;
   try {
     await stack.startServer();

@@ -1,0 +1,100 @@
+import { type BrowserContext, type Locator, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { axeViolations, openHubBrowser, SCREENSHOTS, signedInTab, type HubBrowser } from './support/hub-browser';
+import type { HubStack } from './support/hub-stack';
+
+// Confirmations people can trust, in the built Hub against the built server and worker (scripted model): approving
+// with edits (the fields drawn from the tool's schema, the question asked again with what changed, the approval on the
+// audit row) and a question's expiry (said plainly, with "Ask again"). Questions wait QUESTION_TTL_SECONDS here, so the
+// expiry is seen within the test; every other question is answered well inside it.
+const QUESTION_TTL_SECONDS = 20;
+const DOS = 'dos@greenhill.school';
+const ADMIN = 'admin@greenhill.school';
+const TIMEOUT = 20_000;
+
+let hub: HubBrowser | undefined;
+let stack: HubStack;
+let browser: BrowserContext;
+let page!: Page;
+
+const signIn = async (email: string): Promise<Page> => {
+  if (page) await page.close();
+  page = await signedInTab(browser, stack.baseUrl, email, TIMEOUT);
+  return page;
+};
+const send = async (message: string) => {
+  await page.getByLabel(/^Message Rover/).fill(message);
+  await page.getByLabel(/^Message Rover/).press('Enter');
+};
+const focused = (target: Locator) => expect.poll(() => target.evaluate((element) => element === document.activeElement)).toBe(true);
+const inState = (question: Locator, state: string) => question.and(page.locator(`[data-state="${state}"]`));
+/** The question the page shows now in `state` (the newest such), held by its interrupt id as its state moves on. */
+const questionIn = async (state: string, filter: { has?: Locator } = {}): Promise<Locator> => {
+  const found = page.getByTestId('question').and(page.locator(`[data-state="${state}"]`)).filter(filter).last();
+  await found.waitFor();
+  return page.locator(`[data-testid="question"][data-interrupt-id="${await found.getAttribute('data-interrupt-id')}"]`);
+};
+const lessonPlan = async (title: string) => {
+  const [plan] = await stack.sql<{ status: string; review_comment: string | null }>(
+    `SELECT p.status, p.review_comment FROM lesson_plans p JOIN schools s ON s.id = p.school_id WHERE s.name = 'Greenhill Academy' AND p.title = $1`,
+    [title],
+  );
+  return plan;
+};
+
+beforeAll(async () => {
+  hub = await openHubBrowser({ AGENT_QUESTION_TTL_SECONDS: String(QUESTION_TTL_SECONDS) });
+  ({ browser, stack } = hub);
+}, 150_000);
+
+afterAll(async () => {
+  await hub?.close();
+});
+
+describe('confirmations in the Hub: approve with edits, expiry in sight', () => {
+  it('a confirmation whose tool takes no edits offers none: deleting a department is Yes or No', async () => {
+    await signIn(ADMIN);
+    await send('delete the Languages department');
+    const asked = await questionIn('pending');
+    expect(await asked.textContent()).toContain('Languages');
+    expect(await asked.getByRole('button', { name: 'Yes' }).count()).toBe(1);
+    expect(await asked.getByRole('button', { name: 'Edit before approving' }).count()).toBe(0);
+    await asked.getByRole('button', { name: 'No' }).click();
+    await inState(asked, 'answered').waitFor();
+  });
+
+  it('expiry: the question says when it expires; unanswered, it says it expired and nothing was done, and "Ask again" brings a new question; an answer the server refuses as expired does the same', async () => {
+    await signIn(DOS);
+    await send('approve the lesson plan Simultaneous equations');
+    const first = await questionIn('pending');
+    expect(await first.getByTestId('question-expiry').textContent()).toContain('expires in less than a minute');
+
+    // Past its time: expired, in words, and once the server has ended the run, offered again.
+    await inState(first, 'expired').waitFor({ timeout: (QUESTION_TTL_SECONDS + 5) * 1_000 });
+    expect(await first.getByLabel('Your answer').count()).toBe(0);
+    const askAgain = first.getByRole('button', { name: 'Ask again' });
+    await askAgain.waitFor();
+    expect(await first.getByTestId('question-state').textContent()).toMatch(/^This question expired at .+ without an answer, so nothing was done\.$/);
+    await expect.poll(() => page.getByTestId('user-message').first().getAttribute('data-run-status')).toBe('failed');
+    expect(await axeViolations(page)).toEqual([]);
+    await page.screenshot({ path: `${SCREENSHOTS}question-expired.png`, fullPage: true });
+
+    await askAgain.click();
+    await expect.poll(() => page.getByTestId('user-message').filter({ hasText: 'approve the lesson plan Simultaneous equations' }).count()).toBe(2);
+    expect(await askAgain.count()).toBe(0);
+    const second = await questionIn('pending');
+    expect(await second.textContent()).toContain('Simultaneous equations');
+    await focused(second.getByLabel('Your answer'));
+
+    // This page's clock stops, so only the server knows the question expired: answered late, it is refused, and the
+    // question shows as expired with the same offer.
+    await page.clock.setFixedTime(Date.now());
+    const expiredRuns = () =>
+      stack.sql(`SELECT 1 FROM agent_runs WHERE message = 'approve the lesson plan Simultaneous equations' AND error_code = 'QUESTION_EXPIRED'`).then((rows) => rows.length);
+    await expect.poll(expiredRuns, { timeout: (QUESTION_TTL_SECONDS + 10) * 1_000 }).toBe(2);
+    await second.getByRole('button', { name: 'Yes' }).click();
+    await inState(second, 'expired').waitFor();
+    await second.getByRole('button', { name: 'Ask again' }).waitFor();
+    expect(await lessonPlan('Simultaneous equations')).toEqual({ status: 'pending', review_comment: null });
+  }, 120_000);
+});
