@@ -12,7 +12,9 @@ const packageOf = (url) => {
   const app = /\/(apps|libs)\/([^/]+)\//.exec(url);
   if (app) return `${app[1] === 'apps' ? 'apps/' : '@naalya/'}${app[2]}`;
   if (url.startsWith('node:')) return 'node (internals)';
-  return url;
+  // The bench's own scripts by their place in the repository, never the checkout's path on this machine.
+  const bench = url.lastIndexOf('/bench/');
+  return bench >= 0 ? url.slice(bench + 1) : url;
 };
 
 export const summariseProfile = (file, top = 15) => {
