@@ -68,13 +68,15 @@ const TIMEOUT_MS = 15_000;
 const BENCH = fileURLToPath(new URL('./', import.meta.url));
 const RESULTS = `${BENCH}results/`;
 // --variants=a,b runs only those (e.g. to profile one of them); ratios and targets need both of their variants.
-const VARIANT_ORDER = option('variants', CLUSTER ? 'a,b,c,d,er,ew' : 'a0,a,b,bt,c,cm,d,dm,er,ew').split(',');
+const VARIANT_ORDER = option('variants', CLUSTER ? 'a,b,c,d,er,ew' : 'a0,a,b,bt,c,cm,d,dm,er,ew,er7,ew10').split(',');
+// (e7) and (e10): the ideal pipeline issuing the statements the server issued before issue 25 (7 per read, 10 per write).
+const PREVIOUS_IDEAL_VARIANTS = ['er7', 'ew10'];
 // (c mem) and (d mem): the same built server with TOOL_CALL_QUOTA_STORE=memory, on queues of its own.
 const MEMORY_QUOTA_VARIANTS = ['cm', 'dm'];
 // The cluster run's second setting repeats (a) to (e), keyed `q<variant>` (report.mjs's CLUSTER_VARIANTS).
 const onCluster = (variant) => variant.startsWith('q');
 // Writes leave departments behind (see clearWrittenDepartments).
-const WRITE_VARIANTS = new Set(['d', 'dm', 'ew', 'qd', 'qew']);
+const WRITE_VARIANTS = new Set(['d', 'dm', 'ew', 'ew10', 'qd', 'qew']);
 // The cluster's own ports, Erlang distribution ports and node names: beside `npm run test:cluster` (5691-5693, tc*) and
 // the failover spec (5681-5683, r*), so either may run at the same time as this.
 const BENCH_CLUSTER = { portBase: 5700, distBase: 25700, nodePrefix: 'bc' };
@@ -188,6 +190,8 @@ const queuesFor = async (suffix) => {
     a: rmqNames(`bench-a-${suffix}`, `bench-a-runs-${suffix}`),
     b: rmqNames(`bench-b-${suffix}`, `bench-b-runs-${suffix}`),
     e: rmqNames(`bench-e-${suffix}`, `bench-e-runs-${suffix}`),
+    // The previous 7- and 10-statement ideal (variants er7, ew10).
+    p: rmqNames(`bench-p-${suffix}`, `bench-p-runs-${suffix}`),
     // The server that counts quotas in memory (variants cm, dm): its own tools and runs queues.
     m: rmqNames(`bench-m-${suffix}`, `bench-m-runs-${suffix}`),
     // The streaming baseline's run events exchange and ingest queue: declared exactly as the server's are.
@@ -235,6 +239,7 @@ const runMode = async ({ stack, infrastructure, queues, children, closers, start
     BENCH_DISPATCH_KEY: stack.env.DISPATCH_SIGNING_KEY,
     BENCH_IDEAL_DISPATCH_STATE: '0',
     BENCH_IDEAL_IDENTITY_WITH_PERMISSIONS: '0',
+    BENCH_IDEAL_FUSED: '0',
   };
   let ideal;
   // The profiler's preload only starts on SIGUSR2, so every ideal of a profile run may carry it.
@@ -325,6 +330,8 @@ const runMode = async ({ stack, infrastructure, queues, children, closers, start
         idealEnv.BENCH_IDEAL_DISPATCH_STATE = statementLists.c.some((sql) => sql.includes('agent_run_dispatch_state')) ? '1' : '0';
         // And reads the caller with their permissions in one statement only if the server does.
         idealEnv.BENCH_IDEAL_IDENTITY_WITH_PERMISSIONS = statementLists.c.some((sql) => sql.includes('AS permissions FROM users u')) ? '1' : '0';
+        // And the fused statements (open_tool_call and the rest: 4 per read, 6 per write) if the server issues them.
+        idealEnv.BENCH_IDEAL_FUSED = statementLists.c.some((sql) => sql.includes('open_tool_call(')) ? '1' : '0';
         ideal = await startIdeal();
         children.push(ideal);
       }
@@ -382,6 +389,22 @@ const runMode = async ({ stack, infrastructure, queues, children, closers, start
   const rawB = await createRawClient({ url: RABBITMQ_URL, queue: queues.b.toolsQueue, timeoutMs: TIMEOUT_MS });
   closers.push(rawB.close);
   callers.bt = () => rawCall(rawB, 'list.departments', envelope(ctx.read, {}));
+  // (e7), (e10): today's ideal beside the one before issue 25, started after the capture so its sessions log nothing.
+  let previousIdeal;
+  if (PREVIOUS_IDEAL_VARIANTS.some((variant) => VARIANT_ORDER.includes(variant))) {
+    previousIdeal = await forkServer('ideal.mjs', {
+      ...idealEnv,
+      BENCH_QUEUE: queues.p.toolsQueue,
+      BENCH_IDEAL_FUSED: '0',
+      BENCH_IDEAL_DISPATCH_STATE: '1',
+      BENCH_IDEAL_IDENTITY_WITH_PERMISSIONS: '1',
+    });
+    children.push(previousIdeal);
+    const rawP = await createRawClient({ url: RABBITMQ_URL, queue: queues.p.toolsQueue, timeoutMs: TIMEOUT_MS });
+    closers.push(rawP.close);
+    callers.er7 = () => rawCall(rawP, 'list.departments', envelope(ctx.read, {}));
+    callers.ew10 = () => rawCall(rawP, 'create.department', envelope(ctx.write, { name: `Bench e10 ${unique()}` }));
+  }
   // (c mem), (d mem): the same build with the quota counted in its memory, against which the shared count's cost is
   // measured in the same run. Started after the statement capture, so its sessions log nothing.
   let memoryServer;
@@ -405,6 +428,8 @@ const runMode = async ({ stack, infrastructure, queues, children, closers, start
     dm: () => memoryServer.pid,
     er: () => ideal.pid,
     ew: () => ideal.pid,
+    er7: () => previousIdeal.pid,
+    ew10: () => previousIdeal.pid,
   };
   const singleBroker = brokerPid();
   const brokerPids = { single: singleBroker ? [singleBroker] : [], cluster: [] };

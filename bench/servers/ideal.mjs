@@ -2,12 +2,19 @@
 // the real server issues for list_departments (c) and create_department (d), in one transaction each, and nothing else:
 // no Nest, no TypeORM, no zod, no CASL. The texts below are the ones PostgreSQL logged for (c) and (d); run.mjs
 // captures both again on every run and reports whether they still match.
+//
+// BENCH_IDEAL_FUSED=1 (what the server issues since issue 25): a read in 4 statements (BEGIN; open_tool_call: the pin,
+// the run's dispatch state and the caller with their permissions; the departments with their members; COMMIT), a write
+// in 6 (BEGIN; open_tool_call; claim_tool_call: the advisory lock and the ledger lookup; the INSERT; the audit row and
+// the ledger row in one statement; COMMIT). Otherwise the statements before it, the 7- and 10-statement pipelines,
+// kept as variants (e7) and (e10) to measure the server against.
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { serveRawRpc } from '../lib/raw-rpc-server.mjs';
 import pg from 'pg';
 
-const { DATABASE_URL, DATABASE_POOL_SIZE, BENCH_DISPATCH_KEY, BENCH_IDEAL_DISPATCH_STATE, BENCH_IDEAL_IDENTITY_WITH_PERMISSIONS } =
+const { DATABASE_URL, DATABASE_POOL_SIZE, BENCH_DISPATCH_KEY, BENCH_IDEAL_DISPATCH_STATE, BENCH_IDEAL_IDENTITY_WITH_PERMISSIONS, BENCH_IDEAL_FUSED } =
   process.env;
+const FUSED = BENCH_IDEAL_FUSED === '1';
 
 const SQL = {
   begin: 'START TRANSACTION',
@@ -42,7 +49,23 @@ const SQL = {
                               tool, route, run_id, resource_name, changes)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, COALESCE($13, audit_resource_name($5, $6)), $14) RETURNING id`,
   insertLedger: `INSERT INTO tool_call_ledger (call_id, school_id, event, request_hash, actor_id, result, run_id) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+  // The fused statements (BENCH_IDEAL_FUSED=1).
+  openToolCall: 'SELECT * FROM open_tool_call($1, $2, $3, $4, $5, $6)',
+  claim: 'SELECT request_hash, result FROM claim_tool_call($1, $2)',
+  departmentsWithMembers: `SELECT department.id, department.name, department.campus_id AS "campusId", campus.name AS "campusName",
+              COALESCE((SELECT json_agg(json_build_object('staffId', member.user_id, 'fullName', staff.full_name, 'isHead', member.is_head)
+                                        ORDER BY staff.full_name)
+                          FROM department_members member JOIN users staff ON staff.id = member.user_id
+                         WHERE member.department_id = department.id), '[]'::json) AS members
+         FROM departments department LEFT JOIN campuses campus ON campus.id = department.campus_id
+        WHERE $1::uuid[] IS NULL OR department.campus_id = ANY($1::uuid[])
+        ORDER BY department.name`,
 };
+// The audit row and the ledger row in one statement, as ToolCallLedgerService.record writes them (audit $1–$14, ledger $15–$21).
+SQL.auditAndLedger = `WITH audit AS (${SQL.insertAudit})
+         INSERT INTO tool_call_ledger (call_id, school_id, event, request_hash, actor_id, result, run_id)
+         SELECT $15, $16, $17, $18, $19, $20::jsonb || jsonb_build_object('auditId', audit.id), $21 FROM audit
+         RETURNING result ->> 'auditId' AS "auditId"`;
 // DATABASE_STATEMENT_TIMEOUT_MS's default, and twice it for an idle transaction (transaction-timeouts.ts).
 const STATEMENT_TIMEOUT_MS = '10000';
 const IDLE_IN_TRANSACTION_TIMEOUT_MS = '20000';
@@ -93,6 +116,20 @@ const inTransaction = async ({ identity, meta }, work) => {
   const client = await pool.connect();
   try {
     await client.query(SQL.begin);
+    if (FUSED) {
+      const { rows: [opened] } = await client.query(SQL.openToolCall, [identity.schoolId, '', identity.sub, STATEMENT_TIMEOUT_MS, IDLE_IN_TRANSACTION_TIMEOUT_MS, claims?.runId]);
+      if (!(opened.run_status === 'running' && opened.run_epoch === claims?.epoch && opened.run_lease_live && opened.run_owner_id === identity.sub && opened.run_thread_id === claims?.threadId)) {
+        await client.query('ROLLBACK');
+        return { error: 'run not in flight' };
+      }
+      const current = opened.caller_active && opened.caller_type === identity.type && opened.caller_school_id === identity.schoolId && opened.caller_campus_id === (identity.campusId ?? null);
+      // Checked where the server checks it: after the ledger, so a write's replay still gets its stored outcome.
+      const permissions = () =>
+        current ? opened.caller_permissions.map((p) => ({ permission_action: p.action, permission_resource: p.resource, permission_conditions: p.conditions })) : undefined;
+      const result = await work(client, claims, permissions);
+      await client.query('error' in result ? 'ROLLBACK' : 'COMMIT');
+      return result;
+    }
     await client.query(SQL.tenant, [identity.schoolId, '', identity.sub, STATEMENT_TIMEOUT_MS, IDLE_IN_TRANSACTION_TIMEOUT_MS]);
     if (BENCH_IDEAL_DISPATCH_STATE === '1') {
       const { rows: [run] } = await client.query(SQL.dispatchState, [claims?.runId]);
@@ -101,7 +138,7 @@ const inTransaction = async ({ identity, meta }, work) => {
         return { error: 'run not in flight' };
       }
     }
-    const result = await work(client, claims);
+    const result = await work(client, claims, () => currentPermissions(client, identity));
     await client.query('error' in result ? 'ROLLBACK' : 'COMMIT');
     return result;
   } catch (error) {
@@ -113,11 +150,14 @@ const inTransaction = async ({ identity, meta }, work) => {
 };
 
 const listDepartments = (envelope) => {
-  const { identity } = envelope;
-  return inTransaction(envelope, async (client) => {
-    const permissions = await currentPermissions(client, identity);
+  return inTransaction(envelope, async (client, _claims, caller) => {
+    const permissions = await caller();
     if (!permissions) return { error: 'identity refused' };
     if (!allows(permissions, 'list', 'Department')) return { error: 'denied' };
+    if (FUSED) {
+      const { rows: data } = await client.query(SQL.departmentsWithMembers, [null]);
+      return { data, scopeContext: 'Your access covers the whole school.' };
+    }
     const { rows: departments } = await client.query(SQL.departments, [null]);
     if (departments.length === 0) return { data: [], scopeContext: 'Your access covers the whole school.' };
     const { rows: members } = await client.query(SQL.members, [departments.map((d) => d.id)]);
@@ -132,20 +172,29 @@ const listDepartments = (envelope) => {
 const createDepartment = (envelope) => {
   const { identity, args, meta, scope } = envelope;
   const hash = createHash('sha256').update(JSON.stringify({ event: 'create.department', identity, scope, args })).digest('hex');
-  return inTransaction(envelope, async (client, claims) => {
-    await client.query(SQL.lock, [meta.callId, String(Math.max(100, Math.ceil(meta.deadline - Date.now())))]);
-    const { rows: stored } = await client.query(SQL.ledgerLookup, [meta.callId]);
+  return inTransaction(envelope, async (client, claims, caller) => {
+    const wait = String(Math.max(100, Math.ceil(meta.deadline - Date.now())));
+    const { rows: stored } = FUSED
+      ? await client.query(SQL.claim, [meta.callId, wait])
+      : (await client.query(SQL.lock, [meta.callId, wait]), await client.query(SQL.ledgerLookup, [meta.callId]));
     if (stored[0]) return stored[0].result;
-    const permissions = await currentPermissions(client, identity);
+    const permissions = await caller();
     if (!permissions) return { error: 'identity refused' };
     if (!allows(permissions, 'create', 'Department')) return { error: 'denied' };
     const name = args.name.trim();
     const { rows: [department] } = await client.query(SQL.insertDepartment, [identity.schoolId, null, name]);
     const data = { id: department.id, schoolId: identity.schoolId, campusId: null, name, createdAt: department.createdAt };
-    const { rows: [audit] } = await client.query(SQL.insertAudit, [
+    const auditRow = [
       identity.schoolId, identity.sub, identity.type, 'create', 'department', department.id, 'agent', meta.callId, null,
       'create_department', null, claims?.runId ?? null, null, JSON.stringify(args),
-    ]);
+    ];
+    if (FUSED) {
+      const result = { data, scopeContext: 'Your access covers the whole school.' };
+      const ledgerRow = [meta.callId, identity.schoolId, 'create.department', hash, identity.sub, JSON.stringify(result), claims?.runId ?? null];
+      const { rows: [row] } = await client.query(SQL.auditAndLedger, [...auditRow, ...ledgerRow]);
+      return { ...result, auditId: row.auditId };
+    }
+    const { rows: [audit] } = await client.query(SQL.insertAudit, auditRow);
     const result = { data, scopeContext: 'Your access covers the whole school.', auditId: audit.id };
     await client.query(SQL.insertLedger, [meta.callId, identity.schoolId, 'create.department', hash, identity.sub, JSON.stringify(result), claims?.runId ?? null]);
     return result;

@@ -20,17 +20,14 @@ const isCurrent = (user: IdentityFacts | undefined, jwt: JwtPayload): boolean =>
   user.campusId === (jwt.campusId ?? null);
 
 /**
- * The caller's row and, in the same statement, the permission rows of their roles (role_permissions joined to
- * user_x_roles by user), under row-level security, in the caller's transaction and snapshot. The only query that
- * loads permissions: REST requests, tool calls and minted run contexts all build their ability from it.
+ * The caller's row and, in the same statement, the permission rows of their roles (caller_with_permissions, migration
+ * 1764662400020), under row-level security, in the caller's transaction and snapshot. The only read of permissions:
+ * REST requests and minted run contexts run it; a tool call gets the same row from open_tool_call.
  */
-const CURRENT_USER_WITH_PERMISSIONS = `
-  SELECT u.is_active AS "isActive", u.user_type AS "userType", u.school_id AS "schoolId", u.campus_id AS "campusId",
-         (SELECT COALESCE(json_agg(json_build_object('action', p.action, 'resource', p.resource, 'conditions', p.conditions)), '[]'::json)
-            FROM role_permissions p INNER JOIN user_x_roles ur ON ur.role_id = p.role_id
-           WHERE ur.user_id = u.id) AS permissions
-    FROM users u
-   WHERE u.id = $1`;
+const CURRENT_USER_WITH_PERMISSIONS = `SELECT "isActive", "userType", "schoolId", "campusId", permissions FROM caller_with_permissions($1)`;
+
+/** What caller_with_permissions returns for one user (nothing for a user this unit of work cannot see). */
+export type CallerWithPermissions = IdentityFacts & { permissions: PermissionRow[] };
 
 /**
  * Tokens and envelopes can outlive the facts they carry. Inside the unit of work the caller is
@@ -49,8 +46,13 @@ export class IdentityService {
    * Refuses exactly what assertCurrent refuses; the permissions are read fresh on every call, never cached.
    */
   async assertCurrentWithPermissions(jwt: JwtPayload): Promise<PermissionRow[]> {
-    const [row] = (await currentManager().query(CURRENT_USER_WITH_PERMISSIONS, [jwt.sub])) as (IdentityFacts & { permissions: PermissionRow[] })[];
-    if (!isCurrent(row, jwt)) throw identityRefused();
+    const [row] = (await currentManager().query(CURRENT_USER_WITH_PERMISSIONS, [jwt.sub])) as CallerWithPermissions[];
+    return this.permissionsIfCurrent(row, jwt);
+  }
+
+  /** The same check on a caller read by another statement of this unit of work (a tool call's open_tool_call). */
+  permissionsIfCurrent(row: CallerWithPermissions | undefined, jwt: JwtPayload): PermissionRow[] {
+    if (!row || !isCurrent(row, jwt)) throw identityRefused();
     return row.permissions;
   }
 }

@@ -96,25 +96,45 @@ export const unitOfWorkSlot = <T>(name: string): UnitOfWorkSlot<T> => {
 const sameScope = (left: TenantScope, right: TenantScope) =>
   left.kind === right.kind && (left.kind === 'unscoped' || left.schoolId === (right as { schoolId: string }).schoolId);
 
-const openFrame = async <T>(scope: TenantScope, actorId: string, fn: () => Promise<T>): Promise<T> => {
-  const source = dataSource();
-  const { statementTimeoutMs, idleInTransactionTimeoutMs } = transactionTimeoutsOf(source);
-  const runner = source.createQueryRunner('master');
+/**
+ * A read that can be the unit of work's first statement in place of its pin: a SQL function that takes the pin's five
+ * values first ($1–$5: school, platform, actor, statement and idle time limits), sets them itself exactly as the pin
+ * does, then reads what the caller needs before anything else (a tool call: open_tool_call, its run and its caller).
+ * One round trip for both. Its own parameters follow from $6.
+ */
+export type PinningRead = { sql: string; params: readonly unknown[] };
+
+/** The rows of the pinning read, handed to the unit of work's function (none when it was opened without one). */
+export type PinnedRows = Record<string, unknown>[];
+
+// Transaction-local settings: a pooled connection returns to the pool with no tenant left on it. The time limits ride in
+// the same statement (no extra round trip): behind PgBouncer's transaction pooling they can be neither startup
+// parameters (refused) nor session settings (they would leak to the next client of that connection).
+const PIN = `SELECT set_config('app.school_id', $1, true), set_config('app.platform', $2, true), set_config('app.user_id', $3, true),
+                set_config('statement_timeout', $4, true), set_config('idle_in_transaction_session_timeout', $5, true)`;
+
+const pinValues = (scope: TenantScope, actorId: string): unknown[] => {
+  const { statementTimeoutMs, idleInTransactionTimeoutMs } = transactionTimeoutsOf(dataSource());
+  return [scope.kind === 'school' ? scope.schoolId : '', scope.kind === 'unscoped' ? 'on' : '', actorId, String(statementTimeoutMs), String(idleInTransactionTimeoutMs)];
+};
+
+const pin = async (runner: QueryRunner, scope: TenantScope, actorId: string, read: PinningRead | undefined): Promise<PinnedRows> => {
+  if (!read) {
+    await runner.query(PIN, pinValues(scope, actorId));
+    return [];
+  }
+  return (await runner.query(read.sql, [...pinValues(scope, actorId), ...read.params])) as PinnedRows;
+};
+
+const openFrame = async <T>(scope: TenantScope, actorId: string, fn: (pinned: PinnedRows) => Promise<T>, read: PinningRead | undefined): Promise<T> => {
+  const runner = dataSource().createQueryRunner('master');
   const frame: Frame = { scope, actorId, runner, manager: runner.manager, rollbackOnly: false, slots: new Map() };
   // BEGIN..COMMIT run inside als.run so every query of the unit of work sees the frame.
   return frames.run(frame, async () => {
     try {
       await runner.connect();
       await runner.startTransaction();
-      // Transaction-local settings: a pooled connection returns to the pool with no tenant left on it. The time limits
-      // ride in the same statement (no extra round trip): behind PgBouncer's transaction pooling they can be neither
-      // startup parameters (refused) nor session settings (they would leak to the next client of that connection).
-      await runner.query(
-        `SELECT set_config('app.school_id', $1, true), set_config('app.platform', $2, true), set_config('app.user_id', $3, true),
-                set_config('statement_timeout', $4, true), set_config('idle_in_transaction_session_timeout', $5, true)`,
-        [scope.kind === 'school' ? scope.schoolId : '', scope.kind === 'unscoped' ? 'on' : '', actorId, String(statementTimeoutMs), String(idleInTransactionTimeoutMs)],
-      );
-      const result = await fn();
+      const result = await fn(await pin(runner, scope, actorId, read));
       if (frame.rollbackOnly) {
         await runner.rollbackTransaction();
         return result;
@@ -138,19 +158,19 @@ const openFrame = async <T>(scope: TenantScope, actorId: string, fn: () => Promi
  * Runs fn in one transaction pinned to a school. Reentrant: inside an open frame for the same
  * school it reuses it; a frame for another tenant is refused rather than silently nested.
  */
-const inFrame = <T>(scope: TenantScope, actorId: string, fn: () => Promise<T>): Promise<T> => {
+const inFrame = <T>(scope: TenantScope, actorId: string, fn: (pinned: PinnedRows) => Promise<T>, read?: PinningRead): Promise<T> => {
   const open = frames.getStore();
   if (open) {
-    return sameScope(open.scope, scope) && open.actorId === actorId
-      ? fn()
-      : Promise.reject(new Error('A unit of work for another tenant or actor is already open.'));
+    if (!(sameScope(open.scope, scope) && open.actorId === actorId)) return Promise.reject(new Error('A unit of work for another tenant or actor is already open.'));
+    // Pinning again to the same values changes nothing; the read still answers.
+    return read ? pin(open.runner, scope, actorId, read).then(fn) : fn([]);
   }
-  return openFrame(scope, actorId, fn);
+  return openFrame(scope, actorId, fn, read);
 };
 
-export const withSchool = <T>(schoolId: string, actorId: string, fn: () => Promise<T>): Promise<T> =>
-  inFrame({ kind: 'school', schoolId }, actorId, fn);
+export const withSchool = <T>(schoolId: string, actorId: string, fn: (pinned: PinnedRows) => Promise<T>, read?: PinningRead): Promise<T> =>
+  inFrame({ kind: 'school', schoolId }, actorId, fn, read);
 
 /** Cross-school reads for platform admins; RLS lets the frame read every school and write none. */
-export const runUnscoped = <T>(actorId: string, fn: () => Promise<T>): Promise<T> =>
-  inFrame({ kind: 'unscoped' }, actorId, fn);
+export const runUnscoped = <T>(actorId: string, fn: (pinned: PinnedRows) => Promise<T>, read?: PinningRead): Promise<T> =>
+  inFrame({ kind: 'unscoped' }, actorId, fn, read);

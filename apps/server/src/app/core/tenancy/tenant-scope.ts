@@ -1,7 +1,7 @@
 import { ForbiddenException } from '@nestjs/common';
 import { HTTP_ERROR_SENTENCES, UserType } from '@naalya/access';
 import type { JwtPayload } from '../auth/jwt-payload.js';
-import { runUnscoped, withSchool } from './tenant-context.js';
+import { runUnscoped, withSchool, type PinnedRows, type PinningRead } from './tenant-context.js';
 
 export const NO_TENANT_SCOPE_ERROR = HTTP_ERROR_SENTENCES.NO_TENANT_SCOPE;
 export const PLATFORM_WRITE_NEEDS_SCHOOL_ERROR = HTTP_ERROR_SENTENCES.PLATFORM_WRITE_NEEDS_SCHOOL;
@@ -23,7 +23,7 @@ export const tenantJwtFor = (jwt: JwtPayload, targetSchoolId: string | undefined
  * The one definition of the tenant frame, shared by the ability rebuild and the service call. Platform
  * admins without a target school run unscoped (read-only under RLS); everyone else is pinned to their school.
  */
-export const inTenantScope = <T>(jwt: JwtPayload, fn: () => Promise<T>): Promise<T> =>
+export const inTenantScope = <T>(jwt: JwtPayload, fn: (pinned: PinnedRows) => Promise<T>, read?: PinningRead): Promise<T> =>
   jwt.type === UserType.PLATFORM_ADMIN && !jwt.schoolId
-    ? runUnscoped(jwt.sub, fn)
-    : withSchool(jwt.schoolId as string, jwt.sub, fn);
+    ? runUnscoped(jwt.sub, fn, read)
+    : withSchool(jwt.schoolId as string, jwt.sub, fn, read);

@@ -1,26 +1,19 @@
 import type { ActionAuditAction, AuditSource } from '@naalya/access';
-import type { AuditLogService } from '../../core/audit/audit-log.service.js';
-import type { JwtPayload } from '../../core/auth/jwt-payload.js';
+import type { AuditEntry } from '../../core/audit/audit-log.service.js';
 
 /**
- * One audit row for a successful tool write, in the call's unit of work; nothing for `{ error }`.
- * The school comes from the rebuilt JWT (a platform admin's target school). Returns the row's id.
+ * The audit row of a successful tool write: what the posture says was changed, and which call of which run changed it.
+ * Written by the ledger's statement in the call's unit of work (ToolCallLedgerService.record).
  */
-export const auditToolWrite = async <T>(
-  auditLogService: AuditLogService,
-  jwt: JwtPayload,
+export const toolAuditEntry = (
   audit: { action: ActionAuditAction; resourceType: string; resourceId?: string; resourceName?: string | null },
-  result: { data: T } | { error: string },
   call: { callId: string; tool: string; runId: string; args: unknown; source: AuditSource },
-): Promise<string | undefined> => {
-  if ('error' in result) return undefined;
-  return auditLogService.record(jwt, {
-    ...audit,
-    source: call.source,
-    callId: call.callId,
-    tool: call.tool,
-    runId: call.runId,
-    // The arguments as validated (the campus pinned in a campus chat included): what the write was asked to do.
-    changes: call.args,
-  });
-};
+): AuditEntry => ({
+  ...audit,
+  source: call.source,
+  callId: call.callId,
+  tool: call.tool,
+  runId: call.runId,
+  // The arguments as validated (the campus pinned in a campus chat included): what the write was asked to do.
+  changes: call.args,
+});

@@ -1,7 +1,6 @@
 import { ConflictException, Injectable } from '@nestjs/common';
 import { ERROR_SENTENCES, toolError, type AgentToolResult } from '@naalya/agent-tools';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
-import { lockUntilCommit } from '../../core/database/advisory-lock.js';
 import { withCode } from '../../core/http/error-code.js';
 import { currentManager } from '../../core/tenancy/tenant-context.js';
 import { canonicalHash } from './canonical-hash.js';
@@ -32,39 +31,60 @@ export const requestHash = (request: { event: string; identity: unknown; scope: 
 @Injectable()
 export class ToolCallLedgerService {
   /**
-   * Holds this call id until the unit of work ends: a concurrent delivery of the same call waits here,
-   * then finds the first one's stored outcome instead of racing it on the domain's own constraints. The wait ends with
-   * the call's deadline (epoch ms): the caller gives up then, so waiting on for the statement limit would only hold a
-   * connection for an answer nobody reads.
+   * Holds this call id until the unit of work ends, then returns its stored outcome (or a refusal when the id was used
+   * for another request), in one statement (claim_tool_call, migration 1764662400020): a concurrent delivery of the
+   * same call waits here, then finds the first one's outcome instead of racing it on the domain's own constraints. The
+   * lookup runs after the lock in a statement of its own inside the function, with a fresh snapshot, so it sees an
+   * outcome committed while this delivery waited. The wait ends with the call's deadline (epoch ms): the caller gives
+   * up then, so waiting on for the statement limit would only hold a connection for an answer nobody reads.
    */
-  async claim(callId: string, deadline: number, now: number = Date.now()): Promise<void> {
+  async claim(callId: string, hash: string, deadline: number, now: number = Date.now()): Promise<AgentToolResult | undefined> {
+    let entry: { request_hash: string; result: unknown } | undefined;
     try {
-      await lockUntilCommit(callId, { waitMs: Math.max(MIN_CLAIM_WAIT_MS, deadline - now) });
+      [entry] = (await currentManager().query(`SELECT request_hash, result FROM claim_tool_call($1, $2)`, [
+        callId,
+        String(Math.max(MIN_CLAIM_WAIT_MS, Math.ceil(deadline - now))),
+      ])) as { request_hash: string; result: unknown }[];
     } catch (error) {
       if (WAIT_RAN_OUT.has((error as { code?: string }).code ?? '')) throw new CallStillRunningError(`call ${callId} is still running in another delivery`, { cause: error });
       throw error;
     }
-  }
-
-  /** The stored outcome of this call id, or a refusal when the id was used for another request. */
-  async lookup(callId: string, hash: string): Promise<AgentToolResult | undefined> {
-    // The two columns it needs, in the call's transaction: findOneBy built and hydrated the whole entity on every write.
-    const [entry] = (await currentManager().query(`SELECT request_hash, result FROM tool_call_ledger WHERE call_id = $1`, [callId])) as {
-      request_hash: string;
-      result: unknown;
-    }[];
     if (!entry) return undefined;
     return entry.request_hash === hash ? (entry.result as AgentToolResult) : toolError('CALL_ID_REUSED');
   }
 
-  /** In the call's transaction: the row and the effect commit together, and a duplicate delivery loses the race. */
-  async record(callId: string, event: string, hash: string, jwt: JwtPayload, result: AgentToolResult, runId: string | null = null): Promise<void> {
+  /**
+   * In the call's transaction: the row and the effect commit together, and a duplicate delivery loses the race. With
+   * the write's audit row, both go in one statement, the audit row's id into the stored outcome; returns that id.
+   */
+  async record(
+    callId: string,
+    event: string,
+    hash: string,
+    jwt: JwtPayload,
+    result: AgentToolResult,
+    runId: string | null = null,
+    audit?: { sql: string; params: unknown[] },
+  ): Promise<string | undefined> {
+    const ledgerRow = [callId, jwt.schoolId, event, hash, jwt.sub, JSON.stringify(result), runId];
     try {
-      // Plain SQL, like lookup(): one fixed INSERT on every write, without the QueryBuilder's per-call CPU.
-      await currentManager().query(
-        `INSERT INTO tool_call_ledger (call_id, school_id, event, request_hash, actor_id, result, run_id) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-        [callId, jwt.schoolId, event, hash, jwt.sub, JSON.stringify(result), runId],
-      );
+      // Plain SQL: one fixed INSERT on every write, without the QueryBuilder's per-call CPU.
+      if (!audit) {
+        await currentManager().query(
+          `INSERT INTO tool_call_ledger (call_id, school_id, event, request_hash, actor_id, result, run_id) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+          ledgerRow,
+        );
+        return undefined;
+      }
+      const at = (index: number) => `$${audit.params.length + index}`;
+      const [row] = (await currentManager().query(
+        `WITH audit AS (${audit.sql})
+         INSERT INTO tool_call_ledger (call_id, school_id, event, request_hash, actor_id, result, run_id)
+         SELECT ${at(1)}, ${at(2)}, ${at(3)}, ${at(4)}, ${at(5)}, ${at(6)}::jsonb || jsonb_build_object('auditId', audit.id), ${at(7)} FROM audit
+         RETURNING result ->> 'auditId' AS "auditId"`,
+        [...audit.params, ...ledgerRow],
+      )) as { auditId: string }[];
+      return row?.auditId;
     } catch (error) {
       // Only a call id taken in another school (invisible here under RLS) can still collide.
       if ((error as { code?: string }).code === '23505') throw withCode('CALL_ID_REUSED', new ConflictException(CALL_ID_REUSED_ERROR));

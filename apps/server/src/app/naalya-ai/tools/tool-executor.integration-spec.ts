@@ -13,7 +13,6 @@ import {
 } from '@naalya/agent-tools';
 import { DataSource } from 'typeorm';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { AuditLogService } from '../../core/audit/audit-log.service.js';
 import { IDENTITY_REFUSED_ERROR } from '../../core/auth/identity.service.js';
 import { withSchool } from '../../core/tenancy/tenant-context.js';
 import { PLATFORM_WRITE_NEEDS_SCHOOL_ERROR } from '../../core/tenancy/tenant-scope.js';
@@ -45,6 +44,19 @@ const call = (tool: Parameters<typeof invokeTool>[1], payload: unknown) => invok
 const count = async (sql: string, parameters: unknown[] = []) =>
   Number(((await testApp.owner.query(sql, parameters)) as { count: string }[])[0].count);
 const departmentsNamed = (name: string) => count(`SELECT count(*) FROM departments WHERE name = $1`, [name]);
+
+/**
+ * Makes PostgreSQL refuse the audit row of a write whose arguments name `name` (a trigger, as the owner): the audit
+ * insert fails in the database, inside whatever statement carries it. Returns the undo.
+ */
+const refuseAuditRowsFor = async (name: string): Promise<() => Promise<void>> => {
+  await testApp.owner.query(`
+    CREATE OR REPLACE FUNCTION test_refuse_audit_row() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'audit table unavailable'; END $$;
+    CREATE TRIGGER test_refuse_audit_row BEFORE INSERT ON audit_log FOR EACH ROW
+      WHEN (NEW.changes ->> 'name' = '${name.replace(/'/g, "''")}') EXECUTE FUNCTION test_refuse_audit_row();`);
+  return async () => void (await testApp.owner.query(`DROP TRIGGER test_refuse_audit_row ON audit_log`));
+};
 const data = <T>(result: AgentToolResult): T => {
   if ('error' in result) throw new Error(`expected data, got error: ${result.error}`);
   return result.data as T;
@@ -483,9 +495,10 @@ describe('errors', () => {
     vi.spyOn(testApp.module.get(DepartmentService), 'list').mockRejectedValueOnce(new Error('connection to db-internal-7 failed'));
     const read = await dispatchEnvelope(persona, listDepartmentsTool, {});
     expect(await call(listDepartmentsTool, read)).toEqual({ error: MASKED_TOOL_ERROR, code: 'TOOL_FAILED' });
-    vi.spyOn(testApp.module.get(AuditLogService), 'record').mockRejectedValueOnce(new Error('audit table unavailable'));
+    const allowAudit = await refuseAuditRowsFor('Unaudited again');
     const write = await dispatchEnvelope(persona, createDepartmentTool, { name: 'Unaudited again' });
     expect(await call(createDepartmentTool, write)).toEqual({ error: MASKED_TOOL_ERROR, code: 'TOOL_FAILED' });
+    await allowAudit();
     error.mockRestore();
 
     const causes = logged.filter(({ message }) => (message as { msg?: string }).msg?.startsWith('Agent tool failed'));
@@ -505,9 +518,10 @@ describe('errors', () => {
 
 describe('one unit of work per call', () => {
   it('a write whose audit insert fails leaves no effect and no ledger row', async () => {
-    vi.spyOn(testApp.module.get(AuditLogService), 'record').mockRejectedValue(new Error('audit table unavailable'));
+    const allowAudit = await refuseAuditRowsFor('Unaudited');
     const envelope = await dispatchEnvelope(schoolA.personas.schoolAdmin, createDepartmentTool, { name: 'Unaudited' });
     expect(await call(createDepartmentTool, envelope)).toEqual({ error: MASKED_TOOL_ERROR, code: 'TOOL_FAILED' });
+    await allowAudit();
     expect(await departmentsNamed('Unaudited')).toBe(0);
     expect(await count(`SELECT count(*) FROM tool_call_ledger WHERE call_id = $1`, [envelope.meta.callId])).toBe(0);
   });

@@ -17,19 +17,19 @@ import { setLogContext, withLogContext } from '@naalya/observability';
 import { currentRmqMessage } from '@naalya/rmq';
 import { failSpan, inSpan, tracingEnabled } from '@naalya/telemetry';
 import type { ZodType } from 'zod';
-import { AuditLogService } from '../../core/audit/audit-log.service.js';
+import { AuditLogService, auditRowInsert } from '../../core/audit/audit-log.service.js';
 import { AppAbilityFactory } from '../../core/authorization/app-ability.factory.js';
-import { IdentityService } from '../../core/auth/identity.service.js';
+import { IdentityService, type CallerWithPermissions } from '../../core/auth/identity.service.js';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
 import { nulCharacterPath, nulCharacterSentence } from '../../core/http/hostile-input.js';
 import { measureToolCall, serverMetrics } from '../../core/observability/server-metrics.js';
-import { currentManager, markRollbackOnly } from '../../core/tenancy/tenant-context.js';
+import { markRollbackOnly, type PinnedRows, type PinningRead } from '../../core/tenancy/tenant-context.js';
 import { envelopeMatchesClaims, verifyDispatchToken, type DispatchClaims } from '../dispatch/dispatch-token.js';
 import { approvalRefusal } from '../runs/tool-call-approvals.js';
 import { tenantJwtFor } from '../../core/tenancy/tenant-scope.js';
 import { canonicalHash } from './canonical-hash.js';
-import { auditToolWrite } from './tool-audit.js';
+import { toolAuditEntry } from './tool-audit.js';
 import { ToolCallLedgerService, requestHash } from './tool-call-ledger.service.js';
 import { ToolCallQuota, type Admission } from './tool-call-quota.js';
 import type { ToolPosture } from './tool-posture.js';
@@ -72,6 +72,25 @@ const TOOLS_BY_SCHEMA = new Map<unknown, AnyAgentTool>(RPC_AGENT_TOOLS.map((defi
  */
 const inCallCampus = <A>(definition: AnyAgentTool, scope: AgentCallScope, args: A): A =>
   definition.campusScoped && scope.mode === 'campus' ? { ...args, campusId: scope.campusId } : args;
+
+/**
+ * A tool call's first statement after BEGIN (open_tool_call, migration 1764662400020): the tenant pin and time limits,
+ * the token's run as agent_run_dispatch_state sees it, and the caller with their permissions, in one round trip.
+ */
+const openToolCall = (runId: string): PinningRead => ({ sql: `SELECT * FROM open_tool_call($1, $2, $3, $4, $5, $6)`, params: [runId] });
+
+type OpenedCall = {
+  run_status: string | null;
+  run_owner_id: string | null;
+  run_thread_id: string | null;
+  run_epoch: number | null;
+  run_lease_live: boolean | null;
+  caller_active: boolean | null;
+  caller_type: string | null;
+  caller_school_id: string | null;
+  caller_campus_id: string | null;
+  caller_permissions: CallerWithPermissions['permissions'] | null;
+};
 
 const describeIssues = (issues: readonly { path: PropertyKey[]; message: string }[]) =>
   issues.map((issue) => (issue.path.length ? `${issue.path.join('.')}: ${issue.message}` : issue.message)).join('; ');
@@ -242,30 +261,43 @@ export class ToolExecutor {
       setLogContext({ runId: token.claims.runId });
       if (preview && posture.confirmation) {
         const render = posture.confirmation;
-        const previewed = await inTenantScope(plan.tenantJwt, () =>
-          this.runInFrame(plan, { ...posture, audit: undefined }, callArgs, async (): Promise<ConfirmationPreview> => ({
-            question: await render(callArgs, plan.tenantJwt),
-          })),
+        const previewed = await inTenantScope(
+          plan.tenantJwt,
+          (opened) =>
+            this.runInFrame(plan, opened, { ...posture, audit: undefined }, callArgs, async (): Promise<ConfirmationPreview> => ({
+              question: await render(callArgs, plan.tenantJwt),
+            })),
+          openToolCall(plan.dispatch.runId),
         );
         // The handler's result type is the call's; a preview's data is the question, which only a preview request reads.
         return previewed as AgentToolResult<never>;
       }
-      return await inTenantScope(plan.tenantJwt, () => this.runInFrame(plan, posture, callArgs, () => fn(callArgs, plan.tenantJwt)));
+      return await inTenantScope(
+        plan.tenantJwt,
+        (opened) => this.runInFrame(plan, opened, posture, callArgs, () => fn(callArgs, plan.tenantJwt)),
+        openToolCall(plan.dispatch.runId),
+      );
     } catch (error) {
       // Logged here, once, with the call's ids: the worker and the model only ever see the masked sentence.
       return toToolError(error, 'execute');
     }
   }
 
-  private async runInFrame<A, T>(plan: CallPlan, posture: ToolPosture<T, A>, args: A, call: () => Promise<T>): Promise<AgentToolResult<T>> {
-    if (!(await this.runInFlight(plan.dispatch))) {
+  private async runInFrame<A, T>(
+    plan: CallPlan,
+    pinned: PinnedRows,
+    posture: ToolPosture<T, A>,
+    args: A,
+    call: () => Promise<T>,
+  ): Promise<AgentToolResult<T>> {
+    const opened = pinned[0] as OpenedCall | undefined;
+    if (!runInFlight(opened, plan.dispatch)) {
       logSecurityEvent({ kind: 'tool call', reason: 'run-not-in-flight', event: plan.event, callId: plan.callId, sub: plan.identityJwt.sub, runId: plan.dispatch.runId });
       return toolError('DISPATCH_REFUSED');
     }
     if (plan.ledgerHash !== undefined) {
       // A redelivered or replayed call returns what it returned the first time, even past its deadline or over quota.
-      await this.ledger.claim(plan.callId, plan.deadline);
-      const stored = await this.ledger.lookup(plan.callId, plan.ledgerHash);
+      const stored = await this.ledger.claim(plan.callId, plan.ledgerHash, plan.deadline);
       if (stored) {
         plan.giveBack();
         return stored as AgentToolResult<T>;
@@ -292,8 +324,20 @@ export class ToolExecutor {
     }
     if (Date.now() > plan.deadline + DEADLINE_SKEW_MS) return toolError('DEADLINE_PASSED');
 
-    // The caller reloaded and their permission rows read in one statement; the ability is rebuilt from them (never cached).
-    const permissions = await this.identityService.assertCurrentWithPermissions(plan.identityJwt);
+    // The caller and their permission rows, read by open_tool_call under this call's pin; the ability is rebuilt from
+    // them (never cached). Checked only here, after the ledger: a replay of a committed call gets its stored outcome.
+    const permissions = this.identityService.permissionsIfCurrent(
+      opened?.caller_permissions
+        ? {
+            isActive: opened.caller_active === true,
+            userType: opened.caller_type ?? '',
+            schoolId: opened.caller_school_id,
+            campusId: opened.caller_campus_id,
+            permissions: opened.caller_permissions,
+          }
+        : undefined,
+      plan.identityJwt,
+    );
     const ability = this.abilityFactory.fromPermissions(plan.tenantJwt, permissions);
     // A delete removes the row its name is read from: read it first, in the same transaction.
     const targetId = posture.audit?.target?.(args as Record<string, unknown>);
@@ -307,43 +351,39 @@ export class ToolExecutor {
       markRollbackOnly();
       return result;
     }
-    if (posture.audit) {
-      const auditId = await auditToolWrite(
-        this.auditLogService,
-        plan.tenantJwt,
-        {
-          action: posture.audit.action,
-          resourceType: posture.audit.resourceType,
-          resourceId: posture.audit.resourceId?.(result.data),
-          resourceName: nameBefore,
-        },
-        result,
-        { callId: plan.callId, tool: plan.toolName, runId: plan.dispatch.runId, args, source: plan.source },
-      );
-      if (auditId) result.auditId = auditId;
-    }
-    if (plan.ledgerHash !== undefined) await this.ledger.record(plan.callId, plan.event, plan.ledgerHash, plan.tenantJwt, result, plan.dispatch.runId);
+    const audit = posture.audit
+      ? toolAuditEntry(
+          {
+            action: posture.audit.action,
+            resourceType: posture.audit.resourceType,
+            resourceId: posture.audit.resourceId?.(result.data),
+            resourceName: nameBefore,
+          },
+          { callId: plan.callId, tool: plan.toolName, runId: plan.dispatch.runId, args, source: plan.source },
+        )
+      : undefined;
+    // The audit row and the ledger row in one statement (the ledger's outcome carries the audit row's id).
+    const auditId =
+      plan.ledgerHash !== undefined
+        ? await this.ledger.record(plan.callId, plan.event, plan.ledgerHash, plan.tenantJwt, result, plan.dispatch.runId, audit && auditRowInsert(plan.tenantJwt, audit))
+        : audit && (await this.auditLogService.record(plan.tenantJwt, audit));
+    if (auditId) result.auditId = auditId;
     // Past the transport's time limit the caller already got an error: commit nothing it no longer expects.
     if (currentRmqMessage()?.aborted) throw new Error('The tool call ran past its time limit; rolled back.');
     return result;
   }
-
-  /**
-   * The token's run is still running under the token's epoch with a live lease (a direct run needs none), is the
-   * token's caller's, and is in the token's thread. The lookup takes a KEY SHARE lock on the run's row until this
-   * call's transaction ends, so a cancel (which locks the row FOR UPDATE) waits for the call: it commits before the
-   * cancel answers, or finds the run cancelled here and commits nothing. Lease renewals and stored events do not wait.
-   */
-  private async runInFlight(claims: DispatchClaims): Promise<boolean> {
-    const [run] = (await currentManager().query(`SELECT status, owner_id, thread_id, epoch, lease_live FROM agent_run_dispatch_state($1)`, [
-      claims.runId,
-    ])) as { status: string; owner_id: string; thread_id: string; epoch: number; lease_live: boolean }[];
-    return (
-      run?.status === 'running' &&
-      run.epoch === claims.epoch &&
-      run.lease_live &&
-      run.owner_id === claims.identity.sub &&
-      run.thread_id === claims.threadId
-    );
-  }
 }
+
+/**
+ * The token's run is still running under the token's epoch with a live lease (a direct run needs none), is the token's
+ * caller's, and is in the token's thread. open_tool_call read it through agent_run_dispatch_state, which takes a KEY
+ * SHARE lock on the run's row until this call's transaction ends, so a cancel (which locks the row FOR UPDATE) waits for
+ * the call: it commits before the cancel answers, or finds the run cancelled here and commits nothing. Lease renewals
+ * and stored events do not wait.
+ */
+const runInFlight = (opened: OpenedCall | undefined, claims: DispatchClaims): boolean =>
+  opened?.run_status === 'running' &&
+  opened.run_epoch === claims.epoch &&
+  opened.run_lease_live === true &&
+  opened.run_owner_id === claims.identity.sub &&
+  opened.run_thread_id === claims.threadId;
