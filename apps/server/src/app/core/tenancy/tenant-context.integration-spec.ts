@@ -52,3 +52,34 @@ describe('a unit-of-work slot (how the rebuilt ability is bound to a call)', () 
     expect(kept).toBe(first);
   });
 });
+
+describe('a pinning read (how a tool call opens its unit of work in one statement)', () => {
+  // A read that pins exactly as the bare pin does, and says what it saw under the pin it just made.
+  const PROBE = {
+    sql: `SELECT set_config('app.school_id', $1, true) AS school, set_config('app.platform', $2, true) AS platform,
+                 set_config('app.user_id', $3, true) AS actor, set_config('statement_timeout', $4, true) AS limit,
+                 set_config('idle_in_transaction_session_timeout', $5, true) AS idle, $6::text AS extra`,
+    params: ['probe'],
+  };
+
+  it('opens the unit of work in its place, with the pin values first and its own after, and hands its rows to the work', async () => {
+    const admin = schoolA.personas.schoolAdmin;
+    const [pinned, visible] = await withSchool(
+      schoolA.id,
+      admin.id,
+      async (rows) => [rows, (await currentManager().query(`SELECT current_setting('app.school_id') AS school`)) as unknown[]],
+      PROBE,
+    );
+    expect(pinned).toEqual([{ school: schoolA.id, platform: '', actor: admin.id, limit: '10s', idle: '20s', extra: 'probe' }]);
+    expect(visible).toEqual([{ school: schoolA.id }]);
+  });
+
+  it('inside an open unit of work of the same tenant it answers on that connection; another tenant or actor is refused', async () => {
+    const admin = schoolA.personas.schoolAdmin;
+    const answered = await withSchool(schoolA.id, admin.id, async () => withSchool(schoolA.id, admin.id, async (rows) => rows, PROBE));
+    expect(answered).toMatchObject([{ school: schoolA.id, extra: 'probe' }]);
+    await expect(
+      withSchool(schoolA.id, admin.id, async () => withSchool(schoolB.id, schoolB.personas.schoolAdmin.id, async (rows) => rows, PROBE)),
+    ).rejects.toThrow('A unit of work for another tenant or actor is already open.');
+  });
+});
