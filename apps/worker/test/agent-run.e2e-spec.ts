@@ -178,10 +178,10 @@ const as = async (email: string) => {
     const stored = await readStep(thread, runId, 0, userToken);
     return { threadId: thread, runId, events: stored.map(({ event }) => event), lastSeq: stored.at(-1)?.seq ?? 0 };
   };
-  const answer = async (step: Step, reply: string): Promise<Step> => {
+  const answer = async (step: Step, reply: string, edits?: Record<string, unknown>): Promise<Step> => {
     const question = questionOf(step.events);
     if (!question) throw new Error(`no question pending in run ${step.runId}`);
-    await api(`/agent/threads/${step.threadId}/resume`, { interruptId: question.interruptId, answer: reply }, userToken);
+    await api(`/agent/threads/${step.threadId}/resume`, { interruptId: question.interruptId, answer: reply, ...(edits ? { edits } : {}) }, userToken);
     const stored = await readStep(step.threadId, step.runId, step.lastSeq, userToken);
     return { ...step, events: stored.map(({ event }) => event), lastSeq: stored.at(-1)?.seq ?? step.lastSeq };
   };
@@ -254,6 +254,41 @@ describe('one conversation per persona, through both processes', () => {
     ]);
     const { rows } = await stack.owner.query(`SELECT status FROM lesson_plans WHERE title = 'Linear equations' AND school_id = (SELECT id FROM schools WHERE name = 'Greenhill Academy')`);
     expect(rows).toEqual([{ status: 'approved' }]);
+  });
+
+  it('Samuel approves with an edited comment: asked again about the edited call, it runs once with its own audit row linked to the approval, the original never runs, the model is told', async () => {
+    const samuel = await as('dos@greenhill.school');
+    const asked = await samuel.send('approve the lesson plan Simultaneous equations');
+    const first = questionOf(asked.events);
+    expect(first?.confirmation).toMatchObject({ event: 'approve.lesson-plan', args: { lessonPlanId: expect.any(String) }, editable: {} });
+    const original = first?.confirmation?.args ?? {};
+
+    const reasked = await samuel.answer(asked, 'yes', { comment: 'Add a homework task' });
+    const second = questionOf(reasked.events);
+    expect(second).toMatchObject({
+      askedBy: 'dos',
+      question: expect.stringContaining('Approve "Simultaneous equations", '),
+      confirmation: { callId: first?.confirmation?.callId, editable: { comment: 'Add a homework task' }, edited: [{ field: 'comment', to: 'Add a homework task' }] },
+    });
+    expect(second?.interruptId).not.toBe(first?.interruptId);
+    // Nothing ran between the two questions.
+    expect(reasked.events.filter((event) => event.type === 'TOOL_CALL_RESULT' && event.content.includes('scopeContext'))).toEqual([]);
+
+    const done = await samuel.answer(reasked, 'yes');
+    const approved = customOf(done.events);
+    const auditId = approved?.type === 'CUSTOM' ? approved.value['auditId'] : null;
+    const callId = first?.confirmation?.callId;
+    const { rows: audits } = await stack.owner.query(
+      `SELECT a.id, a.changes, a.approval_id, p.args_hash, p.edit_id IS NOT NULL AS edited FROM audit_log a JOIN tool_call_approvals p ON p.id = a.approval_id WHERE a.call_id = $1`,
+      [callId],
+    );
+    expect(audits).toEqual([{ id: auditId, changes: { ...original, comment: 'Add a homework task' }, approval_id: expect.any(String), args_hash: second?.argsHash, edited: true }]);
+    const { rows: plan } = await stack.owner.query(`SELECT status, review_comment FROM lesson_plans WHERE id = $1`, [original['lessonPlanId']]);
+    expect(plan).toEqual([{ status: 'approved', review_comment: 'Add a homework task' }]);
+    // The model is told the person's edit ran, not its own arguments.
+    const result = done.events.find((event) => event.type === 'TOOL_CALL_RESULT' && event.content.includes('userEdited'));
+    expect(JSON.parse(result?.type === 'TOOL_CALL_RESULT' ? result.content : '{}')).toMatchObject({ userEdited: { fields: ['comment'], ran: { comment: 'Add a homework task' } } });
+    expect(lastText(done.events)).toContain('You changed comment before approving');
   });
 
   it('Grace, school administrator: Rover creates a department itself, audited', async () => {

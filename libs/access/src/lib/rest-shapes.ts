@@ -56,6 +56,21 @@ export type AuditLogDetail = AuditLogRow & {
   threadId: string | null;
   /** The model tokens that whole run used, when it is the caller's own and reported any; otherwise null. */
   tokenUsage: { input: number; output: number } | null;
+  /** The person's approval of a confirmed agent write (an approval-gated tool), or null for every other write. */
+  approval: AuditApproval | null;
+};
+
+/** Who approved a confirmed write, when, and whether they edited the model's arguments first (and how). */
+export type AuditApproval = {
+  id: string;
+  approvedById: string;
+  approvedByName: string | null;
+  approvedAt: string;
+  /** The answer they gave ("yes", "approve", ...). */
+  answer: string;
+  edited: boolean;
+  /** Each argument they changed: the model's value and theirs (absent: not set); empty when not edited. */
+  edits: { field: string; from?: unknown; to?: unknown }[];
 };
 
 /** One row of GET /mcp-tokens: a connected app, a live token the caller issued for the MCP door (never the token itself). */

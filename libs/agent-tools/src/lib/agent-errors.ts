@@ -43,6 +43,12 @@ export const CONVERSATION_ERROR_CODES = [
   'UNKNOWN_INTERRUPT',
   'ALREADY_ANSWERED',
   'STALE_INTERRUPT',
+  // An answer to a question that expired (the run ended with QUESTION_EXPIRED, or is about to).
+  'QUESTION_EXPIRED',
+  // A resume's edits name an argument the tool does not let a person change, or the call was edited too often.
+  'EDIT_NOT_ALLOWED',
+  // The resume's edits are not valid arguments of the tool (the same sentence as a call with them).
+  'INVALID_ARGUMENTS',
   'INVALID_LAST_EVENT_ID',
   'QUESTION_PENDING',
   'RUN_QUEUE_FULL',
@@ -129,7 +135,7 @@ export const ERROR_SENTENCES = {
   EVENT_STREAM_LIMIT: 'You have too many live views of conversations open. Close one before opening another.',
   RUN_ABANDONED: 'The assistant stopped responding while working on this message, so it was stopped. Please send it again.',
   STEP_DEAD_LETTERED: 'The assistant failed on this message several times, so it was stopped. Please send it again or rephrase it.',
-  QUESTION_EXPIRED: 'This question was not answered in time, so the run ended. Send a new message to continue.',
+  QUESTION_EXPIRED: 'This question expired before it was answered, so nothing was done and the run ended. Send a new message to ask again.',
   AGENT_UNAVAILABLE: 'The assistant cannot be reached right now. Try again in a moment.',
   MODEL_UNREACHABLE: "The assistant's language model could not be reached, so this step stopped. Please try again in a few minutes.",
   MODEL_RATE_LIMITED: "The assistant's language model is too busy right now, so this step stopped. Please try again in a minute.",

@@ -82,6 +82,14 @@ export type StartRunResponse = {
   traceId?: string;
 };
 
+/**
+ * POST /agent/threads/:id/resume's body. `edits`, only on a confirmation whose tool lists those arguments as editable
+ * (its definition's `confirm.editable`): the person's new values (null unsets an optional one). The edited call is not
+ * approved by this answer: the server checks the edits with the tool's schema (400 INVALID_ARGUMENTS or EDIT_NOT_ALLOWED
+ * otherwise, and the question stays pending) and the question is asked again about the edited call (`confirmation.edited`).
+ */
+export type ResumeRequest = { interruptId: string; answer: string; edits?: Record<string, unknown> };
+
 /** POST /agent/threads/:id/resume: the run resumes once every pending question is answered. */
 export type ResumeResponse = {
   runId: string;

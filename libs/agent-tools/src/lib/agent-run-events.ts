@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { RUN_ERROR_CODES } from './agent-errors.js';
 import { AGENT_SPEAKERS, agentInterruptSchema, runUsageSchema, type AgentInterrupt } from './agent-run.js';
+import { confirmationSchema } from './confirmation.js';
 
 const id = z.string().min(1).max(100);
 
@@ -29,7 +30,8 @@ export type RunInterruptReason = (typeof RUN_INTERRUPT_REASONS)[number];
  * A pending question or confirmation as AG-UI 1.0's `Interrupt`: `message` is the question, `reason` its kind,
  * `expiresAt` when the server stops waiting (stamped by the server as it stores the event), and `metadata` what is ours:
  * who asked, the sha256 fingerprint of the arguments (of the ask_user call, or of the call being confirmed), and for a
- * confirmation the RabbitMQ event and idempotency call id it approves.
+ * confirmation the call it approves (event, idempotency call id, arguments), the current values of the arguments the
+ * person may edit, and after an edit what they changed.
  */
 export const runInterruptSchema = z.strictObject({
   id,
@@ -42,7 +44,7 @@ export const runInterruptSchema = z.strictObject({
   metadata: z.strictObject({
     askedBy: z.enum(AGENT_SPEAKERS),
     argsHash: z.string().optional(),
-    confirmation: z.strictObject({ event: z.string().min(1).max(100), callId: id }).optional(),
+    confirmation: confirmationSchema.optional(),
   }),
 });
 export type RunInterrupt = z.infer<typeof runInterruptSchema>;

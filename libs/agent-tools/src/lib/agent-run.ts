@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { agentRuntimeContextSchema } from './agent-runtime-context.js';
 import { AGENT_TOOL_ROLES } from './agent-tool-role.js';
+import { confirmationSchema, runAnswerSchema } from './confirmation.js';
 
 const id = z.string().min(1).max(100);
 
@@ -34,8 +35,11 @@ export const agentRunRequestSchema = z.discriminatedUnion('kind', [
   z.strictObject({
     kind: z.literal('resume'),
     context: agentRuntimeContextSchema,
-    /** Answers keyed by interrupt id; several questions may be pending at once. */
-    answers: z.record(id, z.string().max(4_000)),
+    /**
+     * Answers keyed by interrupt id; several questions may be pending at once. A confirmation's answer may be an edit
+     * of its arguments instead of a text (the worker asks about the edited call again).
+     */
+    answers: z.record(id, runAnswerSchema),
   }),
 ]);
 export type AgentRunRequest = z.infer<typeof agentRunRequestSchema>;
@@ -53,11 +57,8 @@ export const agentInterruptValueSchema = z.strictObject({
    */
   toolCallId: id.optional(),
   argsHash: z.string().optional(),
-  /**
-   * Present on a confirmation: the RabbitMQ event and the idempotency call id of the call it is about. An approving
-   * answer is recorded by the server against these, this argsHash, the thread and the user; nothing else approves.
-   */
-  confirmation: z.strictObject({ event: z.string().min(1).max(100), callId: id }).optional(),
+  /** Present on a confirmation: the call it is about, its editable arguments, and the edits it was asked again after. */
+  confirmation: confirmationSchema.optional(),
 });
 export type AgentInterruptValue = z.infer<typeof agentInterruptValueSchema>;
 

@@ -42,10 +42,42 @@ export type AgentToolRequest<A = unknown> = {
   meta: AgentToolMeta;
 };
 
+/**
+ * The one builder of a tool call's envelope, for the worker's proxy and the MCP door alike. The deadline is taken at
+ * each send (a confirmation may have waited for the person); the dispatch token is the server's proof of what it
+ * minted for the run (without it the server runs nothing); `preview` asks for the confirmation question instead of the
+ * call (its checks and gate, nothing written).
+ */
+export const toolRequestOf = <A>(call: {
+  identity: AgentIdentity;
+  scope: AgentCallScope;
+  args: A;
+  callId: string;
+  timeoutMs: number;
+  dispatchToken?: string;
+  preview?: boolean;
+}): AgentToolRequest<A> => ({
+  identity: call.identity,
+  scope: call.scope,
+  args: call.args,
+  meta: {
+    callId: call.callId,
+    deadline: Date.now() + call.timeoutMs,
+    ...(call.dispatchToken ? { dispatchToken: call.dispatchToken } : {}),
+    ...(call.preview ? { preview: true as const } : {}),
+  },
+});
+
 /** A call's answer: data with a sentence on its reach, or a model-readable error with the code that tells its kind. */
 export type AgentToolResult<T = unknown> =
-  | { data: T; scopeContext: string; auditId?: string }
+  | { data: T; scopeContext: string; auditId?: string; userEdited?: UserEdited }
   | AgentToolError;
+
+/**
+ * Added by the worker to the result of a confirmed call the person edited before approving, so the model is told what
+ * ran: the arguments they changed and the values that ran.
+ */
+export type UserEdited = { note: string; fields: string[]; ran: Record<string, unknown> };
 
 export type AgentToolError = { error: string; code: ToolErrorCode };
 

@@ -77,7 +77,7 @@ export const approveLessonPlanTool = defineAgentTool({
   result: lessonPlan,
   roles: ['dos'],
   campusScoped: true,
-  confirm: {},
+  confirm: { editable: ['comment'] },
   streamOnSuccess: (args) => ({
     name: 'lesson-plan.approved',
     label: 'Lesson plan approved',

@@ -40,7 +40,7 @@ export const assignSubjectTeacherTool = defineAgentTool({
   }),
   roles: ['dos'],
   campusScoped: true,
-  confirm: {},
+  confirm: { editable: ['staffId'] },
   streamOnSuccess: (args) => ({
     name: 'teaching-assignment.assigned',
     label: 'Subject teacher assigned',

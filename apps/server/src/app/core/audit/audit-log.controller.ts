@@ -1,11 +1,12 @@
 import { BadRequestException, Controller, Get, Header, NotFoundException, Param, Query, Res } from '@nestjs/common';
-import { Action, AuditSource, Resource, type AuditLogDetail, type AuditLogRow } from '@naalya/access';
+import { Action, AuditSource, Resource, type AuditApproval, type AuditLogDetail, type AuditLogRow } from '@naalya/access';
 import { z } from 'zod';
 import { RequirePermissions } from '../authorization/require-permissions.decorator.js';
 import { parseDto } from '../http/parse-dto.js';
 import { currentFrame, currentManager, currentScope } from '../tenancy/tenant-context.js';
 import { decodeCursor, encodeCursor } from './audit-cursor.js';
 import { toCsv } from './audit-csv.js';
+import type { AuditApprovalSummary as ApprovalSummary } from './audit-log.service.js';
 
 /** The response header carrying the next page's cursor; absent on the last page. The body stays a plain array. */
 export const NEXT_CURSOR_HEADER = 'x-next-cursor';
@@ -95,6 +96,17 @@ const schoolOfCaller = (): string => {
   return scope.schoolId;
 };
 
+/** The approval a confirmed write ran under, as its audit row kept it when the write committed. */
+const approvalOf = (id: string, summary: ApprovalSummary, approvedByName: string | null): AuditApproval => ({
+  id,
+  approvedById: summary.approvedById,
+  approvedByName,
+  approvedAt: new Date(summary.approvedAt).toISOString(),
+  answer: summary.answer,
+  edited: summary.edits.length > 0,
+  edits: summary.edits,
+});
+
 const withoutPosition = ({ position: _position, ...row }: Row): AuditLogRow => row;
 
 /**
@@ -145,14 +157,17 @@ export class AuditLogController {
     const [row] = (await currentManager().query(
       `SELECT ${COLUMNS}, a.changes, a.trace_id AS "traceId", r.thread_id AS "threadId",
               CASE WHEN r.input_tokens + r.output_tokens > 0
-                   THEN json_build_object('input', r.input_tokens, 'output', r.output_tokens) END AS "tokenUsage"
+                   THEN json_build_object('input', r.input_tokens, 'output', r.output_tokens) END AS "tokenUsage",
+              a.approval_id AS "approvalId", a.approval AS "approvalSummary", approver.full_name AS "approvedByName"
          FROM audit_log a LEFT JOIN users u ON u.id = a.actor_id
          LEFT JOIN agent_runs r ON r.id = a.run_id AND r.owner_id = $3
+         LEFT JOIN users approver ON approver.id = (a.approval->>'approvedById')::uuid
         WHERE a.school_id = $1 AND a.id = $2`,
       [schoolOfCaller(), id, currentFrame().actorId],
-    )) as AuditLogDetail[];
+    )) as (Omit<AuditLogDetail, 'approval'> & { approvalId: string | null; approvalSummary: ApprovalSummary | null; approvedByName: string | null })[];
     // Another school's row is not found, never forbidden: its existence is not the caller's to learn.
     if (!row) throw new NotFoundException('No activity row has that id in this school.');
-    return row;
+    const { approvalId, approvalSummary, approvedByName, ...detail } = row;
+    return { ...detail, approval: approvalId && approvalSummary ? approvalOf(approvalId, approvalSummary, approvedByName) : null };
   }
 }

@@ -1,9 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import type { ActionAuditAction, AuditSource } from '@naalya/access';
+import type { ActionAuditAction, AuditApproval, AuditSource } from '@naalya/access';
 import type { JwtPayload } from '../auth/jwt-payload.js';
 import { currentTraceId } from '@naalya/telemetry';
 import { currentManager } from '../tenancy/tenant-context.js';
 import { auditChanges } from './audit-changes.js';
+
+/** What an audit row keeps of the approval a confirmed agent write ran under (migration 1764662400021). */
+export type AuditApprovalSummary = { approvedById: string; approvedAt: string; answer: string; edits: AuditApproval['edits'] };
 
 export type AuditEntry = {
   action: ActionAuditAction;
@@ -21,10 +24,13 @@ export type AuditEntry = {
   resourceName?: string | null;
   /** The validated arguments or body; bounded and stripped of secrets here, whoever calls. */
   changes?: unknown;
+  /** A confirmed agent write: the approval it ran under, and what the Activity page shows of it (kept with the row). */
+  approvalId?: string;
+  approval?: AuditApprovalSummary;
 };
 
 /**
- * One audit row's INSERT … RETURNING id ($1–$14), in the caller's unit of work: run alone by record(), or inside a tool
+ * One audit row's INSERT … RETURNING id ($1–$16), in the caller's unit of work: run alone by record(), or inside a tool
  * write's ledger statement (ToolCallLedgerService.record), so the row commits or rolls back with the change it describes.
  * The school comes from the (rebuilt) JWT: a platform admin's write is recorded in its target school.
  */
@@ -36,8 +42,8 @@ export const auditRowInsert = (jwt: JwtPayload, entry: AuditEntry): { sql: strin
   const changes = auditChanges(entry.changes);
   return {
     sql: `INSERT INTO audit_log (school_id, actor_id, actor_type, action, resource_type, resource_id, source, call_id, trace_id,
-                            tool, route, run_id, resource_name, changes)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, COALESCE($13, audit_resource_name($5, $6)), $14) RETURNING id`,
+                            tool, route, run_id, resource_name, changes, approval_id, approval)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, COALESCE($13, audit_resource_name($5, $6)), $14, $15, $16) RETURNING id`,
     // The trace of the REST request or the tool call that wrote it (null with tracing off): audit row to spans.
     params: [
       jwt.schoolId,
@@ -54,6 +60,8 @@ export const auditRowInsert = (jwt: JwtPayload, entry: AuditEntry): { sql: strin
       entry.runId ?? null,
       entry.resourceName ?? null,
       changes === null ? null : JSON.stringify(changes),
+      entry.approvalId ?? null,
+      entry.approval === undefined ? null : JSON.stringify(entry.approval),
     ],
   };
 };

@@ -472,7 +472,7 @@ describe('the sweeper', () => {
     expect(await runRow(queuedId)).toMatchObject({ status: 'running', attempts: 1 });
   });
 
-  it('an interrupted run whose question expired fails with QUESTION_EXPIRED and its question is voided; an answer is then stale', async () => {
+  it('an interrupted run whose question expired fails with QUESTION_EXPIRED and its question is voided; an answer is then refused as expired', async () => {
     const persona = schoolA.personas.teacher;
     const run = await newRun(persona);
     await ask(run, 'late');
@@ -480,8 +480,8 @@ describe('the sweeper', () => {
       expect.objectContaining({ interruptId: 'late', answered: false, expiresAt: expect.any(String) }),
     ]);
     await ownerRows(`UPDATE agent_runs SET expires_at = now() - interval '1 second' WHERE id = $1`, [run.runId]);
-    // Stale at once, even before the sweeper has ended the run.
-    expect(await resume(persona, run.threadId, 'late')).toMatchObject({ status: 409, body: { code: 'STALE_INTERRUPT' } });
+    // Expired at once, even before the sweeper has ended the run.
+    expect(await resume(persona, run.threadId, 'late')).toMatchObject({ status: 409, body: { code: 'QUESTION_EXPIRED' } });
 
     await sweep();
 
@@ -497,7 +497,7 @@ describe('the sweeper', () => {
       interrupts: [expect.objectContaining({ interruptId: 'late', voided: true, expiresAt: null })],
     });
     expect((await storedEvents(run.runId)).at(-1)?.payload).toMatchObject({ type: 'RUN_ERROR', code: 'QUESTION_EXPIRED' });
-    expect(await resume(persona, run.threadId, 'late')).toMatchObject({ status: 409, body: { message: STALE_INTERRUPT_ERROR, code: 'STALE_INTERRUPT' } });
+    expect(await resume(persona, run.threadId, 'late')).toMatchObject({ status: 409, body: { message: ERROR_SENTENCES.QUESTION_EXPIRED, code: 'QUESTION_EXPIRED' } });
     expect(stepsOf(await drainSteps(), run.runId)).toEqual([]);
     expect((await startRun(persona, run.threadId)).status).toBe(201);
   });

@@ -6,6 +6,7 @@ import {
   identityFromUserDetails,
   previewQuestion,
   toolError,
+  toolRequestOf,
   withoutEmDash,
   type AgentRuntimeContext,
   type AgentToolEvent,
@@ -61,18 +62,18 @@ export const createMcpSessionServer = (context: AgentRuntimeContext, caller: Jwt
   // One message on the tools exchange with the session's minted context; `preview` asks the server for the confirmation
   // question (the call's own checks and gate, nothing written) instead of the call.
   const send = (definition: AnyAgentTool, args: unknown, callId: string, preview: boolean): Promise<AgentToolResult> =>
-    deps.publish(definition.event as AgentToolEvent, {
-      identity: identityFromUserDetails(context.userDetails),
-      scope: scopeOfRunMode(context.runMode),
-      args,
-      meta: {
+    deps.publish(
+      definition.event as AgentToolEvent,
+      toolRequestOf({
+        identity: identityFromUserDetails(context.userDetails),
+        scope: scopeOfRunMode(context.runMode),
+        args,
         callId,
-        // Taken at each send: a confirmation may have waited for the person.
-        deadline: Date.now() + deps.callTimeoutMs,
-        ...(context.dispatchToken ? { dispatchToken: context.dispatchToken } : {}),
-        ...(preview ? { preview: true as const } : {}),
-      },
-    } as AgentToolPayload[AgentToolEvent]);
+        timeoutMs: deps.callTimeoutMs,
+        dispatchToken: context.dispatchToken,
+        preview,
+      }) as AgentToolPayload[AgentToolEvent],
+    );
 
   // Asks the person through MCP elicitation with the question Rover asks (the server's preview, written from the
   // records), and records the answer as the same approval row a resume records (call id, tool, argument hash, user),

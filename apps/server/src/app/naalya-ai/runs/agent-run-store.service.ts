@@ -1,5 +1,13 @@
 import { ConflictException, HttpException, HttpStatus, Inject, Injectable, NotFoundException } from '@nestjs/common';
-import { ERROR_SENTENCES, type AgentRunKind, type AgentRunStatus, type CommittedWrite, type LeaseRefusal, type RunUsage } from '@naalya/agent-tools';
+import {
+  ERROR_SENTENCES,
+  type AgentRunKind,
+  type AgentRunStatus,
+  type CommittedWrite,
+  type LeaseRefusal,
+  type RunAnswer,
+  type RunUsage,
+} from '@naalya/agent-tools';
 import { DataSource } from 'typeorm';
 import { currentTraceId } from '@naalya/telemetry';
 import { SERVER_CONFIG, type ServerConfig } from '../../core/config/server-config.js';
@@ -11,12 +19,14 @@ import { currentManager, repo } from '../../core/tenancy/tenant-context.js';
 import { AgentRunEntity, type RunStep, type StoredInterrupt } from './agent-run.entity.js';
 import type { RunState } from './agent-run-state.js';
 import { recordConfirmationAnswer, voidApprovalsOf } from './tool-call-approvals.js';
+import { recordConfirmationEdit } from './tool-call-edits.js';
 
 export const RUN_NOT_FOUND_ERROR = ERROR_SENTENCES.RUN_NOT_FOUND;
 export const RUN_IN_PROGRESS_ERROR = ERROR_SENTENCES.RUN_IN_PROGRESS;
 export const UNKNOWN_INTERRUPT_ERROR = ERROR_SENTENCES.UNKNOWN_INTERRUPT;
 export const ALREADY_ANSWERED_ERROR = ERROR_SENTENCES.ALREADY_ANSWERED;
 export const STALE_INTERRUPT_ERROR = ERROR_SENTENCES.STALE_INTERRUPT;
+export const QUESTION_EXPIRED_ERROR = ERROR_SENTENCES.QUESTION_EXPIRED;
 
 export const runInProgress = () => withCode('RUN_IN_PROGRESS', new ConflictException(RUN_IN_PROGRESS_ERROR));
 export const questionPending = () => withCode('QUESTION_PENDING', new ConflictException(ERROR_SENTENCES.QUESTION_PENDING));
@@ -85,7 +95,7 @@ export type RecordedAnswer = {
   run: { id: string; campusId: string | null; targetSchoolId: string | null };
   resumed: boolean;
   pendingInterruptIds: string[];
-  answers: Record<string, string>;
+  answers: Record<string, RunAnswer>;
 };
 
 /** A run as an event finds it under its row lock. */
@@ -396,9 +406,14 @@ export class AgentRunStore {
    * of the call it asked about). The run's row lock makes answers to one run take turns: of two answers to one
    * question, one wins. Once none is pending the run is running again, and its undelivered answers are returned.
    */
-  async recordAnswer(thread: RunThread, reply: { interruptId: string; answer: string }, userId: string): Promise<RecordedAnswer> {
+  async recordAnswer(
+    thread: RunThread,
+    reply: { interruptId: string; answer: string; edits?: Record<string, unknown> },
+    userId: string,
+  ): Promise<RecordedAnswer> {
     const [run] = (await currentManager().query(
-      `SELECT id, status, campus_id, target_school_id, pending_interrupts, COALESCE(expires_at < now(), false) AS expired FROM agent_runs
+      `SELECT id, status, campus_id, target_school_id, pending_interrupts,
+              COALESCE(expires_at < now(), false) OR error_code = 'QUESTION_EXPIRED' AS expired FROM agent_runs
         WHERE thread_id = $1 AND pending_interrupts @> $2::jsonb
         ORDER BY created_at DESC LIMIT 1 FOR UPDATE`,
       [thread.id, JSON.stringify([{ interruptId: reply.interruptId }])],
@@ -406,13 +421,20 @@ export class AgentRunStore {
     const interrupt = run?.pending_interrupts.find((candidate) => candidate.interruptId === reply.interruptId);
     if (!run || !interrupt) throw withCode('UNKNOWN_INTERRUPT', new ConflictException(UNKNOWN_INTERRUPT_ERROR));
     if (interrupt.answered) throw withCode('ALREADY_ANSWERED', new ConflictException(ALREADY_ANSWERED_ERROR));
-    // An expired question is stale even before the sweeper has ended its run.
-    if (run.status !== 'interrupted' || run.expired) throw withCode('STALE_INTERRUPT', new ConflictException(STALE_INTERRUPT_ERROR));
+    // An expired question says so, before the sweeper has ended its run and after (the run then failed QUESTION_EXPIRED).
+    if (run.expired) throw withCode('QUESTION_EXPIRED', new ConflictException(QUESTION_EXPIRED_ERROR));
+    if (run.status !== 'interrupted') throw withCode('STALE_INTERRUPT', new ConflictException(STALE_INTERRUPT_ERROR));
 
-    Object.assign(interrupt, { answered: true, answer: reply.answer, answeredAt: new Date().toISOString() });
+    // An edit is checked and recorded first: refused, nothing below runs and the question still waits.
+    const editedArgs =
+      reply.edits === undefined
+        ? undefined
+        : await recordConfirmationEdit({ schoolId: thread.schoolId, threadId: thread.id, runId: run.id, userId, interrupt, edits: reply.edits });
+    Object.assign(interrupt, { answered: true, answer: reply.answer, answeredAt: new Date().toISOString(), ...(editedArgs ? { editedArgs } : {}) });
     // The approval is bound to what the worker asked about (stored with the question), never to anything the
-    // client sends, and commits with the answered question or not at all.
-    if (interrupt.confirmation && interrupt.argsHash) {
+    // client sends, and commits with the answered question or not at all. An edit approves nothing: the edited call
+    // is asked about again.
+    if (interrupt.confirmation && interrupt.argsHash && !editedArgs) {
       await recordConfirmationAnswer({
         schoolId: thread.schoolId,
         threadId: thread.id,
@@ -428,10 +450,12 @@ export class AgentRunStore {
     }
     const pendingInterruptIds = run.pending_interrupts.filter((candidate) => !candidate.answered).map((candidate) => candidate.interruptId);
     const resumed = pendingInterruptIds.length === 0;
-    let answers: Record<string, string> = {};
+    let answers: Record<string, RunAnswer> = {};
     if (resumed) {
       const undelivered = run.pending_interrupts.filter((candidate) => !candidate.delivered);
-      answers = Object.fromEntries(undelivered.map((candidate) => [candidate.interruptId, candidate.answer ?? '']));
+      answers = Object.fromEntries(
+        undelivered.map((candidate) => [candidate.interruptId, candidate.editedArgs ? { editedArgs: candidate.editedArgs } : (candidate.answer ?? '')]),
+      );
       for (const candidate of undelivered) candidate.delivered = true;
     }
     // Still interrupted until every question is answered; the resumed step is then dispatched (beginStep) in this unit of work.

@@ -1,3 +1,4 @@
+import type { Confirmation, RunAnswer } from '@naalya/agent-tools';
 import type { AgentRunKind, AgentRunStatus, AgentSpeaker } from '@naalya/agent-tools';
 import { Column, CreateDateColumn, Entity, PrimaryColumn, UpdateDateColumn } from 'typeorm';
 import { BIGINT_AS_NUMBER } from '../../core/database/bigint-column.js';
@@ -13,9 +14,11 @@ export type StoredInterrupt = {
   toolCallId?: string;
   argsHash?: string;
   /** Set when the question is a confirmation of one tool call: an answer to it is recorded as that call's approval. */
-  confirmation?: { event: string; callId: string };
+  confirmation?: Confirmation;
   answered: boolean;
   answer?: string;
+  /** Set when the person answered a confirmation with an edit: the edited arguments the worker is resumed with. */
+  editedArgs?: Record<string, unknown>;
   answeredAt?: string;
   delivered: boolean;
   /** The run was cancelled or its questions expired before this one was answered. */
@@ -23,7 +26,7 @@ export type StoredInterrupt = {
 };
 
 /** The step a run is on, so the sweeper can dispatch it again from its checkpoint: a new message, or answers. */
-export type RunStep = { kind: 'start' } | { kind: 'resume'; answers: Record<string, string> };
+export type RunStep = { kind: 'start' } | { kind: 'resume'; answers: Record<string, RunAnswer> };
 
 @Entity({ name: 'agent_runs' })
 export class AgentRunEntity {

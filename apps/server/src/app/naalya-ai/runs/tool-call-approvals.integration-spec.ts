@@ -1,6 +1,17 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Logger } from '@nestjs/common';
-import { CONFIRMATION_ANSWERS, canonicalJson, deleteDepartmentTool, toRunInterrupt, type AgentRunEvent, type AgentToolResult } from '@naalya/agent-tools';
+import {
+  CONFIRMATION_ANSWERS,
+  ERROR_SENTENCES,
+  approveLessonPlanTool,
+  canonicalJson,
+  deleteDepartmentTool,
+  toRunInterrupt,
+  type AgentInterrupt,
+  type AgentRunEvent,
+  type AgentToolResult,
+  type AnyAgentTool,
+} from '@naalya/agent-tools';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { DemoPersona } from '../../seed/demo-seed.js';
 import { dispatchEnvelope, personaRun, type DispatchOptions } from '../../../testing/dispatch-envelope.js';
@@ -8,6 +19,8 @@ import type { TestApp } from '../../../testing/test-app.js';
 import { invokeTool } from '../../../testing/tool-handlers.js';
 import { agentRequest, createAgentTestApp, createTestBroker, type TestBroker, storeAsWorker } from '../fixtures/agent-run-test-kit.js';
 import { CONFIRMATION_REQUIRED_ERROR } from '../tools/tool-executor.js';
+import { lookups } from '../tools/fixtures/school-lookups.js';
+import { insertPendingLessonPlan } from '../tools/fixtures/tool-fixture.js';
 
 let broker: TestBroker;
 let testApp: TestApp;
@@ -121,33 +134,35 @@ describe('resume records the answer to a confirmation as an approval bound to wh
   const call = (persona: DemoPersona, method: 'GET' | 'POST', path: string, body?: unknown) =>
     agentRequest(testApp.app, testApp, persona, method, path, body);
 
-  /** A run of the admin's that paused on the worker's confirmation of deleting `departmentId` (as the proxy asks it). */
-  const pausedOnConfirmation = async (departmentId: string) => {
-    const admin = schoolA.personas.schoolAdmin;
+  /** The worker's RUN_FINISHED pausing the run on one question, stored as the worker's event. */
+  const askAsWorker = (runId: string, threadId: string, interrupt: AgentInterrupt) => {
+    const event: AgentRunEvent = { runId, threadId, type: 'RUN_FINISHED', outcome: { type: 'interrupt', interrupts: [toRunInterrupt(interrupt)] } };
+    return storeAsWorker(testApp, { runId, threadId }, event);
+  };
+
+  /** A run of the persona's that paused on the worker's confirmation of a call (as the proxy asks it, by default deleting `departmentId`). */
+  const pausedOnConfirmation = async (
+    departmentId: string,
+    confirmed: { persona: DemoPersona; tool: AnyAgentTool; args: Record<string, unknown> } = {
+      persona: schoolA.personas.schoolAdmin,
+      tool: deleteDepartmentTool,
+      args: { departmentId },
+    },
+  ) => {
+    const admin = confirmed.persona;
     const threadId = ((await call(admin, 'POST', '/agent/threads', {})).body as { id: string }).id;
     const { runId } = (await call(admin, 'POST', `/agent/threads/${threadId}/runs`, { message: 'delete that department' })).body as { runId: string };
     await broker.takeRunRequest();
     const interruptId = randomUUID();
     const callId = sha256OfCanonical({ threadId, interruptId });
-    const event: AgentRunEvent = {
-      runId,
-      threadId,
-      type: 'RUN_FINISHED',
-      outcome: {
-        type: 'interrupt',
-        interrupts: [
-          toRunInterrupt({
-            interruptId,
-            question: 'Delete the department "Doomed" (whole school)?',
-            askedBy: 'rover',
-            toolCallId: `tc-${interruptId}`,
-            argsHash: sha256OfCanonical({ departmentId }),
-            confirmation: { event: deleteDepartmentTool.event, callId },
-          }),
-        ],
-      },
-    };
-    await storeAsWorker(testApp, { runId, threadId }, event);
+    await askAsWorker(runId, threadId, {
+      interruptId,
+      question: 'Delete the department "Doomed" (whole school)?',
+      askedBy: 'rover',
+      toolCallId: `tc-${interruptId}`,
+      argsHash: sha256OfCanonical(confirmed.args),
+      confirmation: { event: confirmed.tool.event, callId, args: confirmed.args },
+    });
     return { admin, threadId, runId, interruptId, callId };
   };
 
@@ -201,5 +216,133 @@ describe('resume records the answer to a confirmation as an approval bound to wh
     expect((await call(admin, 'POST', `/agent/threads/${threadId}/resume`, { interruptId, answer: 'no' })).status).toBe(200);
     expect(await ownerRows(`SELECT approved FROM tool_call_approvals WHERE call_id = $1`, [callId])).toEqual([{ approved: false }]);
     refusedAndUnchanged(await attemptDelete(departmentId, { run: { runId, threadId }, epoch: await epochOf(runId), callId, approval: 'none' }, admin), 'declined');
+  });
+
+  describe('approve with edits', () => {
+    const dos = () => schoolA.personas.directorOfStudies;
+    const pendingPlan = () =>
+      insertPendingLessonPlan(testApp.owner, schoolA.id, lookups(schoolA).benjaminsMathematics.id, schoolA.personas.subjectTeacher.id);
+    /** The director of studies' run paused on approving a pending plan with the model's comment. */
+    const pausedOnApproval = async () => {
+      const lessonPlanId = await pendingPlan();
+      const args = { lessonPlanId, comment: 'Well planned' };
+      return { ...(await pausedOnConfirmation('', { persona: dos(), tool: approveLessonPlanTool, args })), lessonPlanId, args };
+    };
+    const resume = (persona: DemoPersona, threadId: string, body: unknown) => call(persona, 'POST', `/agent/threads/${threadId}/resume`, body);
+    const pendingIds = async (runId: string) =>
+      ((await ownerRows<{ p: { interruptId: string; answered: boolean }[] }>(`SELECT pending_interrupts AS p FROM agent_runs WHERE id = $1`, [runId]))[0]?.p ?? [])
+        .filter((interrupt) => !interrupt.answered)
+        .map((interrupt) => interrupt.interruptId);
+    const edits = (callId: string) => ownerRows(`SELECT * FROM tool_call_edits WHERE call_id = $1`, [callId]);
+
+    it('an edit of an argument the tool does not list as editable is refused with 400 naming it; the question stays pending, nothing recorded', async () => {
+      const { threadId, runId, interruptId, callId } = await pausedOnApproval();
+      const refused = await resume(dos(), threadId, { interruptId, answer: 'yes', edits: { lessonPlanId: randomUUID() } });
+      expect(refused.status).toBe(400);
+      expect(refused.body).toMatchObject({ code: 'EDIT_NOT_ALLOWED', message: expect.stringContaining('edits.lessonPlanId: only comment can be edited') });
+      expect(await pendingIds(runId)).toEqual([interruptId]);
+      expect(await edits(callId)).toEqual([]);
+      expect(await ownerRows(`SELECT id FROM tool_call_approvals WHERE call_id = $1`, [callId])).toEqual([]);
+    });
+
+    it('a tool that lists no editable argument refuses every edit with 400, and the question stays pending', async () => {
+      const { admin, threadId, runId, interruptId } = await pausedOnConfirmation(await newDepartment());
+      const refused = await resume(admin, threadId, { interruptId, answer: 'yes', edits: { departmentId: randomUUID() } });
+      expect(refused.status).toBe(400);
+      expect(refused.body).toMatchObject({ code: 'EDIT_NOT_ALLOWED', message: expect.stringContaining('nothing in it can be edited') });
+      expect(await pendingIds(runId)).toEqual([interruptId]);
+    });
+
+    it("an edit the tool's schema refuses is a 400 with the sentence the call would get, and the question stays pending", async () => {
+      const { threadId, runId, interruptId, callId } = await pausedOnApproval();
+      const refused = await resume(dos(), threadId, { interruptId, answer: 'yes', edits: { comment: 'x'.repeat(501) } });
+      expect(refused.status).toBe(400);
+      expect(refused.body).toMatchObject({ code: 'INVALID_ARGUMENTS', message: expect.stringMatching(/^Invalid tool arguments: comment: /) });
+      expect(await pendingIds(runId)).toEqual([interruptId]);
+      expect(await edits(callId)).toEqual([]);
+    });
+
+    it('an edit is recorded (who, the original arguments and their hash, the change) and resumes the worker with the edited arguments; it approves nothing', async () => {
+      const { threadId, runId, interruptId, callId, args } = await pausedOnApproval();
+      expect((await resume(dos(), threadId, { interruptId, answer: 'yes', edits: { comment: 'Add homework' } })).status).toBe(200);
+      const edited = { ...args, comment: 'Add homework' };
+      expect(await edits(callId)).toEqual([
+        expect.objectContaining({
+          user_id: dos().id,
+          interrupt_id: interruptId,
+          original_args: args,
+          original_args_hash: sha256OfCanonical(args),
+          edited_args_hash: sha256OfCanonical(edited),
+          changes: [{ field: 'comment', from: 'Well planned', to: 'Add homework' }],
+        }),
+      ]);
+      expect(await ownerRows(`SELECT id FROM tool_call_approvals WHERE call_id = $1`, [callId])).toEqual([]);
+      const { request: step } = await broker.takeRunRequest();
+      expect(step).toMatchObject({ kind: 'resume', answers: { [interruptId]: { editedArgs: edited } } });
+      // The original arguments have no approval: their call is refused.
+      const original = await invokeTool(
+        testApp.module,
+        approveLessonPlanTool,
+        await dispatchEnvelope(dos(), approveLessonPlanTool, args, { run: { runId, threadId }, epoch: await epochOf(runId), callId, approval: 'none' }),
+      );
+      expect(original).toEqual({ error: CONFIRMATION_REQUIRED_ERROR, code: 'CONFIRMATION_REQUIRED' });
+    });
+
+    it('the approval of the edited call links to the edit; the edited call runs once with an audit row naming the approval; the original arguments cannot replay it', async () => {
+      const { threadId, runId, interruptId, callId, args, lessonPlanId } = await pausedOnApproval();
+      expect((await resume(dos(), threadId, { interruptId, answer: 'yes', edits: { comment: 'Add homework' } })).status).toBe(200);
+      await broker.takeRunRequest();
+      // The worker asks again about the edited call, under a new interrupt of the same call id.
+      const edited = { ...args, comment: 'Add homework' };
+      const secondId = randomUUID();
+      await askAsWorker(runId, threadId, {
+        interruptId: secondId,
+        question: 'Approve the plan with the comment "Add homework"?',
+        askedBy: 'dos',
+        argsHash: sha256OfCanonical(edited),
+        confirmation: { event: approveLessonPlanTool.event, callId, args: edited, edited: [{ field: 'comment', from: 'Well planned', to: 'Add homework' }] },
+      });
+      expect((await resume(dos(), threadId, { interruptId: secondId, answer: 'yes' })).status).toBe(200);
+      await broker.takeRunRequest();
+      const [approval] = await ownerRows<{ id: string; args_hash: string; edit_id: string }>(`SELECT id, args_hash, edit_id FROM tool_call_approvals WHERE call_id = $1`, [callId]);
+      const [edit] = await edits(callId);
+      expect(approval).toMatchObject({ args_hash: sha256OfCanonical(edited), edit_id: (edit as { id: string }).id });
+
+      const epoch = await epochOf(runId);
+      const attempt = (callArgs: Record<string, unknown>) =>
+        dispatchEnvelope(dos(), approveLessonPlanTool, callArgs, { run: { runId, threadId }, epoch, callId, approval: 'none' }).then((envelope) =>
+          invokeTool(testApp.module, approveLessonPlanTool, envelope),
+        );
+      expect(await attempt(args)).toEqual({ error: CONFIRMATION_REQUIRED_ERROR, code: 'CONFIRMATION_REQUIRED' });
+      const ran = await attempt(edited);
+      expect(ran).toMatchObject({ data: { id: lessonPlanId }, auditId: expect.any(String) });
+      // Once: the original arguments still cannot run under the call id the edited call used.
+      expect(await attempt(args)).toMatchObject({ code: expect.stringMatching(/CONFIRMATION_REQUIRED|CALL_ID_REUSED/) });
+      const audits = await ownerRows(`SELECT approval_id, changes FROM audit_log WHERE call_id = $1`, [callId]);
+      expect(audits).toEqual([{ approval_id: approval.id, changes: expect.objectContaining({ comment: 'Add homework' }) }]);
+
+      // The school's administrator reads the Activity log.
+      const detail = await call(schoolA.personas.schoolAdmin, 'GET', `/audit-log/${'auditId' in ran ? ran.auditId : ''}`);
+      expect(detail.status).toBe(200);
+      expect((detail.body as { approval: unknown }).approval).toEqual({
+        id: approval.id,
+        approvedById: dos().id,
+        approvedByName: dos().fullName,
+        approvedAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+        answer: 'yes',
+        edited: true,
+        edits: [{ field: 'comment', from: 'Well planned', to: 'Add homework' }],
+      });
+    });
+
+    it('an answer to an expired question is refused with QUESTION_EXPIRED, a sentence saying it expired and to ask again; nothing is recorded', async () => {
+      const { threadId, runId, interruptId, callId } = await pausedOnApproval();
+      await ownerRows(`UPDATE agent_runs SET expires_at = now() - interval '1 second' WHERE id = $1`, [runId]);
+      const refused = await resume(dos(), threadId, { interruptId, answer: 'yes' });
+      expect(refused.status).toBe(409);
+      expect(refused.body).toMatchObject({ code: 'QUESTION_EXPIRED', message: ERROR_SENTENCES.QUESTION_EXPIRED });
+      expect(ERROR_SENTENCES.QUESTION_EXPIRED).toMatch(/expired.*ask again/);
+      expect(await ownerRows(`SELECT id FROM tool_call_approvals WHERE call_id = $1`, [callId])).toEqual([]);
+    });
   });
 });

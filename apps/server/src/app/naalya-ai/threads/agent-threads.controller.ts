@@ -30,7 +30,12 @@ const startRunSchema = z.strictObject({
   targetSchoolId: z.guid().optional(),
   multitaskStrategy: z.enum(MULTITASK_STRATEGIES).optional(),
 });
-const resumeSchema = z.strictObject({ interruptId: z.string().min(1).max(100), answer: z.string().max(4_000) });
+// `edits`: a person's new values for a confirmation's editable arguments (the tool's schema checks them at resume).
+const resumeSchema = z.strictObject({
+  interruptId: z.string().min(1).max(100),
+  answer: z.string().max(4_000),
+  edits: z.record(z.string().min(1).max(100), z.unknown()).refine((edits) => Object.keys(edits).length > 0, 'must name an argument').optional(),
+});
 const renameThreadSchema = z.strictObject({ title: z.string().trim().min(1).max(200) });
 const listThreadsSchema = z.strictObject({
   /** Opaque: the position after the last thread of the previous page, from its x-next-cursor header. */

@@ -5,6 +5,7 @@ import {
   type AgentRuntimeContext,
   type CancelRunResponse,
   type MultitaskStrategy,
+  type ResumeRequest,
   type ResumeResponse,
   type RunSummary,
   type StartRunResponse,
@@ -33,7 +34,7 @@ const TITLE_LENGTH = 80;
 
 export type CreateThreadDto = { title?: string };
 export type StartRunDto = { message: string; campusId?: string; targetSchoolId?: string; multitaskStrategy?: MultitaskStrategy };
-export type ResumeDto = { interruptId: string; answer: string };
+export type ResumeDto = ResumeRequest;
 /** `cursor` as given by the previous page; `q` already checked to hold at least one word. */
 export type ListThreadsDto = { limit: number; cursor?: string; q?: string };
 export type ThreadPage = { threads: ThreadSummary[]; next: string | null };

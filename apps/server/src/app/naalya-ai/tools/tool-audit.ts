@@ -1,5 +1,6 @@
 import type { ActionAuditAction, AuditSource } from '@naalya/access';
 import type { AuditEntry } from '../../core/audit/audit-log.service.js';
+import type { LiveApproval } from '../runs/tool-call-approvals.js';
 
 /**
  * The audit row of a successful tool write: what the posture says was changed, and which call of which run changed it.
@@ -7,7 +8,7 @@ import type { AuditEntry } from '../../core/audit/audit-log.service.js';
  */
 export const toolAuditEntry = (
   audit: { action: ActionAuditAction; resourceType: string; resourceId?: string; resourceName?: string | null },
-  call: { callId: string; tool: string; runId: string; args: unknown; source: AuditSource },
+  call: { callId: string; tool: string; runId: string; args: unknown; source: AuditSource; approval?: LiveApproval },
 ): AuditEntry => ({
   ...audit,
   source: call.source,
@@ -16,4 +17,6 @@ export const toolAuditEntry = (
   runId: call.runId,
   // The arguments as validated (the campus pinned in a campus chat included): what the write was asked to do.
   changes: call.args,
+  // A confirmed write links to the approval it ran under, and keeps what the Activity page shows of it.
+  ...(call.approval ? { approvalId: call.approval.id, approval: call.approval.summary } : {}),
 });

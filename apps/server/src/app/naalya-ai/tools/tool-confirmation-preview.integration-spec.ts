@@ -110,6 +110,19 @@ describe('a confirmable call is previewed from the records, through its own hand
     },
   );
 
+  it("an edit of assign_subject_teacher's teacher to another school's member of staff is refused at preview, so nothing is asked", async () => {
+    const tool = RPC_AGENT_TOOLS.find((candidate) => candidate.name === 'assign_subject_teacher')!;
+    expect(tool.confirm?.editable).toContain('staffId');
+    const call = await fixtureOf(tool).allowed(context);
+    // What the worker previews after the person's edit: the same call with only the editable argument changed.
+    const edited = { ...call.args, staffId: context.demo.schools[1].personas.subjectTeacher.id };
+    const before = await writesOf();
+    const previewed = await preview(tool, call.persona, edited, call.options);
+    expect(questionOf(previewed)).toBeUndefined();
+    expect(previewed).toMatchObject({ error: expect.any(String) });
+    expect(await writesOf()).toEqual(before);
+  });
+
   it('a tool that needs no confirmation has no preview: the request is refused and nothing runs', async () => {
     const tool = RPC_AGENT_TOOLS.find((candidate) => candidate.name === 'create_department')!;
     const call = await fixtureOf(tool).allowed(context);

@@ -1,11 +1,18 @@
 import { HttpException, Logger } from '@nestjs/common';
 import { httpErrorCodeForStatus } from '@naalya/access';
-import { ERROR_SENTENCES, isToolErrorCode, toolError, type AgentToolError } from '@naalya/agent-tools';
+import { ERROR_SENTENCES, INVALID_ARGUMENTS_PREFIX, isToolErrorCode, toolError, type AgentToolError } from '@naalya/agent-tools';
 import { errorCodeOf } from '../../core/http/error-code.js';
 import { CommitOutcomeUnknownError } from '../../core/tenancy/tenant-context.js';
 import { CallStillRunningError } from './tool-call-ledger.service.js';
 
 const logger = new Logger('AgentTools');
+
+/**
+ * What arguments a tool's schema refused: each issue with its path, one sentence with a full stop (zod's own issue
+ * messages end without one). A call with them and a person's edit to them get the same sentence.
+ */
+export const invalidArgumentsSentence = (issues: readonly { path: PropertyKey[]; message: string }[]): string =>
+  `${INVALID_ARGUMENTS_PREFIX}${issues.map((issue) => (issue.path.length ? `${issue.path.map(String).join('.')}: ${issue.message}` : issue.message)).join('; ')}.`;
 
 export const MASKED_TOOL_ERROR = ERROR_SENTENCES.TOOL_FAILED;
 export const OUTCOME_UNKNOWN_ERROR = ERROR_SENTENCES.OUTCOME_UNKNOWN;

@@ -26,7 +26,7 @@ import { nulCharacterPath, nulCharacterSentence } from '../../core/http/hostile-
 import { measureToolCall, serverMetrics } from '../../core/observability/server-metrics.js';
 import { markRollbackOnly, type PinnedRows, type PinningRead } from '../../core/tenancy/tenant-context.js';
 import { envelopeMatchesClaims, verifyDispatchToken, type DispatchClaims } from '../dispatch/dispatch-token.js';
-import { approvalRefusal } from '../runs/tool-call-approvals.js';
+import { checkApproval, type LiveApproval } from '../runs/tool-call-approvals.js';
 import { tenantJwtFor } from '../../core/tenancy/tenant-scope.js';
 import { canonicalHash } from './canonical-hash.js';
 import { toolAuditEntry } from './tool-audit.js';
@@ -34,7 +34,7 @@ import { ToolCallLedgerService, requestHash } from './tool-call-ledger.service.j
 import { ToolCallQuota, type Admission } from './tool-call-quota.js';
 import type { ToolPosture } from './tool-posture.js';
 import { hasNoTenantScope, inTenantScope, runInRelationshipToolScope, runInToolScope, toJwtPayload } from './tool-scope.js';
-import { toToolError } from './tool-error.js';
+import { invalidArgumentsSentence, toToolError } from './tool-error.js';
 
 export const MISSING_IDENTITY_ERROR = ERROR_SENTENCES.IDENTITY_MISSING;
 export const MALFORMED_ENVELOPE_ERROR = ERROR_SENTENCES.ENVELOPE_MALFORMED;
@@ -91,9 +91,6 @@ type OpenedCall = {
   caller_campus_id: string | null;
   caller_permissions: CallerWithPermissions['permissions'] | null;
 };
-
-const describeIssues = (issues: readonly { path: PropertyKey[]; message: string }[]) =>
-  issues.map((issue) => (issue.path.length ? `${issue.path.join('.')}: ${issue.message}` : issue.message)).join('; ');
 
 type CallPlan = {
   event: string;
@@ -227,7 +224,7 @@ export class ToolExecutor {
 
       const args = schema.safeParse(parsedEnvelope.data.args);
       // A full stop: the model reads one sentence (zod's own issue messages end without one).
-      if (!args.success) return { error: `${INVALID_ARGUMENTS_PREFIX}${describeIssues(args.error.issues)}.`, code: 'INVALID_ARGUMENTS' };
+      if (!args.success) return { error: invalidArgumentsSentence(args.error.issues), code: 'INVALID_ARGUMENTS' };
 
       const identityJwt = toJwtPayload(identity);
       if (hasNoTenantScope(identityJwt)) return toolError('NO_TENANT_SCOPE');
@@ -308,19 +305,22 @@ export class ToolExecutor {
       return toolError(plan.admission.refusal);
     }
     // Bound to the token's thread and caller, so an approval given in another conversation or by someone else never counts.
+    let approval: LiveApproval | undefined;
     if (plan.confirmArgsHash !== undefined) {
-      const refused = await approvalRefusal({
+      const checked = await checkApproval({
         threadId: plan.dispatch.threadId,
         callId: plan.callId,
         event: plan.event,
         argsHash: plan.confirmArgsHash,
         userId: plan.identityJwt.sub,
       });
-      if (refused) {
+      if ('refusal' in checked) {
+        const refused = checked.refusal;
         if (refused === 'expired') serverMetrics.approvals.inc({ outcome: 'expired' });
         logSecurityEvent({ kind: 'tool call', reason: `approval-${refused}`, event: plan.event, callId: plan.callId, sub: plan.identityJwt.sub, runId: plan.dispatch.runId });
         return toolError('CONFIRMATION_REQUIRED');
       }
+      approval = checked.approval;
     }
     if (Date.now() > plan.deadline + DEADLINE_SKEW_MS) return toolError('DEADLINE_PASSED');
 
@@ -359,7 +359,7 @@ export class ToolExecutor {
             resourceId: posture.audit.resourceId?.(result.data),
             resourceName: nameBefore,
           },
-          { callId: plan.callId, tool: plan.toolName, runId: plan.dispatch.runId, args, source: plan.source },
+          { callId: plan.callId, tool: plan.toolName, runId: plan.dispatch.runId, args, source: plan.source, approval },
         )
       : undefined;
     // The audit row and the ledger row in one statement (the ledger's outcome carries the audit row's id).

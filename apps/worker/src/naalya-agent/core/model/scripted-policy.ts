@@ -537,7 +537,10 @@ const summariseResult = (step: Step): string => {
   const definition = definitionOf(step.name);
   if (definition && isMutatingEvent(definition.event)) {
     const label = definition.streamOnSuccess?.(step.args)?.label ?? `${words(step.name)} done`;
-    return `Done: ${label}. ${scopeContext}`.trim();
+    // The worker says when the person edited the call before approving it: what ran is theirs, not the model's.
+    const edited = isRecord(parsed['userEdited']) && Array.isArray(parsed['userEdited']['fields']) ? parsed['userEdited']['fields'].map(String) : [];
+    const byYou = edited.length > 0 ? ` You changed ${edited.join(', ')} before approving, and it ran with your values.` : '';
+    return `Done: ${label}.${byYou} ${scopeContext}`.trim();
   }
   const shown = JSON.stringify(data);
   return `Here is what I found: ${shown.length > 600 ? `${shown.slice(0, 600)}...` : shown} ${scopeContext}`.trim();

@@ -469,7 +469,7 @@ describe('a tool that needs confirmation', () => {
         askedBy: 'rover',
         toolCallId: 'tc-confirm',
         argsHash: sha256(`{"departmentId":"${DEPARTMENT_ID}"}`),
-        confirmation: { event: 'delete.department', callId: sha256(`${THREAD_ID}:tc-confirm`) },
+        confirmation: { event: 'delete.department', callId: sha256(`${THREAD_ID}:tc-confirm`), args: { departmentId: DEPARTMENT_ID } },
       },
     ]);
   });
@@ -530,6 +530,74 @@ describe('a tool that needs confirmation', () => {
 
     expect(caller.calls).toEqual([]);
     expect(await pendingValues(agent)).toEqual([expect.objectContaining({ askedBy: 'dos', confirmation: expect.objectContaining({ event: 'approve.lesson-plan' }) })]);
+  });
+
+  describe('approve with edits', () => {
+    const PLAN_ID = '6a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d';
+    const approve = { name: 'approve_lesson_plan', args: { lessonPlanId: PLAN_ID, comment: 'Good' } };
+    const dosAgent = (caller: FakeToolCaller) => agentWith(caller, buildRoleTools('dos', caller, 'school'), approve);
+    const start = async (caller: FakeToolCaller) => {
+      const agent = dosAgent(caller);
+      await agent.invoke({ messages: [new HumanMessage('Approve it')] }, config);
+      return agent;
+    };
+
+    it('a question offers the editable arguments with their values; an edit is previewed and asked again, naming what changed', async () => {
+      const caller = new FakeToolCaller();
+      const agent = await start(caller);
+      expect((await pendingValues(agent))[0]).toMatchObject({ confirmation: { args: approve.args, editable: { comment: 'Good' } } });
+
+      await agent.invoke(new Command({ resume: { editedArgs: { lessonPlanId: PLAN_ID, comment: 'Add homework' } } }), config);
+
+      expect(caller.calls).toEqual([]);
+      // The resume replays the proxy from its first line (the first preview again, a read), then previews the edit.
+      expect(caller.previews.map((preview) => preview.payload.args)).toEqual([approve.args, approve.args, { lessonPlanId: PLAN_ID, comment: 'Add homework' }]);
+      expect(await pendingValues(agent)).toEqual([
+        expect.objectContaining({
+          argsHash: sha256(`{"comment":"Add homework","lessonPlanId":"${PLAN_ID}"}`),
+          confirmation: expect.objectContaining({
+            editable: { comment: 'Add homework' },
+            edited: [{ field: 'comment', from: 'Good', to: 'Add homework' }],
+          }),
+        }),
+      ]);
+    });
+
+    it('after yes to the edited question only the edited call runs, once, and the model is told what the user changed', async () => {
+      const caller = new FakeToolCaller();
+      caller.result = { data: { id: PLAN_ID }, scopeContext: 'Your access covers the whole school.' };
+      const agent = await start(caller);
+      await agent.invoke(new Command({ resume: { editedArgs: { lessonPlanId: PLAN_ID, comment: 'Add homework' } } }), config);
+      const result = await agent.invoke(new Command({ resume: 'yes' }), config);
+
+      expect(caller.calls.map((call) => call.payload.args)).toEqual([{ lessonPlanId: PLAN_ID, comment: 'Add homework' }]);
+      expect(toolResult(result.messages)).toMatchObject({
+        data: { id: PLAN_ID },
+        userEdited: { fields: ['comment'], ran: { comment: 'Add homework' }, note: expect.stringMatching(/user changed comment/) },
+      });
+    });
+
+    it('an edit the server refuses at preview (out of the caller rights) is refused without a second question, and nothing runs', async () => {
+      const caller = new FakeToolCaller();
+      const agent = await start(caller);
+      caller.previewResult = { error: 'Lesson plan not found.', code: 'NOT_FOUND' };
+      const result = await agent.invoke(new Command({ resume: { editedArgs: { lessonPlanId: PLAN_ID, comment: 'Other' } } }), config);
+
+      expect(await pendingValues(agent)).toEqual([]);
+      expect(caller.calls).toEqual([]);
+      expect(toolResult(result.messages)).toEqual(caller.previewResult);
+    });
+
+    it("an edit the tool's own schema refuses runs nothing and asks nothing", async () => {
+      const caller = new FakeToolCaller();
+      const agent = await start(caller);
+      const result = await agent.invoke(new Command({ resume: { editedArgs: { lessonPlanId: 'not-an-id' } } }), config);
+
+      expect(await pendingValues(agent)).toEqual([]);
+      expect(caller.calls).toEqual([]);
+      expect(caller.previews.map((preview) => preview.payload.args)).toEqual([approve.args, approve.args]);
+      expect(toolResult(result.messages)).toMatchObject({ code: 'TOOL_FAILED' });
+    });
   });
 
   it('a tool without confirm never pauses', () => {

@@ -1,8 +1,13 @@
 import { hash } from 'node:crypto';
 import {
   ERROR_SENTENCES,
+  MAX_EDITS_PER_CALL,
   RPC_AGENT_TOOLS,
+  changedFields,
+  editableValues,
   isApprovalAnswer,
+  isConfirmationEdit,
+  toolRequestOf,
   toolsForMode,
   toolError,
   toolsForRole,
@@ -10,9 +15,10 @@ import {
   type AgentRunModeName,
   type AgentSpeaker,
   type AgentToolEvent,
-  type AgentToolRequest,
+  type AgentToolResult,
   type AgentToolRole,
   type AnyAgentTool,
+  type UserEdited,
   previewQuestion,
   withoutEmDash,
 } from '@naalya/agent-tools';
@@ -59,10 +65,20 @@ const contextMissing = () => JSON.stringify(toolError('CONTEXT_MISSING'));
 export const CONFIRMATION_DECLINED_ERROR = ERROR_SENTENCES.CONFIRMATION_DECLINED;
 
 // Pauses the run with the confirmation question. On resume LangGraph runs the proxy again from its first line and
-// interrupt() returns the answer, so this must come before anything with an effect.
-const userApproves = (confirmation: AgentInterruptValue): boolean => {
-  const answer: unknown = interrupt(confirmation);
-  return typeof answer === 'string' && isApprovalAnswer(answer);
+// interrupt() returns the answers in the order they were asked (an approval, a decline, or a person's edit), so
+// everything before the last of them must be free of effects: the previews are reads.
+const askUser = (confirmation: AgentInterruptValue): unknown => interrupt(confirmation);
+
+// What the model is told of a call the person edited before approving: which arguments, and the values that ran.
+const withUserEdits = (result: AgentToolResult, model: Record<string, unknown>, ran: Record<string, unknown>): AgentToolResult => {
+  const fields = changedFields(model, ran).map((edit) => edit.field);
+  if ('error' in result || fields.length === 0) return result;
+  const userEdited: UserEdited = {
+    note: `The user changed ${fields.join(', ')} before approving; this ran with their values, not yours.`,
+    fields,
+    ran: Object.fromEntries(fields.map((field) => [field, ran[field] ?? null])),
+  };
+  return { ...result, userEdited };
 };
 
 // LangChain's tool() runs each call in a fresh AsyncLocalStorage frame holding a new (untraced) LangSmith RunTree:
@@ -88,48 +104,55 @@ export const toRpcProxy = (definition: AnyAgentTool, toolCaller: AgentToolCaller
       // Without a tool call id there is no stable idempotency key, so the call cannot run safely either.
       if (!context || !identity || !scope || !runtime.toolCallId) return contextMissing();
       const callId = toolCallIdempotencyKey(context.run.threadId, runtime.toolCallId);
-      // The deadline is taken at each send: a confirmation may have waited for the user for a long time.
-      const send = (preview: boolean) => {
-        const request: AgentToolRequest<ParsedToolArgs> = {
-          identity,
-          scope,
-          args,
-          meta: {
-            callId,
-            deadline: Date.now() + toolCaller.timeoutMs,
-            // The server's proof of what it minted for this run; without it the server runs nothing.
-            ...(context.dispatchToken ? { dispatchToken: context.dispatchToken } : {}),
-            ...(preview ? { preview: true as const } : {}),
-          },
-        };
-        return toolCaller.call(event, request);
-      };
+      const send = (callArgs: ParsedToolArgs, preview: boolean) =>
+        toolCaller.call(
+          event,
+          toolRequestOf({ identity, scope, args: callArgs, callId, timeoutMs: toolCaller.timeoutMs, dispatchToken: context.dispatchToken, preview }),
+        );
+      // The arguments that will run: the model's, or the person's edit of them (asked about again before it runs).
+      let callArgs: ParsedToolArgs = args;
       if (definition.confirm) {
-        // The question comes from the server, written from the records as the caller may see them (the model's
-        // arguments are ids nobody can check). A call the server would refuse is refused now, and nothing is asked.
-        const preview = await send(true);
-        if ('error' in preview) return JSON.stringify(preview);
-        const question = previewQuestion(preview.data);
-        if (question === undefined) return JSON.stringify(toolError('TOOL_FAILED'));
-        // The server records an approving answer against this call id, event and argument hash, and runs the call only
-        // with that approval.
-        if (
-          !userApproves({
+        const editable = definition.confirm.editable;
+        for (let edits = 0; ; edits += 1) {
+          // The question comes from the server, written from the records as the caller may see them (the model's
+          // arguments are ids nobody can check). A call the server would refuse is refused now, and nothing is asked:
+          // an edit that moves the call out of the caller's rights included.
+          const preview = await send(callArgs, true);
+          if ('error' in preview) return JSON.stringify(preview);
+          const question = previewQuestion(preview.data);
+          if (question === undefined) return JSON.stringify(toolError('TOOL_FAILED'));
+          // The server records an approving answer against this call id, event and argument hash, and runs the call
+          // only with that approval; an edit is merged by the server over these arguments.
+          const editableNow = editableValues(editable, callArgs);
+          const answer = askUser({
             question: withoutEmDash(question),
             askedBy,
             toolCallId: runtime.toolCallId,
-            argsHash: argsHash(args),
-            confirmation: { event, callId },
-          })
-        ) {
+            argsHash: argsHash(callArgs),
+            confirmation: {
+              event,
+              callId,
+              args: callArgs,
+              ...(editableNow ? { editable: editableNow } : {}),
+              ...(edits > 0 ? { edited: changedFields(args, callArgs) } : {}),
+            },
+          });
+          if (isConfirmationEdit(answer) && edits < MAX_EDITS_PER_CALL) {
+            // Parsed again with the tool's own schema: the worker runs nothing it would not run from the model.
+            const edited = definition.schema.safeParse(answer.editedArgs);
+            if (!edited.success) return JSON.stringify(toolError('TOOL_FAILED'));
+            callArgs = edited.data;
+            continue;
+          }
+          if (typeof answer === 'string' && isApprovalAnswer(answer)) break;
           return JSON.stringify(toolError('CONFIRMATION_DECLINED'));
         }
       }
-      const result = await send(false);
+      const result = withUserEdits(await send(callArgs, false), args, callArgs);
 
       // Only a success is announced: the Hub must not celebrate a failed write.
       if (!('error' in result)) {
-        const streamEvent = definition.streamOnSuccess?.(args);
+        const streamEvent = definition.streamOnSuccess?.(callArgs);
         if (streamEvent) {
           runtime.writer?.(result.auditId === undefined ? streamEvent : { ...streamEvent, auditId: result.auditId });
         }
