@@ -69,8 +69,8 @@ export type AuditApproval = {
   /** The answer they gave ("yes", "approve", ...). */
   answer: string;
   edited: boolean;
-  /** Each argument they changed: the model's value and theirs (absent: not set); empty when not edited. */
-  edits: { field: string; from?: unknown; to?: unknown }[];
+  /** Each argument they changed: the model's value and theirs (null: not set); empty when not edited. */
+  edits: { field: string; from: unknown; to: unknown }[];
 };
 
 /** One row of GET /mcp-tokens: a connected app, a live token the caller issued for the MCP door (never the token itself). */

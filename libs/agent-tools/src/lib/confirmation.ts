@@ -24,8 +24,8 @@ export const isApprovalAnswer = (answer: string): boolean =>
 /** The most times a person may edit one call's arguments before they approve or decline it (each edit asks again). */
 export const MAX_EDITS_PER_CALL = 5;
 
-/** One argument a person changed before approving: its value before and after (undefined: not set). */
-export const confirmationEditSchema = z.strictObject({ field: z.string().min(1).max(100), from: z.unknown().optional(), to: z.unknown().optional() });
+/** One argument a person changed before approving: its value before and after (null: not set, so both always travel). */
+export const confirmationEditSchema = z.strictObject({ field: z.string().min(1).max(100), from: z.unknown(), to: z.unknown() });
 export type ConfirmationEdit = z.infer<typeof confirmationEditSchema>;
 
 const id = z.string().min(1).max(100);
@@ -84,9 +84,9 @@ export const withEdits = (args: Record<string, unknown>, edits: Record<string, u
   return merged;
 };
 
-/** The arguments that differ between two sets of arguments, in key order, compared by their canonical JSON. */
+/** The arguments that differ between two sets of arguments, in key order, compared by their canonical JSON; null: not set. */
 export const changedFields = (from: Record<string, unknown>, to: Record<string, unknown>): ConfirmationEdit[] =>
   [...new Set([...Object.keys(from), ...Object.keys(to)])]
     .sort()
     .filter((field) => canonicalJson(from[field]) !== canonicalJson(to[field]))
-    .map((field) => ({ field, from: from[field], to: to[field] }));
+    .map((field) => ({ field, from: from[field] ?? null, to: to[field] ?? null }));
