@@ -80,7 +80,8 @@ export const createClient = (baseUrl) => {
       json('POST', `/agent/threads/${threadId}/runs`, { message, ...(multitaskStrategy ? { multitaskStrategy } : {}) }),
     /** Stops a run (idempotent): { runId, status, cancelled, committedWrites }. */
     cancelRun: (threadId, runId) => json('POST', `/agent/threads/${threadId}/runs/${runId}/cancel`, {}),
-    resume: (threadId, interruptId, answer) => json('POST', `/agent/threads/${threadId}/resume`, { interruptId, answer }),
+    // `edits`: new values for a confirmation's editable arguments; the question is then asked again about the edited call.
+    resume: (threadId, interruptId, answer, edits) => json('POST', `/agent/threads/${threadId}/resume`, { interruptId, answer, ...(edits ? { edits } : {}) }),
     /**
      * Streams one step of a run: calls onEvent(event, seq) for each event until the server ends the stream. Without
      * `openEnd`, a stream that ends before the step did is an error; with it, `finish` is then undefined.
@@ -156,6 +157,27 @@ export const createClient = (baseUrl) => {
     },
   };
   return client;
+};
+
+/**
+ * A chat answer that edits a confirmation inline: `edit comment = Add a homework task` (an empty value unsets it), for an
+ * argument the confirmation lists as editable. Returns the resume's `edits`, or undefined for an ordinary answer.
+ */
+export const inlineEdits = (answer, interrupt) => {
+  const match = /^edit\s+([A-Za-z][A-Za-z0-9]*)\s*=\s*(.*)$/s.exec(answer.trim());
+  const editable = interrupt.metadata?.confirmation?.editable;
+  if (!match || !editable) return undefined;
+  const [, field, value] = match;
+  return { [field]: value.trim() === '' ? null : value.trim() };
+};
+
+/** What a confirmation with editable arguments tells a person at the chat prompt, or '' for any other question. */
+export const editHint = (interrupt) => {
+  const editable = interrupt.metadata?.confirmation?.editable;
+  if (!editable) return '';
+  const fields = Object.keys(editable).length > 0 ? Object.entries(editable).map(([field, value]) => `${field} (now ${JSON.stringify(value)})`) : [];
+  const named = fields.length > 0 ? fields.join(', ') : 'an editable argument';
+  return `(you may change ${named} before approving: answer "edit <name> = <new value>" and you are asked again)`;
 };
 
 /** "expires in 23 h": how long an open question still waits, rounded down, from its expiresAt (as the Hub says it). */

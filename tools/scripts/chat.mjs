@@ -8,7 +8,7 @@
 // Ctrl-C, or Ctrl-C at the prompt, leaves. Type /quit (or Ctrl-D) to leave too.
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
-import { ApiError, createClient, createRenderer, expiryText, namesFromMap, stopLines } from './agent-client.mjs';
+import { ApiError, createClient, createRenderer, editHint, expiryText, inlineEdits, namesFromMap, stopLines } from './agent-client.mjs';
 import { readSection } from './with-env.mjs';
 
 const DEMO_PASSWORD = 'naalya-demo';
@@ -216,13 +216,26 @@ const converse = async (client, names, threadId, line) => {
       for (const interrupt of finish.outcome.interrupts) {
         // The server stamps each question's expiry on the event it stores.
         if (interrupt.expiresAt) console.log(`(this question ${expiryText(interrupt.expiresAt)}; unanswered by then, the run ends. Ctrl-C stops the run.)`);
+        const hint = editHint(interrupt);
+        if (hint) console.log(hint);
         const askedBy = interrupt.metadata.askedBy;
-        const answer = await ask(`answer ${names[askedBy] ?? askedBy}> `, run.controller.signal);
+        // An edit the server refuses (400) leaves the question waiting: say why and ask again.
+        let answer;
+        for (;;) {
+          answer = await ask(`answer ${names[askedBy] ?? askedBy}> `, run.controller.signal);
+          if (answer === undefined) break;
+          try {
+            await client.resume(threadId, interrupt.id, answer, inlineEdits(answer, interrupt));
+            break;
+          } catch (error) {
+            if (!(error instanceof ApiError) || error.status !== 400) throw error;
+            console.log(error.sentence ?? error.message);
+          }
+        }
         if (answer === undefined) {
           if (run.stop) break;
           return false;
         }
-        await client.resume(threadId, interrupt.id, answer);
       }
       if (run.stop) break;
     }

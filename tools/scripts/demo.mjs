@@ -130,7 +130,12 @@ const personas = [
   {
     email: 'dos@greenhill.school',
     who: 'Samuel Kato, director of studies who also teaches Physics (Greenhill Academy)',
-    turns: [{ message: 'lesson plans waiting for review' }, { message: 'approve the lesson plan Linear equations', answers: ['yes'] }],
+    turns: [
+      { message: 'lesson plans waiting for review' },
+      { message: 'approve the lesson plan Linear equations', answers: ['yes'] },
+      // Approve with an edit: Sarah asks again about the edited call, and only that one runs.
+      { message: 'approve the lesson plan Simultaneous equations', answers: [{ answer: 'yes', edits: { comment: 'Add a homework task' } }, 'yes'] },
+    ],
   },
   {
     email: 'admin@greenhill.school',
@@ -172,11 +177,13 @@ const hold = async (persona) => {
       if (finish.type === 'RUN_ERROR') throw new ApiError(`run ${runId} failed: ${finish.message}`);
       if (finish.outcome.type !== 'interrupt') break;
       for (const interrupt of finish.outcome.interrupts) {
-        const answer = answers.shift();
-        if (answer === undefined) throw new ApiError(`an unexpected question: ${interrupt.message}`);
+        const next = answers.shift();
+        if (next === undefined) throw new ApiError(`an unexpected question: ${interrupt.message}`);
+        const { answer, edits } = typeof next === 'string' ? { answer: next } : next;
         const askedBy = interrupt.metadata.askedBy;
-        say(`  you (answering ${names[askedBy] ?? askedBy}): ${answer}`);
-        await client.resume(thread.id, interrupt.id, answer);
+        const changed = edits ? `, after changing ${Object.entries(edits).map(([field, value]) => `${field} to ${JSON.stringify(value)}`).join(', ')}` : '';
+        say(`  you (answering ${names[askedBy] ?? askedBy}): ${answer}${changed}`);
+        await client.resume(thread.id, interrupt.id, answer, edits);
       }
     }
     if (answers.length > 0) throw new ApiError(`the scripted answer "${answers[0]}" was never asked for`);

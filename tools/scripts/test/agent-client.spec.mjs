@@ -1,7 +1,7 @@
 // The chat client's renderer, event by event: what a person at `npm run chat` or `npm run demo` reads as a run streams.
 import { createServer } from 'node:http';
 import { describe, expect, it } from 'vitest';
-import { ApiError, createClient, createRenderer } from '../agent-client.mjs';
+import { ApiError, createClient, createRenderer, editHint, inlineEdits } from '../agent-client.mjs';
 
 const ids = { runId: 'run-1', threadId: 'thread-1' };
 const names = { rover: 'Rover', class_teacher: 'Angie' };
@@ -113,5 +113,22 @@ describe('the client', () => {
     } finally {
       server.close();
     }
+  });
+});
+
+describe('approving with edits at the chat prompt', () => {
+  const confirmation = { reason: 'confirmation', metadata: { askedBy: 'dos', confirmation: { event: 'approve.lesson-plan', callId: 'c', editable: { comment: 'Good' } } } };
+  const plain = { reason: 'confirmation', metadata: { askedBy: 'rover', confirmation: { event: 'delete.department', callId: 'c' } } };
+
+  it('"edit <name> = <value>" is an edit of a confirmation that lists editable arguments; an empty value unsets it', () => {
+    expect(inlineEdits('edit comment = Add a homework task', confirmation)).toEqual({ comment: 'Add a homework task' });
+    expect(inlineEdits('edit comment =', confirmation)).toEqual({ comment: null });
+    expect(inlineEdits('yes', confirmation)).toBeUndefined();
+  });
+
+  it('a confirmation without editable arguments takes "edit ..." as an ordinary answer (which declines), and says nothing of edits', () => {
+    expect(inlineEdits('edit comment = x', plain)).toBeUndefined();
+    expect(editHint(plain)).toBe('');
+    expect(editHint(confirmation)).toContain('comment (now "Good")');
   });
 });
