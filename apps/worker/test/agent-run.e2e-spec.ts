@@ -291,6 +291,26 @@ describe('one conversation per persona, through both processes', () => {
     expect(lastText(done.events)).toContain('You changed comment before approving');
   });
 
+  it("an edit of the teacher to another school's member of staff is refused at the preview over the real hop: no second question, nothing written", async () => {
+    const samuel = await as('dos@greenhill.school');
+    const asked = await samuel.send('assign Christine to teach Kiswahili in S3 Kisasi');
+    const first = questionOf(asked.events);
+    expect(first?.confirmation).toMatchObject({ event: 'assign.teaching-assignment', editable: { staffId: expect.any(String) } });
+    const { rows: lakeside } = await stack.owner.query(
+      `SELECT u.id FROM users u JOIN schools s ON s.id = u.school_id WHERE s.name = 'Lakeside College' AND u.email LIKE 'subject.teacher@%'`,
+    );
+    const auditsBefore = Number((await stack.owner.query(`SELECT count(*)::int AS n FROM audit_log`)).rows[0]?.n);
+
+    const done = await samuel.answer(asked, 'yes', { staffId: lakeside[0]?.id });
+
+    expect(done.events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'success' } });
+    expect(questionOf(done.events)).toBeUndefined();
+    const result = done.events.find((event) => event.type === 'TOOL_CALL_RESULT' && event.content.includes('"error"'));
+    expect(JSON.parse(result?.type === 'TOOL_CALL_RESULT' ? result.content : '{}')).toMatchObject({ error: expect.any(String) });
+    expect(Number((await stack.owner.query(`SELECT count(*)::int AS n FROM audit_log`)).rows[0]?.n)).toBe(auditsBefore);
+    expect((await stack.owner.query(`SELECT count(*)::int AS n FROM tool_call_approvals WHERE call_id = $1`, [first?.confirmation?.callId])).rows[0]?.n).toBe(0);
+  });
+
   it('Grace, school administrator: Rover creates a department itself, audited', async () => {
     const grace = await as('admin@greenhill.school');
     const { events } = await grace.send('create a department called Robotics');
