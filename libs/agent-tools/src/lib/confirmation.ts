@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { canonicalJson } from './canonical-json.js';
+import type { AgentToolResult, UserEdited } from './agent-tool-envelope.js';
 
 /** What the Hub's buttons send to answer a confirmation. */
 export const CONFIRMATION_ANSWERS = { approve: 'yes', decline: 'no' } as const;
@@ -90,3 +91,18 @@ export const changedFields = (from: Record<string, unknown>, to: Record<string, 
     .sort()
     .filter((field) => canonicalJson(from[field]) !== canonicalJson(to[field]))
     .map((field) => ({ field, from: from[field] ?? null, to: to[field] ?? null }));
+
+/**
+ * A confirmed call's result as the caller is told it: when the person edited the call before approving, which
+ * arguments they changed and the values that ran (the worker's proxy and the MCP door both say it).
+ */
+export const withUserEdits = (result: AgentToolResult, model: Record<string, unknown>, ran: Record<string, unknown>): AgentToolResult => {
+  const fields = changedFields(model, ran).map((edit) => edit.field);
+  if ('error' in result || fields.length === 0) return result;
+  const userEdited: UserEdited = {
+    note: `The user changed ${fields.join(', ')} before approving; this ran with their values, not yours.`,
+    fields,
+    ran: Object.fromEntries(fields.map((field) => [field, ran[field] ?? null])),
+  };
+  return { ...result, userEdited };
+};

@@ -20,6 +20,8 @@ import { startMcpDoorTestStack, type McpDoorTestStack } from './fixtures/mcp-doo
 import { McpDoorService, mcpSessionDeadline } from './mcp-door.service.js';
 import { NO_ELICITATION_REFUSAL, mcpCallId } from './mcp-session.js';
 import { McpTokensService } from './mcp-tokens.service.js';
+import { lookups } from '../tools/fixtures/school-lookups.js';
+import { insertPendingLessonPlan } from '../tools/fixtures/tool-fixture.js';
 
 // Small bounds, so that each is reached in a few requests; every test ends its sessions (afterEach).
 const CALLS_PER_MINUTE_PER_TOKEN = 5;
@@ -410,6 +412,41 @@ describe.each(CONFIRMATIONS)('the MCP door asks $who to confirm (their tool $ind
     const approvals = (await testApp.owner.query(`SELECT event, approved, user_id FROM tool_call_approvals WHERE call_id = $1`, [callId])) as unknown[];
     expect(approvals).toEqual([{ event, approved: true, user_id: persona.id }]);
     await done();
+  });
+});
+
+describe('the MCP door: approve with edits', () => {
+  it("an editable argument is a field of the form; a changed value is asked about again, and only the edited call runs, audited once, the client told", async () => {
+    const dos = greenhill.personas.directorOfStudies;
+    const lessonPlanId = await insertPendingLessonPlan(testApp.owner, greenhill.id, lookups(greenhill).benjaminsMathematics.id, greenhill.personas.subjectTeacher.id);
+    const client = new Client({ name: 'editor', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } });
+    const forms: { message: string; properties: unknown }[] = [];
+    client.setRequestHandler(ElicitRequestSchema, (request) => {
+      const params = request.params as { message: string; requestedSchema?: { properties?: Record<string, { default?: unknown }> } };
+      forms.push({ message: params.message, properties: params.requestedSchema?.properties });
+      // The first form is edited; the second, about the edited call, is accepted as it is shown.
+      return { action: 'accept', content: { comment: forms.length === 1 ? 'Door homework' : params.requestedSchema?.properties?.['comment']?.default } };
+    });
+    const transport = new StreamableHTTPClientTransport(new URL(doorUrl), { requestInit: { headers: { authorization: `Bearer ${(await issueToken(dos)).token}` } } });
+    await client.connect(transport);
+    opened.push({ client, transport });
+
+    const result = (await client.callTool({ name: 'approve_lesson_plan', arguments: { lessonPlanId, comment: 'Fine' } })) as CallToolResult;
+
+    expect(result.isError).toBe(false);
+    expect(forms.map((form) => form.properties)).toEqual([
+      { comment: expect.objectContaining({ type: 'string', default: 'Fine' }) },
+      { comment: expect.objectContaining({ type: 'string', default: 'Door homework' }) },
+    ]);
+    expect(forms[1].message).toContain('"Door homework"');
+    expect(resultOf(result)).toMatchObject({ userEdited: { fields: ['comment'], ran: { comment: 'Door homework' } } });
+    const callId = await expectAuditedOnce(result, 'approve_lesson_plan', greenhill.id);
+    expect(await testApp.owner.query(`SELECT review_comment FROM lesson_plans WHERE id = $1`, [lessonPlanId])).toEqual([{ review_comment: 'Door homework' }]);
+    const [approval] = (await testApp.owner.query(
+      `SELECT a.approved, e.changes FROM tool_call_approvals a JOIN tool_call_edits e ON e.id = a.edit_id WHERE a.call_id = $1`,
+      [callId],
+    )) as unknown[];
+    expect(approval).toEqual({ approved: true, changes: [{ field: 'comment', from: 'Fine', to: 'Door homework' }] });
   });
 });
 

@@ -3,10 +3,12 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import {
   CONFIRMATION_ANSWERS,
+  MAX_EDITS_PER_CALL,
   identityFromUserDetails,
   previewQuestion,
   toolError,
   toolRequestOf,
+  withUserEdits,
   withoutEmDash,
   type AgentRuntimeContext,
   type AgentToolEvent,
@@ -17,6 +19,8 @@ import {
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { scopeOfRunMode } from '../dispatch/dispatch-token.js';
 import { approvalRefusal, recordConfirmationAnswer } from '../runs/tool-call-approvals.js';
+import { recordConfirmationEdit } from '../runs/tool-call-edits.js';
+import { toToolError } from '../tools/tool-error.js';
 import { asCaller } from '../threads/agent-caller.guard.js';
 import { canonicalHash } from '../tools/canonical-hash.js';
 import { mcpToolsFor, toMcpTool } from './mcp-tool-catalogue.js';
@@ -40,6 +44,20 @@ export const NO_ELICITATION_REFUSAL =
  */
 export const mcpCallId = (sessionId: string, requestId: string | number): string =>
   createHash('sha256').update(`mcp:${sessionId}:${typeof requestId}:${String(requestId)}`).digest('hex');
+
+/** The form's fields for a confirmation: the editable arguments as text, each with its current value. */
+const editableProperties = (editable: readonly string[], args: Record<string, unknown>) =>
+  Object.fromEntries(
+    editable.map((field) => [field, { type: 'string' as const, title: field, ...(typeof args[field] === 'string' ? { default: args[field] } : {}) }]),
+  );
+
+/** The fields the person changed in the form (an emptied one unsets its argument); nothing for an unchanged form. */
+const formEdits = (editable: readonly string[], args: Record<string, unknown>, content: Record<string, unknown> | undefined): Record<string, unknown> =>
+  Object.fromEntries(
+    editable
+      .filter((field) => content?.[field] !== undefined && content[field] !== (args[field] ?? ''))
+      .map((field) => [field, content?.[field] === '' ? null : content?.[field]]),
+  );
 
 const asToolResult = (result: AgentToolResult): CallToolResult => ({
   content: [{ type: 'text', text: JSON.stringify(result) }],
@@ -77,38 +95,58 @@ export const createMcpSessionServer = (context: AgentRuntimeContext, caller: Jwt
 
   // Asks the person through MCP elicitation with the question Rover asks (the server's preview, written from the
   // records), and records the answer as the same approval row a resume records (call id, tool, argument hash, user),
-  // which execute() checks. Undefined: go ahead.
-  const confirm = async (definition: AnyAgentTool, args: unknown, callId: string): Promise<CallToolResult | undefined> => {
+  // which execute() checks. A tool with editable arguments shows them as the form's fields: a changed value is an edit,
+  // checked and recorded as a resume's is, previewed again (an edit out of the caller's rights is refused there) and
+  // asked about again; the approval is of the arguments that will run. Returns them, or the refusal to answer with.
+  const confirm = async (definition: AnyAgentTool, args: unknown, callId: string): Promise<{ run: unknown } | { refusal: CallToolResult }> => {
     const parsed = definition.schema.safeParse(args);
     // Arguments the tool's schema refuses are sent as they are: the server answers with its masked sentence.
-    if (!parsed.success || !definition.confirm) return undefined;
-    const call = { threadId: context.run.threadId, callId, event: definition.event, argsHash: canonicalHash(parsed.data), userId: caller.sub };
+    if (!parsed.success || !definition.confirm) return { run: args };
+    let callArgs = parsed.data as Record<string, unknown>;
+    const call = { threadId: context.run.threadId, callId, event: definition.event, userId: caller.sub };
     // A repeated request (same call id) was answered already: asking again could not change the recorded answer.
-    if ((await asCaller(caller, () => approvalRefusal(call))) !== 'none') return undefined;
+    if ((await asCaller(caller, () => approvalRefusal({ ...call, argsHash: canonicalHash(callArgs) }))) !== 'none') return { run: args };
     if (!server.getClientCapabilities()?.elicitation) {
-      return { content: [{ type: 'text', text: JSON.stringify({ error: NO_ELICITATION_REFUSAL, code: 'CONFIRMATION_REQUIRED' }) }], isError: true };
+      return { refusal: { content: [{ type: 'text', text: JSON.stringify({ error: NO_ELICITATION_REFUSAL, code: 'CONFIRMATION_REQUIRED' }) }], isError: true } };
     }
-    // A call the server would refuse is refused now, and nothing is asked.
-    const preview = await send(definition, args, callId, true);
-    if ('error' in preview) return asToolResult(preview);
-    const question = previewQuestion(preview.data);
-    if (question === undefined) return asToolResult(toolError('TOOL_FAILED'));
-    const answer = await server.elicitInput(
-      { mode: 'form', message: withoutEmDash(question), requestedSchema: { type: 'object', properties: {} } },
-      { timeout: deps.questionTimeoutMs },
-    );
-    const approved = answer.action === 'accept';
-    await asCaller(caller, () =>
-      recordConfirmationAnswer({
-        ...call,
-        schoolId: context.userDetails.schoolId,
-        runId: context.run.runId,
-        interruptId: `mcp:${callId}`,
-        answer: approved ? CONFIRMATION_ANSWERS.approve : CONFIRMATION_ANSWERS.decline,
-        ttlSeconds: deps.approvalTtlSeconds,
-      }),
-    );
-    return approved ? undefined : asToolResult(toolError('CONFIRMATION_DECLINED'));
+    const editable = definition.confirm.editable ?? [];
+    for (let edits = 0; ; edits += 1) {
+      // A call the server would refuse is refused now, and nothing is asked.
+      const preview = await send(definition, callArgs, callId, true);
+      if ('error' in preview) return { refusal: asToolResult(preview) };
+      const question = previewQuestion(preview.data);
+      if (question === undefined) return { refusal: asToolResult(toolError('TOOL_FAILED')) };
+      const answer = await server.elicitInput(
+        { mode: 'form', message: withoutEmDash(question), requestedSchema: { type: 'object', properties: editableProperties(editable, callArgs) } },
+        { timeout: deps.questionTimeoutMs },
+      );
+      const approved = answer.action === 'accept';
+      const changed = approved ? formEdits(editable, callArgs, answer.content) : {};
+      const argsHash = canonicalHash(callArgs);
+      if (Object.keys(changed).length > 0 && edits < MAX_EDITS_PER_CALL) {
+        const interrupt = { interruptId: `mcp:${callId}:${edits}`, argsHash, confirmation: { event: definition.event, callId, args: callArgs } };
+        try {
+          callArgs = await asCaller(caller, () =>
+            recordConfirmationEdit({ schoolId: context.userDetails.schoolId, threadId: call.threadId, runId: context.run.runId, userId: caller.sub, interrupt, edits: changed }),
+          );
+        } catch (error) {
+          return { refusal: asToolResult(toToolError(error, 'mcp edit')) };
+        }
+        continue;
+      }
+      await asCaller(caller, () =>
+        recordConfirmationAnswer({
+          ...call,
+          argsHash,
+          schoolId: context.userDetails.schoolId,
+          runId: context.run.runId,
+          interruptId: `mcp:${callId}`,
+          answer: approved ? CONFIRMATION_ANSWERS.approve : CONFIRMATION_ANSWERS.decline,
+          ttlSeconds: deps.approvalTtlSeconds,
+        }),
+      );
+      return approved ? { run: callArgs } : { refusal: asToolResult(toolError('CONFIRMATION_DECLINED')) };
+    }
   };
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
@@ -117,10 +155,11 @@ export const createMcpSessionServer = (context: AgentRuntimeContext, caller: Jwt
     if (!extra.sessionId) throw new McpError(ErrorCode.InvalidRequest, 'A tools/call needs a session.');
     const callId = mcpCallId(extra.sessionId, extra.requestId);
     const args = request.params.arguments ?? {};
-    const refusal = await confirm(definition, args, callId);
-    if (refusal) return refusal;
-    const result = await send(definition, args, callId, false);
-    return asToolResult(result);
+    const confirmed = await confirm(definition, args, callId);
+    if ('refusal' in confirmed) return confirmed.refusal;
+    const result = await send(definition, confirmed.run, callId, false);
+    // Only an edited confirmation changes what runs: the client is told which arguments the person changed.
+    return asToolResult(confirmed.run === args ? result : withUserEdits(result, args as Record<string, unknown>, confirmed.run as Record<string, unknown>));
   });
   return server;
 };

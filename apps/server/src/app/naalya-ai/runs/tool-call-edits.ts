@@ -12,8 +12,8 @@ export type ConfirmationEditRequest = {
   threadId: string;
   runId: string;
   userId: string;
-  /** The question as the run stored it when the worker asked (never as the client sends it). */
-  interrupt: StoredInterrupt;
+  /** The question as the server keeps it (a run's stored interrupt, or the MCP door's elicitation), never as the client sends it. */
+  interrupt: Pick<StoredInterrupt, 'interruptId' | 'argsHash' | 'confirmation'>;
   edits: Record<string, unknown>;
 };
 

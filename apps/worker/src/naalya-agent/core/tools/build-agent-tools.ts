@@ -8,6 +8,7 @@ import {
   isApprovalAnswer,
   isConfirmationEdit,
   toolRequestOf,
+  withUserEdits,
   toolsForMode,
   toolError,
   toolsForRole,
@@ -15,10 +16,8 @@ import {
   type AgentRunModeName,
   type AgentSpeaker,
   type AgentToolEvent,
-  type AgentToolResult,
   type AgentToolRole,
   type AnyAgentTool,
-  type UserEdited,
   previewQuestion,
   withoutEmDash,
 } from '@naalya/agent-tools';
@@ -68,18 +67,6 @@ export const CONFIRMATION_DECLINED_ERROR = ERROR_SENTENCES.CONFIRMATION_DECLINED
 // interrupt() returns the answers in the order they were asked (an approval, a decline, or a person's edit), so
 // everything before the last of them must be free of effects: the previews are reads.
 const askUser = (confirmation: AgentInterruptValue): unknown => interrupt(confirmation);
-
-// What the model is told of a call the person edited before approving: which arguments, and the values that ran.
-const withUserEdits = (result: AgentToolResult, model: Record<string, unknown>, ran: Record<string, unknown>): AgentToolResult => {
-  const fields = changedFields(model, ran).map((edit) => edit.field);
-  if ('error' in result || fields.length === 0) return result;
-  const userEdited: UserEdited = {
-    note: `The user changed ${fields.join(', ')} before approving; this ran with their values, not yours.`,
-    fields,
-    ran: Object.fromEntries(fields.map((field) => [field, ran[field] ?? null])),
-  };
-  return { ...result, userEdited };
-};
 
 // LangChain's tool() runs each call in a fresh AsyncLocalStorage frame holding a new (untraced) LangSmith RunTree:
 // about 50 µs of CPU per call, most of the proxy's own cost (bench/, variant (b)). The proxy needs neither: the runtime
