@@ -1,6 +1,6 @@
 import { type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { axeViolations, openHubBrowser, SCREENSHOTS, signedInTab, type HubBrowser } from './support/hub-browser';
+import { axeViolations, openHubBrowser, SCREENSHOTS, sidewaysScroll, signedInTab, tabTo, type HubBrowser } from './support/hub-browser';
 import type { HubStack } from './support/hub-stack';
 
 // Confirmations people can trust, in the built Hub against the built server and worker (scripted model): approving
@@ -11,6 +11,8 @@ const QUESTION_TTL_SECONDS = 20;
 const DOS = 'dos@greenhill.school';
 const ADMIN = 'admin@greenhill.school';
 const TIMEOUT = 20_000;
+const NARROW = { width: 360, height: 740 };
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i;
 
 let hub: HubBrowser | undefined;
 let stack: HubStack;
@@ -52,6 +54,73 @@ afterAll(async () => {
 });
 
 describe('confirmations in the Hub: approve with edits, expiry in sight', () => {
+  it('approve with edits, at 360 px and from the keyboard: the comment prefilled and labelled, the question asked again with the change, approved, and the approval on the audit row as edited', async () => {
+    await signIn(DOS);
+    await page.setViewportSize(NARROW);
+    await send('approve the lesson plan Linear equations');
+    const asked = await questionIn('pending');
+    expect(await asked.textContent()).toContain('Linear equations');
+    expect(await asked.textContent()).not.toMatch(UUID);
+
+    // The answer field has the focus; "Edit before approving" is a few Tabs on, and opens the editor with Enter.
+    const edit = asked.getByRole('button', { name: 'Edit before approving' });
+    await tabTo(edit);
+    expect(await edit.getAttribute('aria-expanded')).toBe('false');
+    await page.keyboard.press('Enter');
+    expect(await edit.getAttribute('aria-expanded')).toBe('true');
+    const editor = asked.getByTestId('confirmation-editor');
+    // Only what the tool lets a person change, labelled for people: the comment, prefilled with the one asked about.
+    expect(await editor.getByTestId('edit-field').evaluateAll((fields) => fields.map((field) => field.getAttribute('data-field')))).toEqual(['comment']);
+    const comment = editor.getByLabel('Comment');
+    await focused(comment);
+    expect(await comment.inputValue()).toBe('');
+    expect(await editor.textContent()).not.toMatch(/\bids?\b|[0-9a-f]{8}-/i);
+    // The hint is tied to the field.
+    const describedBy = (await comment.getAttribute('aria-describedby')) ?? '';
+    expect(await page.locator(`[id="${describedBy.split(' ')[0]}"]`).textContent()).toBe('Optional. Up to 500 characters.');
+
+    // Nothing changed yet: said in the editor, which keeps the focus.
+    await tabTo(editor.getByRole('button', { name: 'Approve with changes' }));
+    await page.keyboard.press('Enter');
+    await editor.getByRole('alert').getByText('Nothing has been changed yet').waitFor();
+    await focused(comment);
+    await page.keyboard.type('Add a homework task for day three.');
+    expect(await sidewaysScroll(page)).toBe(0);
+    expect(await axeViolations(page, { within: '[data-testid="question"]' })).toEqual([]);
+    await tabTo(editor.getByRole('button', { name: 'Approve with changes' }));
+    await page.keyboard.press('Enter');
+    await inState(asked, 'answered').waitFor();
+
+    // Asked again about the edited call, saying what changed; nothing was written yet.
+    const reasked = await questionIn('pending', { has: page.getByTestId('question-edited') });
+    expect(await reasked.getByTestId('question-edited').textContent()).toBe('You changed: Comment from nothing to “Add a homework task for day three.”');
+    expect(await reasked.textContent()).not.toMatch(UUID);
+    expect(await lessonPlan('Linear equations')).toEqual({ status: 'pending', review_comment: null });
+    await focused(reasked.getByLabel('Your answer'));
+    expect(await sidewaysScroll(page)).toBe(0);
+    expect(await axeViolations(page)).toEqual([]);
+    await page.screenshot({ path: `${SCREENSHOTS}confirmation-edited.png`, fullPage: true });
+    await tabTo(reasked.getByRole('button', { name: 'Yes' }));
+    await page.keyboard.press('Enter');
+
+    await inState(reasked, 'answered').waitFor();
+    await page.getByTestId('tool-card').filter({ hasText: 'Approve lesson plan' }).and(page.locator('[data-status="done"]')).last().waitFor();
+    const success = page.getByTestId('success-event').filter({ hasText: 'Lesson plan approved' });
+    await success.waitFor();
+    expect(await lessonPlan('Linear equations')).toEqual({ status: 'approved', review_comment: 'Add a homework task for day three.' });
+
+    // The audit row of the write shows the approval that allowed it: who, and that they changed it first.
+    const href = (await success.getByRole('link', { name: 'View the audit row' }).getAttribute('href')) ?? '';
+    await signIn(ADMIN);
+    await page.goto(`${stack.baseUrl}/hub/${href}`);
+    await page.getByTestId('audit-table').locator('tr[aria-current="true"]').getByTestId('audit-details-link').click();
+    const approval = page.getByTestId('audit-approval');
+    await approval.waitFor();
+    expect(await approval.textContent()).toContain('Samuel Kato');
+    expect(await approval.getByTestId('approval-edited').textContent()).toContain('Comment from nothing to “Add a homework task for day three.”');
+    await page.screenshot({ path: `${SCREENSHOTS}activity-approval.png`, fullPage: true });
+  });
+
   it('a confirmation whose tool takes no edits offers none: deleting a department is Yes or No', async () => {
     await signIn(ADMIN);
     await send('delete the Languages department');

@@ -3,10 +3,11 @@ import type { AuditLogDetail } from '@naalya/access';
 import { sourceLabel, type ActivityFilters } from '../lib/activity-filters';
 import { api } from '../lib/api';
 import { formatDateTime } from '../lib/dates';
-import { auditActionLabel } from '../lib/labels';
+import { auditActionLabel, toolEvent } from '../lib/labels';
 import { cellText, fieldLabel } from '../lib/result-view';
 import { activityListHref, chatHref } from '../lib/route';
 import { HttpError } from '../lib/sse';
+import { EditList } from './ConfirmationEdits';
 import { CopyId } from './CopyId';
 import { JsonToggle } from './JsonToggle';
 
@@ -139,6 +140,28 @@ export const ActivityDetail = ({ id, filters, timeZone, onApiError }: Props) => 
               <CopyId id={row.id} name="this activity row" />
             </Fact>
           </dl>
+          {row.approval ? (
+            <>
+              <h3 className="mt-4 mb-1 font-semibold">Approval</h3>
+              <dl className="grid grid-cols-1 gap-x-4 gap-y-1 text-sm sm:grid-cols-[max-content_minmax(0,1fr)]" data-testid="audit-approval">
+                <Fact term="Approved by">{row.approval.approvedByName ?? 'A person no longer on record'}</Fact>
+                <Fact term="Approved">
+                  <time dateTime={row.approval.approvedAt}>{formatDateTime(row.approval.approvedAt, timeZone)}</time>
+                </Fact>
+                <Fact term="Their answer">“{row.approval.answer}”</Fact>
+                <Fact term="Changed before approving">
+                  {row.approval.edited ? (
+                    <div data-testid="approval-edited">
+                      <p>Yes: what ran is what they approved, not what the assistant proposed.</p>
+                      <EditList event={toolEvent(row.tool)} edits={row.approval.edits} />
+                    </div>
+                  ) : (
+                    'No: it ran as the assistant proposed it.'
+                  )}
+                </Fact>
+              </dl>
+            </>
+          ) : null}
           <h3 className="mt-4 mb-1 font-semibold">What changed</h3>
           <div className="space-y-2 text-sm" data-testid="audit-changes">
             {row.changes && Object.keys(row.changes).length ? <ChangeList changes={row.changes} /> : <p>No details of the change were recorded.</p>}

@@ -1,4 +1,5 @@
 import { useEffect, useId, useRef, useState, type FormEvent } from 'react';
+import type { ConfirmationEdit } from '@naalya/agent-tools';
 import { api } from '../lib/api';
 import {
   changedArguments,
@@ -6,7 +7,6 @@ import {
   editSummaries,
   editableFields,
   fieldError,
-  type ConfirmationEditView,
   type ConfirmationEdits,
   type EditSummary,
   type EditableField,
@@ -51,14 +51,14 @@ const useIdChoices = (kinds: readonly string[]): Record<string, Choice[] | 'fail
 const nameIn = (list: Choice[] | 'failed' | undefined, id: string): string | undefined => (Array.isArray(list) ? list.find((choice) => choice.id === id)?.name : undefined);
 
 /** Each change in words, an id by the name its picker lists (never the id itself). */
-const useEditSummaries = (event: string | undefined, edited: readonly ConfirmationEditView[]): EditSummary[] => {
+const useEditSummaries = (event: string | undefined, edited: readonly ConfirmationEdit[]): EditSummary[] => {
   const kinds = editableFields(event).flatMap((field) => (field.kind === 'id' && edited.some((edit) => edit.field === field.name) ? [field.idKind] : []));
   const choices = useIdChoices(kinds);
   return editSummaries(event, edited, (field, id) => (field.kind === 'id' ? nameIn(choices[field.idKind], id) : undefined));
 };
 
 /** "You changed: Comment from “…” to “…”": what the person changed, on the confirmation asked again after it. */
-export const EditedSummary = ({ event, edited }: { event: string | undefined; edited: readonly ConfirmationEditView[] }) => {
+export const EditedSummary = ({ event, edited }: { event: string | undefined; edited: readonly ConfirmationEdit[] }) => {
   const summaries = useEditSummaries(event, edited);
   return (
     <p className="rounded border border-sky-300 bg-sky-50 px-2 py-1 text-sm text-sky-950" data-testid="question-edited">
@@ -69,13 +69,12 @@ export const EditedSummary = ({ event, edited }: { event: string | undefined; ed
           {summary.label} from {summary.from} to {summary.to}
         </span>
       ))}
-      .
     </p>
   );
 };
 
 /** The changes a person made before approving, one a line: on an audit row's approval. */
-export const EditList = ({ event, edits }: { event: string | undefined; edits: readonly ConfirmationEditView[] }) => {
+export const EditList = ({ event, edits }: { event: string | undefined; edits: readonly ConfirmationEdit[] }) => {
   const summaries = useEditSummaries(event, edits);
   return (
     <ul className="ml-5 list-disc">
@@ -169,7 +168,17 @@ export const ConfirmationEditor = ({ event, fields, current, refused, busy, onAp
   const headingId = `${baseId}-heading`;
   const formErrorId = `${baseId}-form-error`;
   return (
-    <form onSubmit={submit} aria-labelledby={headingId} className="mt-2 space-y-3 rounded border border-amber-400 bg-white p-3" data-testid="confirmation-editor" noValidate>
+    <form
+      onSubmit={submit}
+      // Escape leaves the editor as Cancel does: the question stays as asked.
+      onKeyDown={(keyEvent) => {
+        if (keyEvent.key === 'Escape' && !busy) onCancel();
+      }}
+      aria-labelledby={headingId}
+      className="mt-2 space-y-3 rounded border border-amber-400 bg-white p-3"
+      data-testid="confirmation-editor"
+      noValidate
+    >
       <p id={headingId} className="text-sm font-semibold">
         Change before approving
       </p>

@@ -1,4 +1,4 @@
-import { RPC_AGENT_TOOLS, type AnyAgentTool } from '@naalya/agent-tools';
+import { RPC_AGENT_TOOLS, type AnyAgentTool, type ConfirmationEdit } from '@naalya/agent-tools';
 import { fieldLabel } from './result-view';
 
 /**
@@ -121,9 +121,6 @@ export const changedArguments = (fields: readonly EditableField[], current: Reco
 export const refusedField = (message: string, names: readonly string[]): string | undefined =>
   names.find((name) => new RegExp(`(^|[\\s.;])${name.replace(/[^\w]/g, '')}:`).test(message));
 
-/** One changed argument as the re-asked question or the audit row's approval reports it (absent: not set). */
-export type ConfirmationEditView = { field: string; from?: unknown; to?: unknown };
-
 /** "Comment", from "" to "Add the homework": one change as a person reads it; an id is named by `nameOf`. */
 export type EditSummary = { field: string; label: string; from: string; to: string };
 
@@ -135,7 +132,7 @@ const NOTHING = 'nothing';
  */
 export const editSummaries = (
   event: string | undefined,
-  edited: readonly ConfirmationEditView[],
+  edited: readonly ConfirmationEdit[],
   nameOf: (field: EditableField, id: string) => string | undefined,
 ): EditSummary[] => {
   const fields = new Map(editableFields(event).map((field) => [field.name, field]));

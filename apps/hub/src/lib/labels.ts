@@ -19,6 +19,9 @@ export const toolLabel = (name: string): string => {
   return words ? words[0]?.toUpperCase() + words.slice(1) : name;
 };
 
+/** The event of a tool, by its name (an audit row names its tool). */
+export const toolEvent = (name: string | null): string | undefined => (name === null ? undefined : EVENT_BY_TOOL.get(name));
+
 /** Whether a tool changes state: a write whose answer is lost has an unknown outcome, never a known one. */
 export const isWriteTool = (name: string, event?: string): boolean => {
   const known = event ?? EVENT_BY_TOOL.get(name);

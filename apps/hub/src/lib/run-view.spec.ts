@@ -389,6 +389,29 @@ describe('streaming: text and tool arguments as they arrive, announced once, a s
     ]);
   });
 
+  it("a confirmation carries its tool's event, the editable arguments' values and, asked again after an edit, what changed", () => {
+    const confirmation = { event: 'approve.lesson-plan', callId: 'k', args: { lessonPlanId: 'p1', comment: 'Add homework' } };
+    const state = play([
+      interrupted(
+        { interruptId: 'q1', question: 'Approve "Fractions"?', askedBy: 'dos', toolCallId: 'c1', argsHash: 'h1', confirmation: { ...confirmation, editable: {} } },
+        {
+          interruptId: 'q2',
+          question: 'Approve "Fractions"? Your comment goes with it.',
+          askedBy: 'dos',
+          toolCallId: 'c1',
+          argsHash: 'h2',
+          confirmation: { ...confirmation, editable: { comment: 'Add homework' }, edited: [{ field: 'comment', from: null, to: 'Add homework' }] },
+        },
+      ),
+    ]);
+    expect(pendingQuestions(state)).toMatchObject([
+      { id: 'q1', confirm: true, event: 'approve.lesson-plan', editable: {} },
+      { id: 'q2', confirm: true, event: 'approve.lesson-plan', editable: { comment: 'Add homework' }, edited: [{ field: 'comment', from: null, to: 'Add homework' }] },
+    ]);
+    // Nothing edited yet: no "You changed".
+    expect(pendingQuestions(state)[0]).not.toHaveProperty('edited');
+  });
+
   it('the assertive announcer: the newest question asked while the page watched, none replayed after a reload, none once answered', () => {
     const asked = play([interrupted({ interruptId: 'q1', question: 'Which term?', askedBy: 'dos' })]);
     expect(questionAnnouncement(asked)).toMatchObject({ id: 'q1', question: 'Which term?' });

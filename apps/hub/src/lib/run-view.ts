@@ -6,6 +6,7 @@ import {
   type AgentRunStatus,
   type AgentSpeaker,
   type CommittedWrite,
+  type ConfirmationEdit,
   type RunInterrupt,
   type RunSnapshotMessage,
   type RunSummary,
@@ -24,9 +25,6 @@ export type QuestionState = 'pending' | 'sending' | 'answered' | 'expired' | 'st
 export type ToolResultView = { data?: unknown; scopeContext?: string; auditId?: string; error?: string; code?: ToolErrorCode };
 /** While a write's outcome is unknown: whether the Hub is still looking for its audit row, and what it found. */
 export type OutcomeCheck = 'checking' | 'confirmed' | 'not-found' | 'unavailable';
-
-/** One argument the person changed before approving, as the re-asked confirmation reports it. */
-export type ConfirmationEdit = { field: string; from: unknown; to: unknown };
 
 export type ChatItem =
   | { kind: 'user'; id: string; runId: string; text: string }
@@ -199,12 +197,9 @@ const withResult = (item: Extract<ChatItem, { kind: 'tool' }>, content: string, 
 const speakerOf = (state: ThreadView, subagentRunId: string | undefined): AgentSpeaker =>
   (subagentRunId === undefined ? undefined : state.subagents[subagentRunId]) ?? 'rover';
 
-/** A confirmation's metadata: the tool event it approves, the editable arguments' values, and what was changed. */
-type ConfirmationMetadata = { event: string; editable?: Record<string, unknown>; edited?: ConfirmationEdit[] };
-
 /** A question or confirmation a run paused on, as the chat shows it. */
 const questionOf = (interrupt: RunInterrupt, runId: string, live: boolean): ChatItem => {
-  const confirmation: ConfirmationMetadata | undefined = interrupt.reason === 'confirmation' ? interrupt.metadata.confirmation : undefined;
+  const confirmation = interrupt.reason === 'confirmation' ? interrupt.metadata.confirmation : undefined;
   return {
     kind: 'question',
     id: interrupt.id,
