@@ -121,6 +121,34 @@ describe('confirmations in the Hub: approve with edits, expiry in sight', () => 
     await page.screenshot({ path: `${SCREENSHOTS}activity-approval.png`, fullPage: true });
   });
 
+  it('an id is changed by name: the teacher of an assignment is picked from the staff list, and the question asked again names both teachers, never an id', async () => {
+    await signIn(DOS);
+    await send('assign Grace to teach Physics in S3 Kisasi');
+    const asked = await questionIn('pending');
+    expect(await asked.textContent()).toContain('Grace Namusoke');
+    await asked.getByRole('button', { name: 'Edit before approving' }).click();
+    const teacher = asked.getByTestId('confirmation-editor').getByLabel('Teacher');
+    await focused(teacher);
+    expect(await teacher.evaluate((element) => element.tagName)).toBe('SELECT');
+    // The staff by name, the one asked about chosen; an id is a value, never a word on the screen.
+    await expect.poll(() => teacher.locator('option').count()).toBeGreaterThan(5);
+    const options = await teacher.locator('option').allTextContents();
+    expect(options.join(' ')).not.toMatch(UUID);
+    // Named as the staff list names them: with their campus, where they have one.
+    const esther = options.find((option) => option.startsWith('Esther Nalwoga')) ?? '';
+    expect(esther).not.toBe('');
+    expect(await teacher.locator('option:checked').textContent()).toMatch(/^Grace Namusoke/);
+    await teacher.selectOption({ label: esther });
+    await asked.getByRole('button', { name: 'Approve with changes' }).click();
+
+    const reasked = await questionIn('pending', { has: page.getByTestId('question-edited') });
+    expect(await reasked.textContent()).toContain('Esther Nalwoga');
+    await expect.poll(() => reasked.getByTestId('question-edited').textContent()).toMatch(/^You changed: Teacher from Grace Namusoke.* to Esther Nalwoga/);
+    expect(await reasked.textContent()).not.toMatch(UUID);
+    await reasked.getByRole('button', { name: 'No' }).click();
+    await inState(reasked, 'answered').waitFor();
+  });
+
   it('a confirmation whose tool takes no edits offers none: deleting a department is Yes or No', async () => {
     await signIn(ADMIN);
     await send('delete the Languages department');

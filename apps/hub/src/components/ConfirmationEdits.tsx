@@ -223,7 +223,9 @@ export const ConfirmationEditor = ({ event, fields, current, refused, busy, onAp
                   ))}
                 </select>
               ) : (
-                <select {...common} disabled={!Array.isArray(list)} onChange={(changeEvent) => change(field.name, changeEvent.target.value)}>
+                // Focusable while the names load (the editor's first field takes the focus as it opens); a list that
+                // could not be read leaves the value as asked.
+                <select {...common} disabled={list === 'failed'} onChange={(changeEvent) => change(field.name, changeEvent.target.value)}>
                   {!Array.isArray(list) ? <option value={drafts[field.name] ?? ''}>{list === 'failed' ? 'The names could not be loaded' : 'Loading names…'}</option> : null}
                   {Array.isArray(list) && !list.some((choice) => choice.id === drafts[field.name]) ? (
                     <option value={drafts[field.name] ?? ''}>{drafts[field.name] ? 'As asked' : `Choose a ${field.label.toLowerCase()}`}</option>
