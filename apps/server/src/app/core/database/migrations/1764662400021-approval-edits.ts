@@ -38,6 +38,8 @@ export class ApprovalEdits1764662400021 implements MigrationInterface {
         created_at timestamptz NOT NULL DEFAULT now(),
         -- One edit per question: the edited call is asked about again under a new interrupt.
         CONSTRAINT uq_tool_call_edits_thread_interrupt UNIQUE (thread_id, interrupt_id),
+        -- The target of the approval's composite key: a school's approval can only name an edit of the same school.
+        CONSTRAINT uq_tool_call_edits_school_id UNIQUE (school_id, id),
         CONSTRAINT fk_tool_call_edits_thread FOREIGN KEY (school_id, thread_id) REFERENCES agent_threads (school_id, id) ON DELETE CASCADE,
         CONSTRAINT fk_tool_call_edits_run FOREIGN KEY (school_id, run_id) REFERENCES agent_runs (school_id, id) ON DELETE CASCADE,
         CONSTRAINT fk_tool_call_edits_user FOREIGN KEY (school_id, user_id) REFERENCES users (school_id, id)
@@ -52,7 +54,8 @@ export class ApprovalEdits1764662400021 implements MigrationInterface {
         WITH CHECK (user_id = ${ACTOR});
       GRANT SELECT, INSERT ON tool_call_edits TO ${APP_GROUP_ROLE};
 
-      ALTER TABLE tool_call_approvals ADD COLUMN edit_id uuid REFERENCES tool_call_edits (id) ON DELETE CASCADE;
+      ALTER TABLE tool_call_approvals ADD COLUMN edit_id uuid,
+        ADD CONSTRAINT fk_tool_call_approvals_edit FOREIGN KEY (school_id, edit_id) REFERENCES tool_call_edits (school_id, id) ON DELETE CASCADE;
       ALTER TABLE audit_log ADD COLUMN approval_id uuid, ADD COLUMN approval jsonb;
     `);
 
