@@ -17,6 +17,7 @@ import {
   ToolCallLedgerService,
   ToolCallQuota,
   ToolExecutor,
+  auditRowInsert,
   canonicalHash,
   connectToolTransport,
   createAppDataSource,
@@ -32,32 +33,45 @@ import { Observable, isObservable } from 'rxjs';
 
 const config = loadServerConfig();
 
+let ownerPool;
+/** Runs an audit row's insert on an owner connection of its own, committed at once; resolves to the row's id. */
+const auditOutside = async (insert) => {
+  ownerPool ??= new pg.Pool({ connectionString: config.DATABASE_OWNER_URL, max: 4 });
+  const { rows } = await ownerPool.query(insert.sql, insert.params);
+  return rows[0].id;
+};
+
 /** Each weakening: providers to replace, and which transport consumes the tool queue (default: the server's own). */
 const WEAKENINGS = {
-  // No idempotency ledger: a redelivered or repeated call id runs again.
+  // No idempotency ledger: a redelivered or repeated call id runs again. The write's audit row, which rides in the
+  // ledger's statement (ToolCallLedgerService.record), is still written in the call's transaction, alone.
   'no-ledger': {
-    providers: [[ToolCallLedgerService, { claim: async () => undefined, lookup: async () => undefined, record: async () => undefined }]],
-  },
-  // The audit row on its own connection, committed at once: outside the call's unit of work.
-  'audit-outside-transaction': {
     providers: [
       [
-        AuditLogService,
-        (() => {
-          const pool = new pg.Pool({ connectionString: config.DATABASE_OWNER_URL, max: 4 });
-          return {
-            record: async (jwt, entry) => {
-              const { rows } = await pool.query(
-                `INSERT INTO audit_log (school_id, actor_id, actor_type, action, resource_type, resource_id, source, call_id)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-                [jwt.schoolId, jwt.sub, jwt.type, entry.action, entry.resourceType, entry.resourceId ?? null, entry.source, entry.callId ?? null],
-              );
-              return rows[0].id;
-            },
-          };
-        })(),
+        ToolCallLedgerService,
+        {
+          claim: async () => undefined,
+          lookup: async () => undefined,
+          record: async (_callId, _event, _hash, _jwt, _result, _runId, audit) =>
+            audit ? (await currentManager().query(audit.sql, audit.params))[0]?.id : undefined,
+        },
       ],
     ],
+  },
+  // The audit row on its own connection, committed at once: outside the call's unit of work. A write's audit row rides
+  // in the ledger's statement (ToolCallLedgerService.record), so that is where it is taken out; any other goes through
+  // AuditLogService.record.
+  'audit-outside-transaction': {
+    providers: [[AuditLogService, { record: async (jwt, entry) => auditOutside(auditRowInsert(jwt, entry)) }]],
+    afterCompile: async (moduleRef) => {
+      const ledger = moduleRef.get(ToolCallLedgerService);
+      const record = ledger.record.bind(ledger);
+      ledger.record = async (callId, event, hash, jwt, result, runId, audit) => {
+        const auditId = audit ? await auditOutside(audit) : undefined;
+        await record(callId, event, hash, jwt, result, runId);
+        return auditId;
+      };
+    },
   },
   // Nest's stock RMQ server with its default noAck: every call is acknowledged on delivery (reliability.md, finding 1).
   'ack-on-delivery': { providers: [], transport: 'stock' },
@@ -139,29 +153,28 @@ const WEAKENINGS = {
     providers: [],
     afterCompile: async (moduleRef) => {
       const executor = moduleRef.get(ToolExecutor);
-      executor.runInFlight = async (claims) => {
-        const [run] = await currentManager().query(`SELECT status, owner_id, thread_id FROM agent_run_dispatch_state($1)`, [claims.runId]);
-        return run?.status === 'running' && run.owner_id === claims.identity.sub && run.thread_id === claims.threadId;
-      };
+      executor.runInFlight = (opened, claims) =>
+        opened?.run_status === 'running' && opened.run_owner_id === claims.identity.sub && opened.run_thread_id === claims.threadId;
       moduleRef.get(AgentRunEventStore).isFenced = () => false;
     },
   },
-  // execute()'s run-in-flight check made on a connection of its own, so the call's transaction holds no lock on the
-  // run's row: a cancel no longer waits for a write already inside its transaction, and the write commits after the
-  // cancel has answered (without being listed in its committed writes).
+  // execute()'s run-in-flight check without its lock: the run's row read by open_tool_call (through
+  // agent_run_dispatch_state, redefined in the phase's own database without FOR KEY SHARE), so the call's transaction
+  // holds no lock on it: a cancel no longer waits for a write already inside its transaction, and the write commits
+  // after the cancel has answered (without being listed in its committed writes).
   'unlocked-run-check': {
     providers: [],
-    afterCompile: async (moduleRef) => {
-      const pool = new pg.Pool({ connectionString: config.DATABASE_OWNER_URL, max: 4 });
-      const executor = moduleRef.get(ToolExecutor);
-      executor.runInFlight = async (claims) => {
-        const { rows } = await pool.query(
-          `SELECT status, owner_id, thread_id, epoch, kind = 'direct' OR lease_expires_at > now() AS lease_live FROM agent_runs WHERE id = $1`,
-          [claims.runId],
-        );
-        const run = rows[0];
-        return run?.status === 'running' && run.epoch === claims.epoch && run.lease_live && run.owner_id === claims.identity.sub && run.thread_id === claims.threadId;
-      };
+    setup: async () => {
+      const owner = new pg.Client({ connectionString: config.DATABASE_OWNER_URL });
+      await owner.connect();
+      await owner.query(`
+        CREATE OR REPLACE FUNCTION agent_run_dispatch_state(p_run_id uuid)
+          RETURNS TABLE (status text, owner_id uuid, thread_id uuid, epoch integer, lease_live boolean)
+          LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+          AS $$ SELECT r.status, r.owner_id, r.thread_id, r.epoch, r.kind = 'direct' OR r.lease_expires_at > now()
+                  FROM public.agent_runs r WHERE r.id = p_run_id $$`);
+      await owner.end();
+      return [];
     },
   },
   // Starts without their guard: the thread is read without its row lock, and the one-active-run index is dropped from

@@ -288,7 +288,7 @@ export class ToolExecutor {
     call: () => Promise<T>,
   ): Promise<AgentToolResult<T>> {
     const opened = pinned[0] as OpenedCall | undefined;
-    if (!runInFlight(opened, plan.dispatch)) {
+    if (!this.runInFlight(opened, plan.dispatch)) {
       logSecurityEvent({ kind: 'tool call', reason: 'run-not-in-flight', event: plan.event, callId: plan.callId, sub: plan.identityJwt.sub, runId: plan.dispatch.runId });
       return toolError('DISPATCH_REFUSED');
     }
@@ -372,18 +372,22 @@ export class ToolExecutor {
     if (currentRmqMessage()?.aborted) throw new Error('The tool call ran past its time limit; rolled back.');
     return result;
   }
-}
 
-/**
- * The token's run is still running under the token's epoch with a live lease (a direct run needs none), is the token's
- * caller's, and is in the token's thread. open_tool_call read it through agent_run_dispatch_state, which takes a KEY
- * SHARE lock on the run's row until this call's transaction ends, so a cancel (which locks the row FOR UPDATE) waits for
- * the call: it commits before the cancel answers, or finds the run cancelled here and commits nothing. Lease renewals
- * and stored events do not wait.
- */
-const runInFlight = (opened: OpenedCall | undefined, claims: DispatchClaims): boolean =>
-  opened?.run_status === 'running' &&
-  opened.run_epoch === claims.epoch &&
-  opened.run_lease_live === true &&
-  opened.run_owner_id === claims.identity.sub &&
-  opened.run_thread_id === claims.threadId;
+  /**
+   * The token's run is still running under the token's epoch with a live lease (a direct run needs none), is the token's
+   * caller's, and is in the token's thread. open_tool_call read it through agent_run_dispatch_state, which takes a KEY
+   * SHARE lock on the run's row until this call's transaction ends, so a cancel (which locks the row FOR UPDATE) waits for
+   * the call: it commits before the cancel answers, or finds the run cancelled here and commits nothing. Lease renewals
+   * and stored events do not wait. (A method, not a free function, so the battery's weakened server can switch the
+   * fence off in its sabotage test.)
+   */
+  runInFlight(opened: OpenedCall | undefined, claims: DispatchClaims): boolean {
+    return (
+      opened?.run_status === 'running' &&
+      opened.run_epoch === claims.epoch &&
+      opened.run_lease_live === true &&
+      opened.run_owner_id === claims.identity.sub &&
+      opened.run_thread_id === claims.threadId
+    );
+  }
+}
