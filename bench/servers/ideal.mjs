@@ -61,10 +61,14 @@ const SQL = {
         WHERE $1::uuid[] IS NULL OR department.campus_id = ANY($1::uuid[])
         ORDER BY department.name`,
 };
-// The audit row and the ledger row in one statement, as ToolCallLedgerService.record writes them (audit $1–$14, ledger $15–$21).
-SQL.auditAndLedger = `WITH audit AS (${SQL.insertAudit})
+// The audit row and the ledger row in one statement, as ToolCallLedgerService.record writes them (audit $1–$16, ledger
+// $17–$23). The audit row names the approval a confirmed write ran under (migration 1764662400021; null here), which the
+// 10-statement ideal, kept as the server wrote it before issue 25, does not.
+SQL.auditAndLedger = `WITH audit AS (${SQL.insertAudit
+  .replace('resource_name, changes)', 'resource_name, changes, approval_id, approval)')
+  .replace('$14) RETURNING id', '$14, $15, $16) RETURNING id')})
          INSERT INTO tool_call_ledger (call_id, school_id, event, request_hash, actor_id, result, run_id)
-         SELECT $15, $16, $17, $18, $19, $20::jsonb || jsonb_build_object('auditId', audit.id), $21 FROM audit
+         SELECT $17, $18, $19, $20, $21, $22::jsonb || jsonb_build_object('auditId', audit.id), $23 FROM audit
          RETURNING result ->> 'auditId' AS "auditId"`;
 // DATABASE_STATEMENT_TIMEOUT_MS's default, and twice it for an idle transaction (transaction-timeouts.ts).
 const STATEMENT_TIMEOUT_MS = '10000';
@@ -191,7 +195,7 @@ const createDepartment = (envelope) => {
     if (FUSED) {
       const result = { data, scopeContext: 'Your access covers the whole school.' };
       const ledgerRow = [meta.callId, identity.schoolId, 'create.department', hash, identity.sub, JSON.stringify(result), claims?.runId ?? null];
-      const { rows: [row] } = await client.query(SQL.auditAndLedger, [...auditRow, ...ledgerRow]);
+      const { rows: [row] } = await client.query(SQL.auditAndLedger, [...auditRow, null, null, ...ledgerRow]);
       return { ...result, auditId: row.auditId };
     }
     const { rows: [audit] } = await client.query(SQL.insertAudit, auditRow);
