@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { UserType } from '@naalya/access';
 import { describe, expect, it } from 'vitest';
+import { parseSigningKeyRing } from '../../core/config/signing-key-ring.js';
 import { envelopeMatchesClaims, signDispatchToken, verifyDispatchToken, type DispatchClaims } from './dispatch-token.js';
 
 const KEY = 'k'.repeat(40);
@@ -14,6 +15,44 @@ const claims: DispatchClaims = {
 };
 
 describe('dispatch token', () => {
+  describe('verified tokens remembered by the key ring', () => {
+    it('answers a token verified before only for its exact bytes: one changed character of the claims or the MAC is refused', () => {
+      const ring = parseSigningKeyRing(`a:${KEY}`);
+      const token = signDispatchToken(ring, claims);
+      expect(verifyDispatchToken(ring, token)).toEqual({ ok: true, claims });
+      expect(verifyDispatchToken(ring, token)).toEqual({ ok: true, claims });
+      const [version, kid, body, signature] = token.split('.');
+      const forged = { ...claims, identity: { ...claims.identity, sub: 'u2' } };
+      const forgedBody = Buffer.from(JSON.stringify(forged)).toString('base64url');
+      expect(verifyDispatchToken(ring, `${version}.${kid}.${forgedBody}.${signature}`)).toEqual({ ok: false, reason: 'bad-signature' });
+      const flipped = `${signature.slice(0, 5)}${signature[5] === 'A' ? 'B' : 'A'}${signature.slice(6)}`;
+      expect(verifyDispatchToken(ring, `${version}.${kid}.${body}.${flipped}`)).toEqual({ ok: false, reason: 'bad-signature' });
+    });
+
+    it('refuses a remembered token once it has expired', () => {
+      const ring = parseSigningKeyRing(`a:${KEY}`);
+      const token = signDispatchToken(ring, claims);
+      expect(verifyDispatchToken(ring, token).ok).toBe(true);
+      expect(verifyDispatchToken(ring, token, claims.exp * 1000)).toEqual({ ok: false, reason: 'expired' });
+    });
+
+    it('does not carry a token verified under one ring to another ring that does not hold its key', () => {
+      const ring = parseSigningKeyRing(`a:${KEY}`);
+      const token = signDispatchToken(ring, claims);
+      expect(verifyDispatchToken(ring, token).ok).toBe(true);
+      expect(verifyDispatchToken(parseSigningKeyRing(`a:${'z'.repeat(40)}`), token)).toEqual({ ok: false, reason: 'bad-signature' });
+    });
+
+    it('hands out claims no caller can change for the next call', () => {
+      const ring = parseSigningKeyRing(`a:${KEY}`);
+      const verified = verifyDispatchToken(ring, signDispatchToken(ring, claims));
+      if (!verified.ok) throw new Error('expected the token to verify');
+      expect(() => {
+        (verified.claims.identity as { sub: string }).sub = 'u2';
+      }).toThrow(TypeError);
+    });
+  });
+
   it('verifies a token this key signed and returns its claims', () => {
     expect(verifyDispatchToken(KEY, signDispatchToken(KEY, claims))).toEqual({ ok: true, claims });
   });
