@@ -33,6 +33,17 @@ import { Observable, isObservable } from 'rxjs';
 
 const config = loadServerConfig();
 
+/** Runs one statement as the database's owner on a connection of its own, before the server starts (a weakening's DDL). */
+const asOwner = async (sql) => {
+  const owner = new pg.Client({ connectionString: config.DATABASE_OWNER_URL });
+  await owner.connect();
+  try {
+    await owner.query(sql);
+  } finally {
+    await owner.end();
+  }
+};
+
 let ownerPool;
 /** Runs an audit row's insert on an owner connection of its own, committed at once; resolves to the row's id. */
 const auditOutside = async (insert) => {
@@ -165,15 +176,12 @@ const WEAKENINGS = {
   'unlocked-run-check': {
     providers: [],
     setup: async () => {
-      const owner = new pg.Client({ connectionString: config.DATABASE_OWNER_URL });
-      await owner.connect();
-      await owner.query(`
+      await asOwner(`
         CREATE OR REPLACE FUNCTION agent_run_dispatch_state(p_run_id uuid)
           RETURNS TABLE (status text, owner_id uuid, thread_id uuid, epoch integer, lease_live boolean)
           LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
           AS $$ SELECT r.status, r.owner_id, r.thread_id, r.epoch, r.kind = 'direct' OR r.lease_expires_at > now()
                   FROM public.agent_runs r WHERE r.id = p_run_id $$`);
-      await owner.end();
       return [];
     },
   },
@@ -182,10 +190,7 @@ const WEAKENINGS = {
   'no-thread-lock': {
     providers: [],
     setup: async () => {
-      const owner = new pg.Client({ connectionString: config.DATABASE_OWNER_URL });
-      await owner.connect();
-      await owner.query('DROP INDEX IF EXISTS uq_agent_runs_one_active_per_thread');
-      await owner.end();
+      await asOwner('DROP INDEX IF EXISTS uq_agent_runs_one_active_per_thread');
       return [];
     },
     afterCompile: async (moduleRef) => {
