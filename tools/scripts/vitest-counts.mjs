@@ -31,3 +31,17 @@ export const countsOf = (report, exitStatus) => {
   if (exitStatus !== 0 && failed === 0) failed = 1;
   return { passed, failed };
 };
+
+/** "file > test: first line of the error" for each failed test in the JSON report, and each file that failed outside its tests. */
+export const failuresOf = (report) => {
+  if (!existsSync(report)) return [];
+  const parsed = JSON.parse(readFileSync(report, 'utf8'));
+  const relative = (file) => file.replace(ROOT, '');
+  return parsed.testResults.flatMap((suite) => {
+    const failedTests = suite.assertionResults.filter((test) => test.status === 'failed');
+    if (failedTests.length === 0) return suite.status === 'failed' ? [`${relative(suite.name)}: ${firstLine(suite.message)}`] : [];
+    return failedTests.map((test) => `${relative(suite.name)} > ${test.fullName}: ${firstLine(test.failureMessages?.[0])}`);
+  });
+};
+
+const firstLine = (message) => (message ?? 'no message').split('\n').find((line) => line.trim())?.trim().slice(0, 300) ?? 'no message';
