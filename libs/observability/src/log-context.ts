@@ -13,16 +13,6 @@ const sources: (() => LogContext)[] = [];
 export const withLogContext = <T>(context: LogContext, work: () => T): T => storage.run({ ...storage.getStore(), ...definedOnly(context) }, work);
 
 /**
- * Adds ids to the innermost withLogContext frame, for an id learnt partway through its work (a tool call's run, once its
- * token is verified): the lines written after this in the frame carry it, including those of its finally and catch.
- * Outside any frame it does nothing (there is nothing to scope it to).
- */
-export const setLogContext = (context: LogContext): void => {
-  const store = storage.getStore();
-  if (store) Object.assign(store, definedOnly(context));
-};
-
-/**
  * Adds ids that live elsewhere (the tracing helper's current trace id): read at each log line, so this library needs
  * no dependency on the tracer. Returns a function that removes the source again.
  */

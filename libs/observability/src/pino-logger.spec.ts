@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { DestinationStream } from 'pino';
-import { addLogContextSource, currentLogContext, setLogContext, withLogContext } from './log-context.js';
+import { addLogContextSource, currentLogContext, withLogContext } from './log-context.js';
 import { PinoLoggerService, nestLevelsFrom, prettyLine } from './pino-logger.service.js';
 
 const capture = () => {
@@ -50,22 +50,6 @@ describe('PinoLoggerService', () => {
     } finally {
       remove();
     }
-    expect(currentLogContext()).toEqual({});
-  });
-
-  it('setLogContext adds an id learnt partway to its own frame only, and outside a frame does nothing', async () => {
-    setLogContext({ runId: 'nowhere' });
-    expect(currentLogContext()).toEqual({});
-    await withLogContext({ callId: 'call-4' }, async () => {
-      const sibling = withLogContext({}, async () => {
-        await new Promise((resolve) => setTimeout(resolve, 5));
-        return currentLogContext();
-      });
-      setLogContext({ runId: 'run-4' });
-      expect(currentLogContext()).toEqual({ callId: 'call-4', runId: 'run-4' });
-      // A frame opened before keeps what it copied: ids never leak sideways.
-      expect(await sibling).toEqual({ callId: 'call-4' });
-    });
     expect(currentLogContext()).toEqual({});
   });
 

@@ -31,6 +31,7 @@ export const messageFrame = (pattern: string, aborted: () => boolean = () => fal
   properties: {} as RmqMessageFrame['properties'],
   fields: {} as RmqMessageFrame['fields'],
   content: Buffer.alloc(0),
+  logIds: {},
   get signal() {
     return aborted() ? AbortSignal.abort() : new AbortController().signal;
   },

@@ -95,6 +95,7 @@ class Delivery implements RmqMessageFrame {
   isEvent = false;
   timer: NodeJS.Timeout | undefined = undefined;
   span: ProcessSpan['span'] | undefined = undefined;
+  readonly logIds: Record<string, string> = {};
   // Made on first use: most handlers never read the signal, and an AbortController per message was a measurable
   // share of the transport's CPU per call (bench/, variant (b)).
   private abortController: AbortController | undefined = undefined;

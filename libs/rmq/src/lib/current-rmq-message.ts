@@ -18,6 +18,12 @@ export type RmqMessageFrame = {
   readonly signal: AbortSignal;
   /** Whether `signal` is aborted, read without creating it: an AbortSignal per message costs measurable CPU (bench/). */
   readonly aborted: boolean;
+  /**
+   * Ids the handler learns of its message (a tool call's callId, then its runId once proven), for every log line
+   * written while it runs: kept on the frame the transport already holds rather than in a log context of its own, as
+   * each AsyncLocalStorage in use adds work to every promise the process creates (bench/README.md).
+   */
+  readonly logIds: Record<string, string>;
 };
 
 const rmqMessageStorage = new AsyncLocalStorage<RmqMessageFrame>();

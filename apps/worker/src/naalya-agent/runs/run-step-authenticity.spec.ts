@@ -22,6 +22,7 @@ const frame = (overrides: { userId?: string; header?: unknown; content?: Buffer;
     content,
     signal: new AbortController().signal,
     aborted: false,
+    logIds: {},
   };
 };
 

@@ -83,3 +83,53 @@ describe('a pinning read (how a tool call opens its unit of work in one statemen
     ).rejects.toThrow('A unit of work for another tenant or actor is already open.');
   });
 });
+
+describe("the unit of work's transaction (BEGIN, the pin and COMMIT sent on the frame's connection by the frame itself)", () => {
+  const insertDepartment = (name: string) => currentManager().query(`INSERT INTO departments (school_id, name) VALUES ($1, $2)`, [schoolA.id, name]);
+  const departmentsNamed = async (name: string) =>
+    Number(((await testApp.owner.query(`SELECT count(*) FROM departments WHERE name = $1`, [name])) as { count: string }[])[0].count);
+  const admin = () => schoolA.personas.schoolAdmin.id;
+
+  it('a manager.transaction() inside it is a savepoint: it cannot commit the unit of work early, whose failure then undoes both', async () => {
+    await expect(
+      withSchool(schoolA.id, admin(), async () => {
+        await insertDepartment('Frame outer A');
+        await currentManager().transaction((manager) => manager.query(`INSERT INTO departments (school_id, name) VALUES ($1, $2)`, [schoolA.id, 'Frame inner A']));
+        throw new Error('the work failed after its nested transaction');
+      }),
+    ).rejects.toThrow('the work failed after its nested transaction');
+    expect([await departmentsNamed('Frame outer A'), await departmentsNamed('Frame inner A')]).toEqual([0, 0]);
+  });
+
+  it("a nested transaction's failure undoes only its own statements; the unit of work commits the rest", async () => {
+    await withSchool(schoolA.id, admin(), async () => {
+      await insertDepartment('Frame outer B');
+      await expect(
+        currentManager().transaction(async (manager) => {
+          await manager.query(`INSERT INTO departments (school_id, name) VALUES ($1, $2)`, [schoolA.id, 'Frame inner B']);
+          throw new Error('the nested work failed');
+        }),
+      ).rejects.toThrow('the nested work failed');
+    });
+    expect([await departmentsNamed('Frame outer B'), await departmentsNamed('Frame inner B')]).toEqual([1, 0]);
+  });
+
+  it('a failed statement rolls the whole unit of work back and returns its connection clean to the pool', async () => {
+    await expect(
+      withSchool(schoolA.id, admin(), async () => {
+        await insertDepartment('Frame outer C');
+        await currentManager().query(`SELECT 1/0`);
+      }),
+    ).rejects.toThrow(/division by zero/);
+    expect(await departmentsNamed('Frame outer C')).toBe(0);
+    // Every pooled connection afterwards is outside any transaction, with no tenant left on it.
+    const states = await Promise.all(
+      Array.from({ length: 4 }, () =>
+        withSchool(schoolB.id, schoolB.personas.schoolAdmin.id, async () =>
+          (await currentManager().query(`SELECT current_setting('app.school_id') AS school`)) as { school: string }[],
+        ),
+      ),
+    );
+    expect(states.flat()).toEqual(Array.from({ length: 4 }, () => ({ school: schoolB.id })));
+  });
+});

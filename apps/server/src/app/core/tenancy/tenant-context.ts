@@ -118,12 +118,30 @@ const pinValues = (scope: TenantScope, actorId: string): unknown[] => {
   return [scope.kind === 'school' ? scope.schoolId : '', scope.kind === 'unscoped' ? 'on' : '', actorId, String(statementTimeoutMs), String(idleInTransactionTimeoutMs)];
 };
 
-const pin = async (runner: QueryRunner, scope: TenantScope, actorId: string, read: PinningRead | undefined): Promise<PinnedRows> => {
+/** What the frame's own statements need of the pooled driver connection TypeORM's query runner holds. */
+type FrameConnection = { query(sql: string, params?: readonly unknown[]): Promise<{ rows: Record<string, unknown>[] }> };
+
+/**
+ * The frame's own statements (BEGIN, the pin, COMMIT, ROLLBACK) go straight to the driver connection the query runner
+ * holds: TypeORM's startTransaction/query/commitTransaction wrap each in broadcaster events and several promises, CPU on
+ * every tool call for statements that have no entity, subscriber or result mapping to do. Slow ones are still logged
+ * through the data source's logger, as TypeORM logs the services' queries.
+ */
+const frameStatement = async (connection: FrameConnection, sql: string, params?: readonly unknown[]): Promise<Record<string, unknown>[]> => {
+  const started = Date.now();
+  const { rows } = await connection.query(sql, params);
+  const elapsed = Date.now() - started;
+  const source = dataSource();
+  if (source.options.maxQueryExecutionTime && elapsed > source.options.maxQueryExecutionTime) source.logger.logQuerySlow(elapsed, sql, params as unknown[]);
+  return rows;
+};
+
+const pin = async (connection: FrameConnection, scope: TenantScope, actorId: string, read: PinningRead | undefined): Promise<PinnedRows> => {
   if (!read) {
-    await runner.query(PIN, pinValues(scope, actorId));
+    await frameStatement(connection, PIN, pinValues(scope, actorId));
     return [];
   }
-  return (await runner.query(read.sql, [...pinValues(scope, actorId), ...read.params])) as PinnedRows;
+  return frameStatement(connection, read.sql, [...pinValues(scope, actorId), ...read.params]);
 };
 
 const openFrame = async <T>(scope: TenantScope, actorId: string, fn: (pinned: PinnedRows) => Promise<T>, read: PinningRead | undefined): Promise<T> => {
@@ -131,27 +149,44 @@ const openFrame = async <T>(scope: TenantScope, actorId: string, fn: (pinned: Pi
   const frame: Frame = { scope, actorId, runner, manager: runner.manager, rollbackOnly: false, slots: new Map() };
   // BEGIN..COMMIT run inside als.run so every query of the unit of work sees the frame.
   return frames.run(frame, async () => {
+    let connection: FrameConnection | undefined;
     try {
-      await runner.connect();
-      await runner.startTransaction();
-      const result = await fn(await pin(runner, scope, actorId, read));
+      connection = (await runner.connect()) as FrameConnection;
+      await frameStatement(connection, 'START TRANSACTION');
+      recordTransaction(runner, true);
+      const result = await fn(await pin(connection, scope, actorId, read));
       if (frame.rollbackOnly) {
-        await runner.rollbackTransaction();
+        await endTransaction(runner, connection, 'ROLLBACK');
         return result;
       }
       try {
-        await runner.commitTransaction();
+        await endTransaction(runner, connection, 'COMMIT');
       } catch (error) {
         throw new CommitOutcomeUnknownError(error);
       }
       return result;
     } catch (error) {
-      if (runner.isTransactionActive && !runner.isReleased) await runner.rollbackTransaction().catch(() => undefined);
+      if (connection && runner.isTransactionActive && !runner.isReleased) await endTransaction(runner, connection, 'ROLLBACK').catch(() => undefined);
       throw error;
     } finally {
       await runner.release();
     }
   });
+};
+
+/**
+ * TypeORM's own record of the transaction (the fields its startTransaction and commitTransaction keep), kept in step
+ * with the frame's: with it open, a manager.transaction() inside the frame takes a savepoint instead of sending a
+ * second BEGIN and committing the frame's transaction early.
+ */
+const recordTransaction = (runner: QueryRunner, open: boolean): void => {
+  Object.assign(runner, { isTransactionActive: open, transactionDepth: open ? 1 : 0 });
+};
+
+const endTransaction = async (runner: QueryRunner, connection: FrameConnection, statement: 'COMMIT' | 'ROLLBACK'): Promise<void> => {
+  // Cleared first: a COMMIT that fails leaves no transaction to roll back (PostgreSQL ended it either way).
+  recordTransaction(runner, false);
+  await frameStatement(connection, statement);
 };
 
 /**
@@ -163,7 +198,7 @@ const inFrame = <T>(scope: TenantScope, actorId: string, fn: (pinned: PinnedRows
   if (open) {
     if (!(sameScope(open.scope, scope) && open.actorId === actorId)) return Promise.reject(new Error('A unit of work for another tenant or actor is already open.'));
     // Pinning again to the same values changes nothing; the read still answers.
-    return read ? pin(open.runner, scope, actorId, read).then(fn) : fn([]);
+    return read ? open.runner.connect().then((connection) => pin(connection as FrameConnection, scope, actorId, read)).then(fn) : fn([]);
   }
   return openFrame(scope, actorId, fn, read);
 };

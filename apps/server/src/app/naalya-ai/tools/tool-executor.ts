@@ -13,7 +13,7 @@ import {
   type AnyAgentTool,
   type ConfirmationPreview,
 } from '@naalya/agent-tools';
-import { setLogContext, withLogContext } from '@naalya/observability';
+import { addLogContextSource, type LogContext } from '@naalya/observability';
 import { currentRmqMessage } from '@naalya/rmq';
 import { failSpan, inSpan, tracingEnabled } from '@naalya/telemetry';
 import type { ZodType } from 'zod';
@@ -63,6 +63,10 @@ export const logSecurityEvent = (details: { kind: string; reason: string; [key: 
 
 /** Clock skew allowed between the worker that set the deadline and this server. */
 const DEADLINE_SKEW_MS = 2_000;
+
+// A tool call's ids ride on its message frame (RmqMessageFrame.logIds), which the transport already holds: every line
+// written while the call runs, a masked error's cause included, carries them.
+addLogContextSource(() => (currentRmqMessage()?.logIds ?? {}) as LogContext);
 
 const TOOLS_BY_SCHEMA = new Map<unknown, AnyAgentTool>(RPC_AGENT_TOOLS.map((definition) => [definition.schema, definition]));
 
@@ -139,12 +143,13 @@ export class ToolExecutor {
   ): Promise<AgentToolResult<T>> {
     // Labelled by the tool's event (a fixed set), never by the envelope's claims, which a forger chooses.
     const tool = TOOLS_BY_SCHEMA.get(schema)?.event ?? 'unknown';
-    if (currentRmqMessage()?.fields.redelivered) serverMetrics.redeliveries.inc({ kind: 'tool-call' });
-    // The ids of the call, read before anything is checked, so every line written for it (a masked error's cause
-    // included) can be found by them; they are claims to log, never to decide on.
-    const meta = (payload as { meta?: { callId?: unknown; runId?: unknown } } | undefined)?.meta;
-    const ids = { callId: typeof meta?.callId === 'string' ? meta.callId.slice(0, 100) : undefined };
-    return withLogContext(ids, () => measureToolCall(tool, () => this.executeTraced(tool, payload, schema, posture, fn)));
+    const frame = currentRmqMessage();
+    if (frame?.fields.redelivered) serverMetrics.redeliveries.inc({ kind: 'tool-call' });
+    // The call's id, read before anything is checked, so every line written for it (a masked error's cause included)
+    // can be found by it; a claim to log, never to decide on.
+    const callId = (payload as { meta?: { callId?: unknown } } | undefined)?.meta?.callId;
+    if (frame && typeof callId === 'string' && callId !== '') frame.logIds.callId = callId.slice(0, 100);
+    return measureToolCall(tool, () => this.executeTraced(tool, payload, schema, posture, fn));
   }
 
   private async executeTraced<A, T>(
@@ -184,7 +189,8 @@ export class ToolExecutor {
       const definition = TOOLS_BY_SCHEMA.get(schema);
       if (!definition) throw new Error('execute() was given a schema that is not a registered tool definition.');
       // The transport found this handler under the message's pattern; the schema must be that event's, or another tool's rules would apply.
-      const pattern = currentRmqMessage()?.pattern;
+      const frame = currentRmqMessage();
+      const pattern = frame?.pattern;
       if (pattern !== definition.event) {
         logSecurityEvent({
           kind: 'tool call',
@@ -249,13 +255,13 @@ export class ToolExecutor {
         giveBack: () => this.quota.giveBack(admission, quotaSchool, identity.sub),
         // The transport ran this message only because its user_id is the worker's or the door's (RabbitMQ checks it
         // against the connection's user): the audit source is read from there, never from the envelope.
-        source: currentRmqMessage()?.properties.userId === this.config.MCP_BROKER_USER ? AuditSource.MCP : AuditSource.AGENT,
+        source: frame?.properties.userId === this.config.MCP_BROKER_USER ? AuditSource.MCP : AuditSource.AGENT,
       };
       // The ledger and approval hashes above are of the arguments as the model sent them; only the service sees the pinned campus.
       const callArgs = inCallCampus(definition, scope, args.data);
       // The run is known once the dispatch token is verified: lines from here on (a masked error's cause, the call's
       // own line in measureToolCall) carry it.
-      setLogContext({ runId: token.claims.runId });
+      if (frame) frame.logIds.runId = token.claims.runId;
       if (preview && posture.confirmation) {
         const render = posture.confirmation;
         const previewed = await inTenantScope(
