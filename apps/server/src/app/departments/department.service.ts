@@ -5,7 +5,7 @@ import { CampusService } from '../campuses/campus.service.js';
 import { campusFilter, campusReach } from '../core/authorization/campus-reach.js';
 import { currentAbility } from '../core/authorization/permission-scope.store.js';
 import type { JwtPayload } from '../core/auth/jwt-payload.js';
-import { currentManager, currentSchoolId, repo } from '../core/tenancy/tenant-context.js';
+import { currentManager, currentSchoolId, frameQuery, repo } from '../core/tenancy/tenant-context.js';
 import { UserEntity } from '../core/identity/user.entity.js';
 import { departmentRemovalQuestion } from './department-removal.confirmation.js';
 import { DepartmentMemberEntity } from './department-member.entity.js';
@@ -41,7 +41,7 @@ export class DepartmentService {
     // Plain SQL on the frame's connection: building it with the QueryBuilder cost more CPU than the database spent
     // running it (bench/results, profile by package), on every list_departments call. One statement, the members
     // aggregated per department (by name, as they are listed), under the same row-level security as a join of its own.
-    return (await currentManager().query(
+    return frameQuery<DepartmentSummary>(
       `SELECT department.id, department.name, department.campus_id AS "campusId", campus.name AS "campusName",
               COALESCE((SELECT json_agg(json_build_object('staffId', member.user_id, 'fullName', staff.full_name, 'isHead', member.is_head)
                                         ORDER BY staff.full_name)
@@ -51,7 +51,7 @@ export class DepartmentService {
         WHERE $1::uuid[] IS NULL OR department.campus_id = ANY($1::uuid[])
         ORDER BY department.name`,
       [campuses === 'all' ? null : campuses],
-    )) as DepartmentSummary[];
+    );
   }
 
   /** The rule is checked on the new instance, so a campus-limited admin can create only on their campus. */
@@ -68,10 +68,10 @@ export class DepartmentService {
       // Plain SQL, as list(): the repository's insert() (metadata walk, property-name rewriting by regular expression,
       // merging the returned columns) cost more server CPU than the INSERT itself on every create_department call
       // (bench/results/profile-write-*.md). The row is fixed: the id and created_at are the table's defaults.
-      const [{ id, createdAt }] = (await currentManager().query(
+      const [{ id, createdAt }] = await frameQuery<{ id: string; createdAt: Date }>(
         `INSERT INTO departments (school_id, campus_id, name) VALUES ($1, $2, $3) RETURNING id, created_at AS "createdAt"`,
         [schoolId, campusId, name],
-      )) as [{ id: string; createdAt: Date }];
+      );
       return Object.assign(new DepartmentEntity(), { id, schoolId, campusId, name, createdAt });
     } catch (error) {
       if ((error as { code?: string }).code === UNIQUE_VIOLATION) {

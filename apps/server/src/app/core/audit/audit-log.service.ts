@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { ActionAuditAction, AuditApproval, AuditSource } from '@naalya/access';
 import type { JwtPayload } from '../auth/jwt-payload.js';
 import { currentTraceId } from '@naalya/telemetry';
-import { currentManager } from '../tenancy/tenant-context.js';
+import { frameQuery } from '../tenancy/tenant-context.js';
 import { auditChanges } from './audit-changes.js';
 
 /** What an audit row keeps of the approval a confirmed agent write ran under (migration 1764662400021). */
@@ -74,14 +74,14 @@ export class AuditLogService {
    */
   async record(jwt: JwtPayload, entry: AuditEntry): Promise<string> {
     const insert = auditRowInsert(jwt, entry);
-    const [row] = (await currentManager().query(insert.sql, insert.params)) as { id: string }[];
-    return (row as { id: string }).id;
+    const [row] = await frameQuery<{ id: string }>(insert.sql, insert.params);
+    return row.id;
   }
 
   /** The display name of a resource as the caller can see it now: read before a write that removes it. */
   async resourceName(resourceType: string, resourceId: string | undefined): Promise<string | null> {
     if (!resourceId) return null;
-    const [row] = (await currentManager().query(`SELECT audit_resource_name($1, $2) AS name`, [resourceType, resourceId])) as { name: string | null }[];
+    const [row] = await frameQuery<{ name: string | null }>(`SELECT audit_resource_name($1, $2) AS name`, [resourceType, resourceId]);
     return row?.name ?? null;
   }
 }

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../../../testing/test-app.js';
-import { currentManager, unitOfWorkSlot, withSchool } from './tenant-context.js';
+import { currentManager, frameQuery, unitOfWorkSlot, withSchool } from './tenant-context.js';
 
 let testApp: TestApp;
 let schoolA: TestApp['demo']['schools'][0];
@@ -131,5 +131,31 @@ describe("the unit of work's transaction (BEGIN, the pin and COMMIT sent on the 
       ),
     );
     expect(states.flat()).toEqual(Array.from({ length: 4 }, () => ({ school: schoolB.id })));
+  });
+
+  it("frameQuery runs on the unit of work's own connection, in its transaction and under its pin", async () => {
+    const [seen] = await withSchool(schoolA.id, admin(), async () => {
+      await insertDepartment('Frame outer D');
+      return frameQuery<{ school: string; startedWithStatement: boolean; department: number }>(
+        `SELECT current_setting('app.school_id') AS school, now() = statement_timestamp() AS "startedWithStatement",
+                (SELECT count(*)::int FROM departments WHERE name = 'Frame outer D') AS department`,
+      );
+    });
+    // now() is the transaction's start: it is not the statement's own start only inside a transaction begun before it.
+    expect(seen).toEqual({ school: schoolA.id, startedWithStatement: false, department: 1 });
+  });
+
+  it('work that outlives its unit of work cannot reach the connection the pool has since given to another (another school)', async () => {
+    let leaked: Promise<unknown> | undefined;
+    await withSchool(schoolA.id, admin(), async () => {
+      // Not awaited: it runs on in this unit of work's context after the unit of work has ended.
+      leaked = sleep(30).then(() => frameQuery(`SELECT current_setting('app.school_id') AS school`));
+    });
+    const other = withSchool(schoolB.id, schoolB.personas.schoolAdmin.id, async () => {
+      await sleep(60);
+      return currentManager().query(`SELECT current_setting('app.school_id') AS school`);
+    });
+    await expect(leaked).rejects.toThrow('The unit of work has no connection: not connected yet, or already ended.');
+    expect(await other).toEqual([{ school: schoolB.id }]);
   });
 });

@@ -10,6 +10,8 @@ type Frame = {
   actorId: string;
   runner: QueryRunner;
   manager: EntityManager;
+  /** The pooled driver connection the runner holds, once the frame has it: see frameQuery. */
+  connection: FrameConnection | undefined;
   rollbackOnly: boolean;
   /** What other layers bind to this unit of work (the rebuilt ability): see unitOfWorkSlot. */
   slots: Map<symbol, unknown>;
@@ -55,6 +57,20 @@ export const currentScope = (): TenantScope => currentFrame().scope;
 
 /** The frame's transaction manager: the only way services reach the database. */
 export const currentManager = (): EntityManager => currentFrame().manager;
+
+/**
+ * One fixed SQL statement on the unit of work's connection, its rows as the driver returns them: for the statements every
+ * tool call makes (its data, the ledger, the audit row), which have no entity to map. TypeORM's query() adds broadcaster
+ * events and several promises around each, CPU on every call; an error is the driver's (its `code` and `constraint`
+ * as in TypeORM's QueryFailedError).
+ */
+export const frameQuery = <R = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<R[]> =>
+  frameStatement(connectionOf(currentFrame()), sql, params) as Promise<R[]>;
+
+const connectionOf = (frame: Frame): FrameConnection => {
+  if (!frame.connection) throw new Error('The unit of work has no connection: not connected yet, or already ended.');
+  return frame.connection;
+};
 
 export const repo = <T extends ObjectLiteral>(entity: EntityTarget<T>): Repository<T> =>
   currentManager().getRepository(entity);
@@ -136,22 +152,17 @@ const frameStatement = async (connection: FrameConnection, sql: string, params?:
   return rows;
 };
 
-const pin = async (connection: FrameConnection, scope: TenantScope, actorId: string, read: PinningRead | undefined): Promise<PinnedRows> => {
-  if (!read) {
-    await frameStatement(connection, PIN, pinValues(scope, actorId));
-    return [];
-  }
-  return frameStatement(connection, read.sql, [...pinValues(scope, actorId), ...read.params]);
-};
+const pin = (connection: FrameConnection, scope: TenantScope, actorId: string, read: PinningRead | undefined): Promise<PinnedRows> =>
+  read ? frameStatement(connection, read.sql, [...pinValues(scope, actorId), ...read.params]) : frameStatement(connection, PIN, pinValues(scope, actorId)).then(() => []);
 
 const openFrame = async <T>(scope: TenantScope, actorId: string, fn: (pinned: PinnedRows) => Promise<T>, read: PinningRead | undefined): Promise<T> => {
   const runner = dataSource().createQueryRunner('master');
-  const frame: Frame = { scope, actorId, runner, manager: runner.manager, rollbackOnly: false, slots: new Map() };
+  const frame: Frame = { scope, actorId, runner, manager: runner.manager, connection: undefined, rollbackOnly: false, slots: new Map() };
   // BEGIN..COMMIT run inside als.run so every query of the unit of work sees the frame.
   return frames.run(frame, async () => {
     let connection: FrameConnection | undefined;
     try {
-      connection = (await runner.connect()) as FrameConnection;
+      connection = frame.connection = (await runner.connect()) as FrameConnection;
       await frameStatement(connection, 'START TRANSACTION');
       recordTransaction(runner, true);
       const result = await fn(await pin(connection, scope, actorId, read));
@@ -169,6 +180,9 @@ const openFrame = async <T>(scope: TenantScope, actorId: string, fn: (pinned: Pi
       if (connection && runner.isTransactionActive && !runner.isReleased) await endTransaction(runner, connection, 'ROLLBACK').catch(() => undefined);
       throw error;
     } finally {
+      // Work that outlives its unit of work (a promise nobody awaited) must not reach the connection once the pool has
+      // handed it to another unit of work, perhaps another school's: TypeORM's released runner refuses it the same way.
+      frame.connection = undefined;
       await runner.release();
     }
   });
@@ -183,10 +197,10 @@ const recordTransaction = (runner: QueryRunner, open: boolean): void => {
   Object.assign(runner, { isTransactionActive: open, transactionDepth: open ? 1 : 0 });
 };
 
-const endTransaction = async (runner: QueryRunner, connection: FrameConnection, statement: 'COMMIT' | 'ROLLBACK'): Promise<void> => {
+const endTransaction = (runner: QueryRunner, connection: FrameConnection, statement: 'COMMIT' | 'ROLLBACK'): Promise<unknown> => {
   // Cleared first: a COMMIT that fails leaves no transaction to roll back (PostgreSQL ended it either way).
   recordTransaction(runner, false);
-  await frameStatement(connection, statement);
+  return frameStatement(connection, statement);
 };
 
 /**
@@ -198,7 +212,7 @@ const inFrame = <T>(scope: TenantScope, actorId: string, fn: (pinned: PinnedRows
   if (open) {
     if (!(sameScope(open.scope, scope) && open.actorId === actorId)) return Promise.reject(new Error('A unit of work for another tenant or actor is already open.'));
     // Pinning again to the same values changes nothing; the read still answers.
-    return read ? open.runner.connect().then((connection) => pin(connection as FrameConnection, scope, actorId, read)).then(fn) : fn([]);
+    return read ? pin(connectionOf(open), scope, actorId, read).then(fn) : fn([]);
   }
   return openFrame(scope, actorId, fn, read);
 };

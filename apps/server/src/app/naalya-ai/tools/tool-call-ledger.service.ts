@@ -2,7 +2,7 @@ import { ConflictException, Injectable } from '@nestjs/common';
 import { ERROR_SENTENCES, toolError, type AgentToolResult } from '@naalya/agent-tools';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { withCode } from '../../core/http/error-code.js';
-import { currentManager } from '../../core/tenancy/tenant-context.js';
+import { frameQuery } from '../../core/tenancy/tenant-context.js';
 import { canonicalHash } from './canonical-hash.js';
 
 export const CALL_ID_REUSED_ERROR = ERROR_SENTENCES.CALL_ID_REUSED;
@@ -26,6 +26,27 @@ const WAIT_RAN_OUT = new Set(['57014', '55P03']);
  */
 export const MIN_CLAIM_WAIT_MS = 100;
 
+/**
+ * The ledger row's INSERT taking the audit row's INSERT … RETURNING id (its `auditParams` parameters first) as a CTE, its
+ * id into the stored outcome. Made once per audit statement text (the code has one), not on every write.
+ */
+const withAuditRow = (() => {
+  const made = new Map<string, string>();
+  return (auditSql: string, auditParams: number): string => {
+    const key = `${auditParams}:${auditSql}`;
+    let sql = made.get(key);
+    if (sql === undefined) {
+      const at = (index: number) => `$${auditParams + index}`;
+      sql = `WITH audit AS (${auditSql})
+         INSERT INTO tool_call_ledger (call_id, school_id, event, request_hash, actor_id, result, run_id)
+         SELECT ${at(1)}, ${at(2)}, ${at(3)}, ${at(4)}, ${at(5)}, ${at(6)}::jsonb || jsonb_build_object('auditId', audit.id), ${at(7)} FROM audit
+         RETURNING result ->> 'auditId' AS "auditId"`;
+      made.set(key, sql);
+    }
+    return sql;
+  };
+})();
+
 export const requestHash = (request: { event: string; identity: unknown; scope: unknown; args: unknown }): string => canonicalHash(request);
 
 @Injectable()
@@ -41,10 +62,10 @@ export class ToolCallLedgerService {
   async claim(callId: string, hash: string, deadline: number, now: number = Date.now()): Promise<AgentToolResult | undefined> {
     let entry: { request_hash: string; result: unknown } | undefined;
     try {
-      [entry] = (await currentManager().query(`SELECT request_hash, result FROM claim_tool_call($1, $2)`, [
+      [entry] = await frameQuery<{ request_hash: string; result: unknown }>(`SELECT request_hash, result FROM claim_tool_call($1, $2)`, [
         callId,
         String(Math.max(MIN_CLAIM_WAIT_MS, Math.ceil(deadline - now))),
-      ])) as { request_hash: string; result: unknown }[];
+      ]);
     } catch (error) {
       if (WAIT_RAN_OUT.has((error as { code?: string }).code ?? '')) throw new CallStillRunningError(`call ${callId} is still running in another delivery`, { cause: error });
       throw error;
@@ -70,20 +91,13 @@ export class ToolCallLedgerService {
     try {
       // Plain SQL: one fixed INSERT on every write, without the QueryBuilder's per-call CPU.
       if (!audit) {
-        await currentManager().query(
+        await frameQuery(
           `INSERT INTO tool_call_ledger (call_id, school_id, event, request_hash, actor_id, result, run_id) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
           ledgerRow,
         );
         return undefined;
       }
-      const at = (index: number) => `$${audit.params.length + index}`;
-      const [row] = (await currentManager().query(
-        `WITH audit AS (${audit.sql})
-         INSERT INTO tool_call_ledger (call_id, school_id, event, request_hash, actor_id, result, run_id)
-         SELECT ${at(1)}, ${at(2)}, ${at(3)}, ${at(4)}, ${at(5)}, ${at(6)}::jsonb || jsonb_build_object('auditId', audit.id), ${at(7)} FROM audit
-         RETURNING result ->> 'auditId' AS "auditId"`,
-        [...audit.params, ...ledgerRow],
-      )) as { auditId: string }[];
+      const [row] = await frameQuery<{ auditId: string }>(withAuditRow(audit.sql, audit.params.length), [...audit.params, ...ledgerRow]);
       return row?.auditId;
     } catch (error) {
       // Only a call id taken in another school (invisible here under RLS) can still collide.

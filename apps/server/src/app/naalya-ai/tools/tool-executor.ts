@@ -135,12 +135,13 @@ export class ToolExecutor {
     private readonly quota: ToolCallQuota,
   ) {}
 
-  async execute<A, T>(
+  execute<A, T>(
     payload: unknown,
     schema: ZodType<A>,
     posture: ToolPosture<T, A>,
     fn: (args: A, jwt: JwtPayload) => Promise<T>,
   ): Promise<AgentToolResult<T>> {
+    // Not async (its promise is measureToolCall's), and nothing here can throw: execute() never throws.
     // Labelled by the tool's event (a fixed set), never by the envelope's claims, which a forger chooses.
     const tool = TOOLS_BY_SCHEMA.get(schema)?.event ?? 'unknown';
     const frame = currentRmqMessage();
@@ -152,13 +153,14 @@ export class ToolExecutor {
     return measureToolCall(tool, () => this.executeTraced(tool, payload, schema, posture, fn));
   }
 
-  private async executeTraced<A, T>(
+  private executeTraced<A, T>(
     tool: string,
     payload: unknown,
     schema: ZodType<A>,
     posture: ToolPosture<T, A>,
     fn: (args: A, jwt: JwtPayload) => Promise<T>,
   ): Promise<AgentToolResult<T>> {
+    // Not async: with tracing off it hands back executeCall's own promise, no wrapper (each costs hooks on Node 20).
     if (!tracingEnabled()) return this.executeCall(payload, schema, posture, fn);
     // One span around the whole call, parent of its SQL (the audit insert included) and child of the AMQP hop's.
     return inSpan('execute', { attributes: { 'naalya.tool.event': tool } }, async (span) => {
