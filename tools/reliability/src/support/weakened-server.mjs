@@ -214,7 +214,7 @@ class StockServerWithFrames extends ServerRMQ {
     if (!handler) return handler;
     const inFrame = async (data, context) => {
       const { properties, fields, content } = context.getMessage();
-      const frame = { pattern, properties, fields, content, signal: new AbortController().signal, aborted: false };
+      const frame = { pattern, properties, fields, content, signal: new AbortController().signal, aborted: false, logIds: {} };
       const result = await runInRmqMessageFrame(frame, () => handler(data, context));
       return isObservable(result) ? new Observable((subscriber) => runInRmqMessageFrame(frame, () => result.subscribe(subscriber))) : result;
     };
