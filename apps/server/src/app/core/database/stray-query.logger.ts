@@ -1,6 +1,6 @@
 import { Logger as NestLogger } from '@nestjs/common';
 import type { Logger, QueryRunner } from 'typeorm';
-import { currentRunner } from '../tenancy/tenant-context.js';
+import { openFrameRunner } from '../tenancy/tenant-context.js';
 
 /**
  * Flags any query issued inside a unit of work on a connection other than the frame's: such a query
@@ -11,8 +11,8 @@ export class StrayQueryLogger implements Logger {
   readonly strays: string[] = [];
 
   logQuery(query: string, _parameters?: unknown[], queryRunner?: QueryRunner): void {
-    const frameRunner = currentRunner();
-    if (frameRunner && queryRunner !== frameRunner) {
+    const frame = openFrameRunner();
+    if (frame && queryRunner !== frame.runner) {
       this.strays.push(query);
       this.logger.error(`Query outside the unit of work's transaction: ${query.slice(0, 200)}`);
     }

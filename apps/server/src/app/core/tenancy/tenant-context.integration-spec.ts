@@ -158,4 +158,42 @@ describe("the unit of work's transaction (BEGIN, the pin and COMMIT sent on the 
     await expect(leaked).rejects.toThrow('The unit of work has no connection: not connected yet, or already ended.');
     expect(await other).toEqual([{ school: schoolB.id }]);
   });
+
+  it("a leaked manager is refused too, whether the unit of work had made TypeORM's runner or not", async () => {
+    const leaked: Promise<unknown>[] = [];
+    for (const madeRunner of [true, false]) {
+      await withSchool(schoolA.id, admin(), async () => {
+        if (madeRunner) await currentManager().query('SELECT 1');
+        leaked.push(sleep(30).then(() => currentManager().query(`SELECT current_setting('app.school_id') AS school`)));
+      });
+    }
+    const other = withSchool(schoolB.id, schoolB.personas.schoolAdmin.id, async () => {
+      await sleep(60);
+      return frameQuery(`SELECT current_setting('app.school_id') AS school`);
+    });
+    const [withRunner, withoutRunner] = await Promise.allSettled(leaked);
+    expect(withRunner).toMatchObject({ status: 'rejected', reason: { message: expect.stringMatching(/already released/) } });
+    expect(withoutRunner).toMatchObject({ status: 'rejected', reason: { message: 'The unit of work has no connection: not connected yet, or already ended.' } });
+    expect(await other).toEqual([{ school: schoolB.id }]);
+  });
+
+  it('a connection that dies while its unit of work holds it fails that unit of work only: the process lives on and the pool discards it', async () => {
+    let pid = 0;
+    await expect(
+      withSchool(schoolA.id, admin(), async () => {
+        [{ pid }] = await frameQuery<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+        // Killed between statements: pg reports it as an error event on the connection, which nobody awaits.
+        await testApp.owner.query('SELECT pg_terminate_backend($1)', [pid]);
+        await sleep(100);
+        await frameQuery('SELECT 1');
+      }),
+    ).rejects.toThrow();
+    const after = await Promise.all(
+      Array.from({ length: 8 }, () => withSchool(schoolB.id, schoolB.personas.schoolAdmin.id, () => frameQuery<{ pid: number; school: string }>(
+        `SELECT pg_backend_pid() AS pid, current_setting('app.school_id') AS school`,
+      ))),
+    );
+    expect(after.flat().map((row) => row.school)).toEqual(Array.from({ length: 8 }, () => schoolB.id));
+    expect(after.flat().map((row) => row.pid)).not.toContain(pid);
+  });
 });

@@ -8,10 +8,13 @@ export type TenantScope = { kind: 'school'; schoolId: string } | { kind: 'unscop
 type Frame = {
   scope: TenantScope;
   actorId: string;
-  runner: QueryRunner;
-  manager: EntityManager;
-  /** The pooled driver connection the runner holds, once the frame has it: see frameQuery. */
+  /** The pooled driver connection, once the frame has it: see frameQuery. */
   connection: FrameConnection | undefined;
+  /**
+   * TypeORM's query runner on that connection, made when a service first asks for the manager: a tool call's own
+   * statements (frameQuery) need none, and making one per unit of work was CPU on every call.
+   */
+  runner: QueryRunner | undefined;
   rollbackOnly: boolean;
   /** What other layers bind to this unit of work (the rebuilt ability): see unitOfWorkSlot. */
   slots: Map<symbol, unknown>;
@@ -56,7 +59,24 @@ export const currentSchoolId = (): string => {
 export const currentScope = (): TenantScope => currentFrame().scope;
 
 /** The frame's transaction manager: the only way services reach the database. */
-export const currentManager = (): EntityManager => currentFrame().manager;
+export const currentManager = (): EntityManager => runnerOf(currentFrame()).manager;
+
+/**
+ * TypeORM's query runner for the frame, on the frame's own connection and inside its transaction (its record of the
+ * transaction kept in step, see recordTransaction). Made once per frame, on first use; refused once the frame has
+ * ended, like frameQuery.
+ */
+const runnerOf = (frame: Frame): QueryRunner => {
+  if (frame.runner) return frame.runner;
+  const connection = connectionOf(frame);
+  const runner = dataSource().createQueryRunner('master');
+  // The connection the runner would otherwise take from the pool itself: connect() hands back the one it holds. The
+  // frame, not the runner, returns it to the pool (the runner has no release callback to call).
+  Object.assign(runner, { databaseConnection: connection });
+  recordTransaction(runner, true);
+  frame.runner = runner;
+  return runner;
+};
 
 /**
  * One fixed SQL statement on the unit of work's connection, its rows as the driver returns them: for the statements every
@@ -77,8 +97,14 @@ export const repo = <T extends ObjectLiteral>(entity: EntityTarget<T>): Reposito
 
 export const isInFrame = (): boolean => frames.getStore() !== undefined;
 
-/** The open frame's connection, for stray-query detection. */
-export const currentRunner = (): QueryRunner | undefined => frames.getStore()?.runner;
+/**
+ * For stray-query detection: whether a unit of work is open, and its query runner if a service has made one. Inside a
+ * frame, a TypeORM query on any other runner (none made yet included) is outside its transaction.
+ */
+export const openFrameRunner = (): { runner: QueryRunner | undefined } | undefined => {
+  const frame = frames.getStore();
+  return frame && { runner: frame.runner };
+};
 
 /** The frame will roll back instead of committing: a refused call must leave nothing behind. */
 export const markRollbackOnly = (): void => {
@@ -134,56 +160,97 @@ const pinValues = (scope: TenantScope, actorId: string): unknown[] => {
   return [scope.kind === 'school' ? scope.schoolId : '', scope.kind === 'unscoped' ? 'on' : '', actorId, String(statementTimeoutMs), String(idleInTransactionTimeoutMs)];
 };
 
-/** What the frame's own statements need of the pooled driver connection TypeORM's query runner holds. */
-type FrameConnection = { query(sql: string, params?: readonly unknown[]): Promise<{ rows: Record<string, unknown>[] }> };
+type QueryResultRows = { rows: Record<string, unknown>[] };
+
+/** What the frame needs of a pooled pg client: its statements, its errors while held, and its return to the pool. */
+type FrameConnection = {
+  query(sql: string, params: readonly unknown[] | undefined, callback: (error: Error | null, result: QueryResultRows) => void): void;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  removeListener(event: 'error', listener: (error: Error) => void): unknown;
+  /** Back to the pool; given an error, the pool discards the connection instead. */
+  release(error?: Error): void;
+};
+
+type ConnectionPool = { connect(callback: (error: Error | undefined, connection: FrameConnection) => void): void };
 
 /**
- * The frame's own statements (BEGIN, the pin, COMMIT, ROLLBACK) go straight to the driver connection the query runner
- * holds: TypeORM's startTransaction/query/commitTransaction wrap each in broadcaster events and several promises, CPU on
- * every tool call for statements that have no entity, subscriber or result mapping to do. Slow ones are still logged
- * through the data source's logger, as TypeORM logs the services' queries.
+ * A connection from the data source's pg pool (TypeORM's postgres driver keeps it as `master`), the one its query runners
+ * draw from. The callback form, like frameStatement's: one promise instead of pg-pool's two.
  */
-const frameStatement = async (connection: FrameConnection, sql: string, params?: readonly unknown[]): Promise<Record<string, unknown>[]> => {
+const connect = (): Promise<FrameConnection> =>
+  new Promise((resolve, reject) =>
+    (dataSource().driver as unknown as { master: ConnectionPool }).master.connect((error, connection) => (error ? reject(error) : resolve(connection))),
+  );
+
+/**
+ * The frame's own statements (BEGIN, the pin, COMMIT, ROLLBACK) and frameQuery's go straight to its driver connection:
+ * TypeORM's startTransaction/query/commitTransaction wrap each in broadcaster events and several promises, CPU on every
+ * tool call for statements that have no entity, subscriber or result mapping to do. pg's callback form makes no promise
+ * of its own (its promise form makes two); the one promise here is what the caller awaits. Slow statements are still
+ * logged through the data source's logger, as TypeORM logs the services' queries, from the caller's context (the
+ * callback runs in the connection's, which would put another call's ids on the line).
+ */
+const frameStatement = (connection: FrameConnection, sql: string, params?: readonly unknown[]): Promise<Record<string, unknown>[]> => {
   const started = Date.now();
-  const { rows } = await connection.query(sql, params);
-  const elapsed = Date.now() - started;
-  const source = dataSource();
-  if (source.options.maxQueryExecutionTime && elapsed > source.options.maxQueryExecutionTime) source.logger.logQuerySlow(elapsed, sql, params as unknown[]);
-  return rows;
+  return new Promise<QueryResultRows>((resolve, reject) => connection.query(sql, params, (error, result) => (error ? reject(error) : resolve(result)))).then(
+    ({ rows }) => {
+      const elapsed = Date.now() - started;
+      const source = dataSource();
+      if (source.options.maxQueryExecutionTime && elapsed > source.options.maxQueryExecutionTime) source.logger.logQuerySlow(elapsed, sql, params as unknown[]);
+      return rows;
+    },
+    (error: Error) => {
+      // As pg's promise form does: the stack leads back to the caller, not to the socket that read the error.
+      Error.captureStackTrace(error);
+      throw error;
+    },
+  );
 };
 
 const pin = (connection: FrameConnection, scope: TenantScope, actorId: string, read: PinningRead | undefined): Promise<PinnedRows> =>
   read ? frameStatement(connection, read.sql, [...pinValues(scope, actorId), ...read.params]) : frameStatement(connection, PIN, pinValues(scope, actorId)).then(() => []);
 
 const openFrame = async <T>(scope: TenantScope, actorId: string, fn: (pinned: PinnedRows) => Promise<T>, read: PinningRead | undefined): Promise<T> => {
-  const runner = dataSource().createQueryRunner('master');
-  const frame: Frame = { scope, actorId, runner, manager: runner.manager, connection: undefined, rollbackOnly: false, slots: new Map() };
+  const frame: Frame = { scope, actorId, connection: undefined, runner: undefined, rollbackOnly: false, slots: new Map() };
   // BEGIN..COMMIT run inside als.run so every query of the unit of work sees the frame.
   return frames.run(frame, async () => {
     let connection: FrameConnection | undefined;
+    // A held connection that fails between statements (the server gone, the idle-in-transaction limit) reports it as an
+    // event, which would end the process unheard; the pool is told to discard it instead.
+    let broken: Error | undefined;
+    const onError = (error: Error): void => {
+      broken = error;
+    };
+    let open = false;
     try {
-      connection = frame.connection = (await runner.connect()) as FrameConnection;
+      connection = frame.connection = await connect();
+      connection.on('error', onError);
       await frameStatement(connection, 'START TRANSACTION');
-      recordTransaction(runner, true);
+      open = true;
       const result = await fn(await pin(connection, scope, actorId, read));
+      open = false;
       if (frame.rollbackOnly) {
-        await endTransaction(runner, connection, 'ROLLBACK');
+        await endTransaction(frame, connection, 'ROLLBACK');
         return result;
       }
       try {
-        await endTransaction(runner, connection, 'COMMIT');
+        await endTransaction(frame, connection, 'COMMIT');
       } catch (error) {
         throw new CommitOutcomeUnknownError(error);
       }
       return result;
     } catch (error) {
-      if (connection && runner.isTransactionActive && !runner.isReleased) await endTransaction(runner, connection, 'ROLLBACK').catch(() => undefined);
+      if (connection && open) await endTransaction(frame, connection, 'ROLLBACK').catch(() => undefined);
       throw error;
     } finally {
       // Work that outlives its unit of work (a promise nobody awaited) must not reach the connection once the pool has
-      // handed it to another unit of work, perhaps another school's: TypeORM's released runner refuses it the same way.
+      // handed it to another unit of work, perhaps another school's: the frame forgets it and its runner is released.
       frame.connection = undefined;
-      await runner.release();
+      void frame.runner?.release();
+      if (connection) {
+        connection.removeListener('error', onError);
+        connection.release(broken);
+      }
     }
   });
 };
@@ -197,9 +264,8 @@ const recordTransaction = (runner: QueryRunner, open: boolean): void => {
   Object.assign(runner, { isTransactionActive: open, transactionDepth: open ? 1 : 0 });
 };
 
-const endTransaction = (runner: QueryRunner, connection: FrameConnection, statement: 'COMMIT' | 'ROLLBACK'): Promise<unknown> => {
-  // Cleared first: a COMMIT that fails leaves no transaction to roll back (PostgreSQL ended it either way).
-  recordTransaction(runner, false);
+const endTransaction = (frame: Frame, connection: FrameConnection, statement: 'COMMIT' | 'ROLLBACK'): Promise<unknown> => {
+  if (frame.runner) recordTransaction(frame.runner, false);
   return frameStatement(connection, statement);
 };
 

@@ -179,7 +179,7 @@ describe('ToolCallQuota in PostgreSQL, shared by two server replicas', () => {
     const replicas = twoReplicas({ school: 30, user: 8 });
     const key = school();
     const users = Array.from({ length: 6 }, (_, i) => `near-${key}-${i}`);
-    const outcomes = await Promise.all(Array.from({ length: 120 }, (_, i) => replicas[i % 2].take(key, users[i % users.length], T0).then((outcome) => ({ user: users[i % users.length], outcome }))));
+    const outcomes = await Promise.all(Array.from({ length: 120 }, (_, i) => Promise.resolve(replicas[i % 2].take(key, users[i % users.length], T0)).then((outcome) => ({ user: users[i % users.length], outcome }))));
     const granted = outcomes.filter((o) => o.outcome === null);
     // Near the limit blocks are single calls; a school call handed back after a user refusal stays with its replica,
     // which may have no later call to spend it on (at most one per replica here).

@@ -97,19 +97,27 @@ export class ToolCallQuota implements OnApplicationBootstrap, BeforeApplicationS
     this.pruneTimer = undefined;
   }
 
-  /** Takes one call from both allowances, or none and says which is spent. */
-  async take(schoolKey: string, userId: string, now: number = Date.now()): Promise<QuotaRefusal | null> {
+  /**
+   * Takes one call from both allowances, or none and says which is spent. Answered without a promise when both have
+   * calls in hand (most calls): on Node 20 every promise a tool call makes costs hooks and garbage.
+   */
+  take(schoolKey: string, userId: string, now: number = Date.now()): QuotaRefusal | null | Promise<QuotaRefusal | null> {
     const window = quotaWindow(now);
     const school = `school:${schoolKey}`;
     const user = `user:${userId}`;
     if (this.config.TOOL_CALL_QUOTA_STORE === 'memory') return this.takeInMemory(school, user, window);
-    // Most calls: both keys have calls in hand, spent without a round trip or an await.
-    const inHand = [this.counter(school, window), this.counter(user, window)];
-    if (inHand[0].count > 0 && inHand[1].count > 0) {
-      inHand[0].count -= 1;
-      inHand[1].count -= 1;
+    const schoolInHand = this.counter(school, window);
+    const userInHand = this.counter(user, window);
+    if (schoolInHand.count > 0 && userInHand.count > 0) {
+      schoolInHand.count -= 1;
+      userInHand.count -= 1;
       return null;
     }
+    return this.takeShared(school, user, window);
+  }
+
+  /** take() when a key has no call in hand: from the shared count, reserving a block where needed. */
+  private async takeShared(school: string, user: string, window: number): Promise<QuotaRefusal | null> {
     if (!(await this.spend(school, window, this.config.TOOL_CALLS_PER_MINUTE_PER_SCHOOL))) return 'SCHOOL_QUOTA_EXCEEDED';
     if (!(await this.spend(user, window, this.config.TOOL_CALLS_PER_MINUTE_PER_USER))) {
       // The school's call goes back to this process's hand, not to the database: it was reserved here and is spent here.
@@ -137,14 +145,17 @@ export class ToolCallQuota implements OnApplicationBootstrap, BeforeApplicationS
    * is admitted without counting. A repeat reaching another replica is counted there, and given back by giveBack()
    * when the ledger answers it: one call costs one, wherever its copies land.
    */
-  async admit(callId: string, deadline: number, schoolKey: string, userId: string, now: number = Date.now()): Promise<Admission> {
+  admit(callId: string, deadline: number, schoolKey: string, userId: string, now: number = Date.now()): Admission | Promise<Admission> {
     const forgetAt = this.admitted.get(callId);
     const window = quotaWindow(now);
     if (forgetAt !== undefined && forgetAt > now) return { charged: false, refusal: null, window };
-    const refusal = await this.take(schoolKey, userId, now);
-    if (refusal) return { charged: false, refusal, window };
-    this.remember(callId, now + Math.min(ADMITTED_TTL_MAX_MS, Math.max(0, deadline - now) + ADMITTED_GRACE_MS), now);
-    return { charged: true, refusal: null, window };
+    const admitted = (refusal: QuotaRefusal | null): Admission => {
+      if (refusal) return { charged: false, refusal, window };
+      this.remember(callId, now + Math.min(ADMITTED_TTL_MAX_MS, Math.max(0, deadline - now) + ADMITTED_GRACE_MS), now);
+      return { charged: true, refusal: null, window };
+    };
+    const taken = this.take(schoolKey, userId, now);
+    return taken instanceof Promise ? taken.then(admitted) : admitted(taken);
   }
 
   /**

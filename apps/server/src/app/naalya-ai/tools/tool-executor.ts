@@ -216,7 +216,9 @@ export class ToolExecutor {
       // Counted only once the call is proven to be the server's own dispatch: a forger cannot spend a school's allowance.
       // A call id is counted once: a worker's re-send of an interrupted call is the same call.
       const quotaSchool = (scope.mode === 'school' ? scope.targetSchoolId : undefined) ?? identity.schoolId ?? 'platform';
-      const admission = await this.quota.admit(meta.callId, meta.deadline, quotaSchool, identity.sub);
+      const admitting = this.quota.admit(meta.callId, meta.deadline, quotaSchool, identity.sub);
+      // Most calls are admitted from the calls in hand, with no promise to wait for.
+      const admission = admitting instanceof Promise ? await admitting : admitting;
       // A preview is a read of a confirmable write: the write's checks and gate, none of its ledger, approval or audit.
       const preview = meta.preview === true;
       if (preview && !definition.confirm) return toolError('TOOL_MISMATCH');
