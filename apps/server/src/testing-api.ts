@@ -5,7 +5,7 @@ import 'reflect-metadata';
 
 export { AppModule } from './app/app.module.js';
 export { APP_ENTITIES } from './app/app.entities.js';
-export { AuditLogService, auditRowInsert } from './app/core/audit/audit-log.service.js';
+export { AUDIT_ROW_INSERT, AuditLogService, auditRowValues } from './app/core/audit/audit-log.service.js';
 export { loadServerConfig, nestLogLevels } from './app/core/config/server-config.js';
 export { createAppDataSource } from './app/core/database/data-source.js';
 export { BrokerStatus } from './app/core/health/broker-status.js';

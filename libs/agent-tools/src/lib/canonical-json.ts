@@ -5,12 +5,22 @@
  * side because this contract is zod only and also runs in the browser.
  */
 export const canonicalJson = (value: unknown): string => {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (Array.isArray(value)) {
+    let text = '[';
+    // A member JSON cannot hold (undefined, a function) is empty, as join() leaves it.
+    for (let index = 0; index < value.length; index++) text += (index ? ',' : '') + (canonicalJson(value[index]) ?? '');
+    return `${text}]`;
+  }
   if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, entry]) => entry !== undefined)
-      .sort(([left], [right]) => (left < right ? -1 : left > right ? 1 : 0));
-    return `{${entries.map(([key, entry]) => `${JSON.stringify(key)}:${canonicalJson(entry)}`).join(',')}}`;
+    // Keys in UTF-16 code unit order (sort()'s own), with plain loops: every write's request hash goes through here.
+    const keys = Object.keys(value).sort();
+    let text = '{';
+    for (const key of keys) {
+      const entry = (value as Record<string, unknown>)[key];
+      if (entry === undefined) continue;
+      text += `${text.length > 1 ? ',' : ''}${JSON.stringify(key)}:${canonicalJson(entry)}`;
+    }
+    return `${text}}`;
   }
   return JSON.stringify(value);
 };

@@ -17,7 +17,8 @@ import {
   ToolCallLedgerService,
   ToolCallQuota,
   ToolExecutor,
-  auditRowInsert,
+  AUDIT_ROW_INSERT,
+  auditRowValues,
   canonicalHash,
   connectToolTransport,
   createAppDataSource,
@@ -46,9 +47,9 @@ const asOwner = async (sql) => {
 
 let ownerPool;
 /** Runs an audit row's insert on an owner connection of its own, committed at once; resolves to the row's id. */
-const auditOutside = async (insert) => {
+const auditOutside = async (auditRow) => {
   ownerPool ??= new pg.Pool({ connectionString: config.DATABASE_OWNER_URL, max: 4 });
-  const { rows } = await ownerPool.query(insert.sql, insert.params);
+  const { rows } = await ownerPool.query(AUDIT_ROW_INSERT, auditRow);
   return rows[0].id;
 };
 
@@ -63,8 +64,8 @@ const WEAKENINGS = {
         {
           claim: async () => undefined,
           lookup: async () => undefined,
-          record: async (_callId, _event, _hash, _jwt, _result, _runId, audit) =>
-            audit ? (await currentManager().query(audit.sql, audit.params))[0]?.id : undefined,
+          record: async (_callId, _event, _hash, _jwt, _result, _runId, auditRow) =>
+            auditRow ? (await currentManager().query(AUDIT_ROW_INSERT, auditRow))[0]?.id : undefined,
         },
       ],
     ],
@@ -73,12 +74,12 @@ const WEAKENINGS = {
   // in the ledger's statement (ToolCallLedgerService.record), so that is where it is taken out; any other goes through
   // AuditLogService.record.
   'audit-outside-transaction': {
-    providers: [[AuditLogService, { record: async (jwt, entry) => auditOutside(auditRowInsert(jwt, entry)) }]],
+    providers: [[AuditLogService, { record: async (jwt, entry) => auditOutside(auditRowValues(jwt, entry)) }]],
     afterCompile: async (moduleRef) => {
       const ledger = moduleRef.get(ToolCallLedgerService);
       const record = ledger.record.bind(ledger);
-      ledger.record = async (callId, event, hash, jwt, result, runId, audit) => {
-        const auditId = audit ? await auditOutside(audit) : undefined;
+      ledger.record = async (callId, event, hash, jwt, result, runId, auditRow) => {
+        const auditId = auditRow ? await auditOutside(auditRow) : undefined;
         await record(callId, event, hash, jwt, result, runId);
         return auditId;
       };

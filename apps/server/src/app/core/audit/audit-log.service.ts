@@ -32,38 +32,40 @@ export type AuditEntry = {
 /**
  * One audit row's INSERT … RETURNING id ($1–$16), in the caller's unit of work: run alone by record(), or inside a tool
  * write's ledger statement (ToolCallLedgerService.record), so the row commits or rolls back with the change it describes.
- * The school comes from the (rebuilt) JWT: a platform admin's write is recorded in its target school.
+ * Plain SQL: the row is fixed and written on every audited call, and the QueryBuilder's insert (metadata walk,
+ * property-name rewriting, returning-column merge) cost more CPU than the statement itself (bench/results). The display
+ * name is read in the same statement, after the write, unless the caller read it before (a delete).
  */
-export const auditRowInsert = (jwt: JwtPayload, entry: AuditEntry): { sql: string; params: unknown[] } => {
-  if (!jwt.schoolId) throw new Error('An audited write needs a school.');
-  // Plain SQL: the row is fixed and written on every audited call, and the QueryBuilder's insert (metadata walk,
-  // property-name rewriting, returning-column merge) cost more CPU than the statement itself (bench/results).
-  // The display name is read in the same statement, after the write, unless the caller read it before (a delete).
-  const changes = auditChanges(entry.changes);
-  return {
-    sql: `INSERT INTO audit_log (school_id, actor_id, actor_type, action, resource_type, resource_id, source, call_id, trace_id,
+export const AUDIT_ROW_INSERT = `INSERT INTO audit_log (school_id, actor_id, actor_type, action, resource_type, resource_id, source, call_id, trace_id,
                             tool, route, run_id, resource_name, changes, approval_id, approval)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, COALESCE($13, audit_resource_name($5, $6)), $14, $15, $16) RETURNING id`,
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, COALESCE($13, audit_resource_name($5, $6)), $14, $15, $16) RETURNING id`;
+
+/**
+ * The values of AUDIT_ROW_INSERT's parameters for one entry. The school comes from the (rebuilt) JWT: a platform admin's
+ * write is recorded in its target school.
+ */
+export const auditRowValues = (jwt: JwtPayload, entry: AuditEntry): unknown[] => {
+  if (!jwt.schoolId) throw new Error('An audited write needs a school.');
+  const changes = auditChanges(entry.changes);
+  return [
+    jwt.schoolId,
+    jwt.sub,
+    jwt.type,
+    entry.action,
+    entry.resourceType,
+    entry.resourceId ?? null,
+    entry.source,
+    entry.callId ?? null,
     // The trace of the REST request or the tool call that wrote it (null with tracing off): audit row to spans.
-    params: [
-      jwt.schoolId,
-      jwt.sub,
-      jwt.type,
-      entry.action,
-      entry.resourceType,
-      entry.resourceId ?? null,
-      entry.source,
-      entry.callId ?? null,
-      currentTraceId() ?? null,
-      entry.tool ?? null,
-      entry.route ?? null,
-      entry.runId ?? null,
-      entry.resourceName ?? null,
-      changes === null ? null : JSON.stringify(changes),
-      entry.approvalId ?? null,
-      entry.approval === undefined ? null : JSON.stringify(entry.approval),
-    ],
-  };
+    currentTraceId() ?? null,
+    entry.tool ?? null,
+    entry.route ?? null,
+    entry.runId ?? null,
+    entry.resourceName ?? null,
+    changes === null ? null : JSON.stringify(changes),
+    entry.approvalId ?? null,
+    entry.approval === undefined ? null : JSON.stringify(entry.approval),
+  ];
 };
 
 @Injectable()
@@ -73,8 +75,7 @@ export class AuditLogService {
    * The school comes from the (rebuilt) JWT: a platform admin's write is recorded in its target school.
    */
   async record(jwt: JwtPayload, entry: AuditEntry): Promise<string> {
-    const insert = auditRowInsert(jwt, entry);
-    const [row] = await frameQuery<{ id: string }>(insert.sql, insert.params);
+    const [row] = await frameQuery<{ id: string }>(AUDIT_ROW_INSERT, auditRowValues(jwt, entry));
     return row.id;
   }
 

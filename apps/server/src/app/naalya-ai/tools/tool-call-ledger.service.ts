@@ -2,6 +2,7 @@ import { ConflictException, Injectable } from '@nestjs/common';
 import { ERROR_SENTENCES, toolError, type AgentToolResult } from '@naalya/agent-tools';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { withCode } from '../../core/http/error-code.js';
+import { AUDIT_ROW_INSERT } from '../../core/audit/audit-log.service.js';
 import { frameQuery } from '../../core/tenancy/tenant-context.js';
 import { canonicalHash } from './canonical-hash.js';
 
@@ -26,26 +27,17 @@ const WAIT_RAN_OUT = new Set(['57014', '55P03']);
  */
 export const MIN_CLAIM_WAIT_MS = 100;
 
+const AUDIT_ROW_PARAMS = 16;
+const ledgerParam = (index: number) => `$${AUDIT_ROW_PARAMS + index}`;
+
 /**
- * The ledger row's INSERT taking the audit row's INSERT … RETURNING id (its `auditParams` parameters first) as a CTE, its
- * id into the stored outcome. Made once per audit statement text (the code has one), not on every write.
+ * The ledger row's INSERT taking the audit row's INSERT … RETURNING id (its parameters first) as a CTE, its id into the
+ * stored outcome: one statement for both rows.
  */
-const withAuditRow = (() => {
-  const made = new Map<string, string>();
-  return (auditSql: string, auditParams: number): string => {
-    const key = `${auditParams}:${auditSql}`;
-    let sql = made.get(key);
-    if (sql === undefined) {
-      const at = (index: number) => `$${auditParams + index}`;
-      sql = `WITH audit AS (${auditSql})
+const RECORD_WITH_AUDIT_ROW = `WITH audit AS (${AUDIT_ROW_INSERT})
          INSERT INTO tool_call_ledger (call_id, school_id, event, request_hash, actor_id, result, run_id)
-         SELECT ${at(1)}, ${at(2)}, ${at(3)}, ${at(4)}, ${at(5)}, ${at(6)}::jsonb || jsonb_build_object('auditId', audit.id), ${at(7)} FROM audit
+         SELECT ${ledgerParam(1)}, ${ledgerParam(2)}, ${ledgerParam(3)}, ${ledgerParam(4)}, ${ledgerParam(5)}, ${ledgerParam(6)}::jsonb || jsonb_build_object('auditId', audit.id), ${ledgerParam(7)} FROM audit
          RETURNING result ->> 'auditId' AS "auditId"`;
-      made.set(key, sql);
-    }
-    return sql;
-  };
-})();
 
 export const requestHash = (request: { event: string; identity: unknown; scope: unknown; args: unknown }): string => canonicalHash(request);
 
@@ -85,19 +77,21 @@ export class ToolCallLedgerService {
     jwt: JwtPayload,
     result: AgentToolResult,
     runId: string | null = null,
-    audit?: { sql: string; params: unknown[] },
+    /** The write's audit row, as auditRowValues() gives its values. */
+    auditRow?: unknown[],
   ): Promise<string | undefined> {
     const ledgerRow = [callId, jwt.schoolId, event, hash, jwt.sub, JSON.stringify(result), runId];
     try {
       // Plain SQL: one fixed INSERT on every write, without the QueryBuilder's per-call CPU.
-      if (!audit) {
+      if (!auditRow) {
         await frameQuery(
           `INSERT INTO tool_call_ledger (call_id, school_id, event, request_hash, actor_id, result, run_id) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
           ledgerRow,
         );
         return undefined;
       }
-      const [row] = await frameQuery<{ auditId: string }>(withAuditRow(audit.sql, audit.params.length), [...audit.params, ...ledgerRow]);
+      if (auditRow.length !== AUDIT_ROW_PARAMS) throw new Error(`An audit row has ${AUDIT_ROW_PARAMS} values, not ${auditRow.length}.`);
+      const [row] = await frameQuery<{ auditId: string }>(RECORD_WITH_AUDIT_ROW, [...auditRow, ...ledgerRow]);
       return row?.auditId;
     } catch (error) {
       // Only a call id taken in another school (invisible here under RLS) can still collide.

@@ -17,7 +17,7 @@ import { addLogContextSource, type LogContext } from '@naalya/observability';
 import { currentRmqMessage } from '@naalya/rmq';
 import { failSpan, inSpan, tracingEnabled } from '@naalya/telemetry';
 import type { ZodType } from 'zod';
-import { AuditLogService, auditRowInsert } from '../../core/audit/audit-log.service.js';
+import { AuditLogService, auditRowValues } from '../../core/audit/audit-log.service.js';
 import { AppAbilityFactory } from '../../core/authorization/app-ability.factory.js';
 import { IdentityService, type CallerWithPermissions } from '../../core/auth/identity.service.js';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
@@ -224,7 +224,8 @@ export class ToolExecutor {
       if (preview && !definition.confirm) return toolError('TOOL_MISMATCH');
       // Fails closed: without its renderer nothing is asked, so the call cannot be approved either.
       if (preview && !posture.confirmation) throw new Error(`Tool "${definition.name}" needs confirmation but its handler has no renderer.`);
-      const mutating = isMutatingEvent(definition.event) && !preview;
+      const writes = isMutatingEvent(definition.event);
+      const mutating = writes && !preview;
       // A write over quota may be the repeat of one that committed: the ledger answers it first (runInFrame), or the
       // model would hear "refused" for a change that happened. A read is refused before any database work.
       if (admission.refusal && !mutating) {
@@ -239,7 +240,7 @@ export class ToolExecutor {
       const identityJwt = toJwtPayload(identity);
       if (hasNoTenantScope(identityJwt)) return toolError('NO_TENANT_SCOPE');
       const targetSchoolId = scope.mode === 'school' ? scope.targetSchoolId : undefined;
-      if (isMutatingEvent(definition.event) && identity.type === UserType.PLATFORM_ADMIN && !targetSchoolId) {
+      if (writes && identity.type === UserType.PLATFORM_ADMIN && !targetSchoolId) {
         return toolError('PLATFORM_WRITE_NEEDS_SCHOOL');
       }
 
@@ -375,7 +376,7 @@ export class ToolExecutor {
     // The audit row and the ledger row in one statement (the ledger's outcome carries the audit row's id).
     const auditId =
       plan.ledgerHash !== undefined
-        ? await this.ledger.record(plan.callId, plan.event, plan.ledgerHash, plan.tenantJwt, result, plan.dispatch.runId, audit && auditRowInsert(plan.tenantJwt, audit))
+        ? await this.ledger.record(plan.callId, plan.event, plan.ledgerHash, plan.tenantJwt, result, plan.dispatch.runId, audit && auditRowValues(plan.tenantJwt, audit))
         : audit && (await this.auditLogService.record(plan.tenantJwt, audit));
     if (auditId) result.auditId = auditId;
     // Past the transport's time limit the caller already got an error: commit nothing it no longer expects.
