@@ -3,4 +3,4 @@ export { LOG_FORMATS, ObservabilityConfigError, loadLogFormat, loadMetricsConfig
 export { MetricsServer } from './metrics-server.js';
 export { closeSideServer, listenSideServer } from './side-server.js';
 export { addLogContextSource, currentLogContext, withLogContext, type LogContext } from './log-context.js';
-export { PinoLoggerService, nestLevelsFrom, prettyLine, type PinoLoggerOptions } from './pino-logger.service.js';
+export { PinoLoggerService, nestLevelsFrom, prettyLine, writesLevel, type PinoLoggerOptions } from './pino-logger.service.js';

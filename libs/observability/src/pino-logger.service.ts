@@ -1,4 +1,4 @@
-import type { LogLevel, LoggerService } from '@nestjs/common';
+import type { LogLevel, Logger as NestLogger, LoggerService } from '@nestjs/common';
 import { pino, type DestinationStream, type Level, type Logger } from 'pino';
 import { currentLogContext } from './log-context.js';
 import type { LogFormat } from './metrics-config.js';
@@ -19,6 +19,14 @@ export type PinoLoggerOptions = {
   /** Where lines go: stdout (synchronously, so the last lines before an exit are not lost) unless a test gives its own. */
   destination?: DestinationStream;
 };
+
+/**
+ * Whether the logger a Nest Logger writes through writes `level` lines, for a line worth building only when it is
+ * written (one per tool call at debug). Asked of that logger (PinoLoggerService knows its levels; Nest's static
+ * Logger.isLevelEnabled answers true for any custom logger); one that cannot say is taken to write it.
+ */
+export const writesLevel = (logger: NestLogger, level: LogLevel): boolean =>
+  (logger.localInstance as Partial<Pick<PinoLoggerService, 'isLevelEnabled'>>).isLevelEnabled?.(level) ?? true;
 
 const looksLikeStack = (value: string): boolean => /\n\s+at /.test(value);
 

@@ -1,7 +1,8 @@
+import { ConsoleLogger, Logger } from '@nestjs/common';
 import { describe, expect, it } from 'vitest';
 import type { DestinationStream } from 'pino';
 import { addLogContextSource, currentLogContext, withLogContext } from './log-context.js';
-import { PinoLoggerService, nestLevelsFrom, prettyLine } from './pino-logger.service.js';
+import { PinoLoggerService, nestLevelsFrom, prettyLine, writesLevel } from './pino-logger.service.js';
 
 const capture = () => {
   const lines: string[] = [];
@@ -73,5 +74,18 @@ describe('PinoLoggerService', () => {
     expect(out.lines).toHaveLength(1);
     expect(out.lines[0]).toMatch(/^\d\d:\d\d:\d\d\.\d{3} INFO {2}\[AgentTools\] Tool call done runId=run-3 callId=call-3 tool=list_subjects$/);
     expect(prettyLine('not json')).toBe('not json');
+  });
+
+  it("writesLevel answers from the installed logger's own levels, which Nest's static check cannot see", () => {
+    const out = capture();
+    const toolCalls = new Logger('ToolCalls');
+    Logger.overrideLogger(new PinoLoggerService({ app: 'server', format: 'json', levels: nestLevelsFrom('log'), destination: out.destination }));
+    try {
+      expect([writesLevel(toolCalls, 'debug'), writesLevel(toolCalls, 'log')]).toEqual([false, true]);
+      Logger.overrideLogger(new PinoLoggerService({ app: 'server', format: 'json', levels: nestLevelsFrom('debug'), destination: out.destination }));
+      expect(writesLevel(toolCalls, 'debug')).toBe(true);
+    } finally {
+      Logger.overrideLogger(new ConsoleLogger());
+    }
   });
 });

@@ -1,6 +1,6 @@
 import type { AgentToolResult } from '@naalya/agent-tools';
 import { Logger } from '@nestjs/common';
-import { DURATION_BUCKETS_SECONDS, createMetricsRegistry, secondsSince } from '@naalya/observability';
+import { DURATION_BUCKETS_SECONDS, createMetricsRegistry, secondsSince, writesLevel } from '@naalya/observability';
 
 /**
  * The server's series, one registry for the process (served by /metrics on METRICS_PORT, see main.ts). Labels are
@@ -66,7 +66,7 @@ export const measureToolCall = <T>(tool: string, call: () => Promise<AgentToolRe
     serverMetrics.toolCalls.inc(labels);
     serverMetrics.toolCallDuration.observe(labels, seconds);
     // One line per call at debug (an access log of the tool hop), with the callId and runId of the caller's context.
-    toolCallLog.debug({ msg: 'Tool call', tool, outcome, durationMs: Math.round(seconds * 10_000) / 10 });
+    if (writesLevel(toolCallLog, 'debug')) toolCallLog.debug({ msg: 'Tool call', tool, outcome, durationMs: Math.round(seconds * 10_000) / 10 });
   };
   // A promise chain, not an async function: one promise per call instead of three (each costs hooks on Node 20).
   let pending: Promise<AgentToolResult<T>>;

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { performance } from 'node:perf_hooks';
 import type { AgentToolEvent, AgentToolPayload, AgentToolResult } from '@naalya/agent-tools';
-import { secondsSince, withLogContext } from '@naalya/observability';
+import { secondsSince, withLogContext, writesLevel } from '@naalya/observability';
 import { toolCallOutcome, workerMetrics } from '../../../app/observability/worker-metrics.js';
 import type { AgentToolCaller } from './agent-tool-caller.js';
 
@@ -50,7 +50,7 @@ export class TimedToolCaller implements AgentToolCaller {
       workerMetrics.toolCalls.inc({ tool: event, outcome });
       workerMetrics.toolCallDuration.observe({ tool: event }, seconds);
       // One line per call at debug, inside the call's own context so it carries the callId beside the step's runId.
-      withLogContext({ callId: payload.meta.callId }, () => toolCallLog.debug({ msg: 'Tool call', tool: event, outcome, durationMs: Math.round(seconds * 10_000) / 10 }));
+      if (writesLevel(toolCallLog, 'debug')) withLogContext({ callId: payload.meta.callId }, () => toolCallLog.debug({ msg: 'Tool call', tool: event, outcome, durationMs: Math.round(seconds * 10_000) / 10 }));
     }
   }
 
