@@ -210,9 +210,9 @@ const frameStatement = (connection: FrameConnection, sql: string, params?: reado
 const pin = (connection: FrameConnection, scope: TenantScope, actorId: string, read: PinningRead | undefined): Promise<PinnedRows> =>
   read ? frameStatement(connection, read.sql, [...pinValues(scope, actorId), ...read.params]) : frameStatement(connection, PIN, pinValues(scope, actorId)).then(() => []);
 
-const openFrame = async <T>(scope: TenantScope, actorId: string, fn: (pinned: PinnedRows) => Promise<T>, read: PinningRead | undefined): Promise<T> => {
+const openFrame = <T>(scope: TenantScope, actorId: string, fn: (pinned: PinnedRows) => Promise<T>, read: PinningRead | undefined): Promise<T> => {
   const frame: Frame = { scope, actorId, connection: undefined, runner: undefined, rollbackOnly: false, slots: new Map() };
-  // BEGIN..COMMIT run inside als.run so every query of the unit of work sees the frame.
+  // BEGIN..COMMIT run inside als.run so every query of the unit of work sees the frame; its promise is the caller's.
   return frames.run(frame, async () => {
     let connection: FrameConnection | undefined;
     // A held connection that fails between statements (the server gone, the idle-in-transaction limit) reports it as an
