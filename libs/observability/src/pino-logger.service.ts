@@ -23,10 +23,14 @@ export type PinoLoggerOptions = {
 /**
  * Whether the logger a Nest Logger writes through writes `level` lines, for a line worth building only when it is
  * written (one per tool call at debug). Asked of that logger (PinoLoggerService knows its levels; Nest's static
- * Logger.isLevelEnabled answers true for any custom logger); one that cannot say is taken to write it.
+ * Logger.isLevelEnabled answers true for any custom logger); one that cannot say is taken to write it, and with logging
+ * off there is none.
  */
-export const writesLevel = (logger: NestLogger, level: LogLevel): boolean =>
-  (logger.localInstance as Partial<Pick<PinoLoggerService, 'isLevelEnabled'>>).isLevelEnabled?.(level) ?? true;
+export const writesLevel = (logger: NestLogger, level: LogLevel): boolean => {
+  // None with logging off (Nest's `logger: false`): nothing is written.
+  const installed = logger.localInstance as Partial<Pick<PinoLoggerService, 'isLevelEnabled'>> | undefined;
+  return installed ? (installed.isLevelEnabled?.(level) ?? true) : false;
+};
 
 const looksLikeStack = (value: string): boolean => /\n\s+at /.test(value);
 

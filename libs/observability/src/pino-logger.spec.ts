@@ -84,6 +84,8 @@ describe('PinoLoggerService', () => {
       expect([writesLevel(toolCalls, 'debug'), writesLevel(toolCalls, 'log')]).toEqual([false, true]);
       Logger.overrideLogger(new PinoLoggerService({ app: 'server', format: 'json', levels: nestLevelsFrom('debug'), destination: out.destination }));
       expect(writesLevel(toolCalls, 'debug')).toBe(true);
+      Logger.overrideLogger(false);
+      expect(writesLevel(toolCalls, 'log')).toBe(false);
     } finally {
       Logger.overrideLogger(new ConsoleLogger());
     }

@@ -17,7 +17,7 @@ import { setupDatabase } from './setup-database.js';
 const STATEMENT_TIMEOUT_MS = 1_000;
 // PostgreSQL ends the session; PgBouncer, which then loses the server connection under a client in a transaction,
 // closes that client too, and TypeORM releases a query runner whose connection failed: the next statement meets one of these.
-const IDLE_ENDED = /idle-in-transaction timeout|server conn crashed|Connection terminated|query runner was already released/;
+const IDLE_ENDED = /idle-in-transaction timeout|server conn crashed|Connection terminated|not queryable/;
 
 let pgb: TestPgBouncer;
 let testApp: TestApp;

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { Logger } from '@nestjs/common';
 import type { DataSource, EntityManager, EntityTarget, ObjectLiteral, QueryRunner, Repository } from 'typeorm';
 import { transactionTimeoutsOf } from '../database/transaction-timeouts.js';
 
@@ -28,6 +29,7 @@ export class CommitOutcomeUnknownError extends Error {
 }
 
 const frames = new AsyncLocalStorage<Frame>();
+const frameLog = new Logger('UnitOfWork');
 let registeredDataSource: DataSource | undefined;
 
 /** The app's data source; registered once at startup so free functions like withSchool can open frames. */
@@ -251,6 +253,9 @@ const openFrame = <T>(scope: TenantScope, actorId: string, fn: (pinned: PinnedRo
         connection.removeListener('error', onError);
         connection.release(broken);
       }
+      // Said here, in the unit of work's own context (its ids on the line), not in the listener, which runs in the
+      // connection's: the work itself only learns that the connection can no longer be queried.
+      if (broken) frameLog.warn(`The unit of work's connection failed and was discarded: ${broken.message}`);
     }
   });
 };
