@@ -40,6 +40,9 @@ export const AUDIT_ROW_INSERT = `INSERT INTO audit_log (school_id, actor_id, act
                             tool, route, run_id, resource_name, changes, approval_id, approval)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, COALESCE($13, audit_resource_name($5, $6)), $14, $15, $16) RETURNING id`;
 
+/** How many parameters AUDIT_ROW_INSERT takes: a statement that embeds it numbers its own from the next one. */
+export const AUDIT_ROW_PARAMS = 16;
+
 /**
  * The values of AUDIT_ROW_INSERT's parameters for one entry. The school comes from the (rebuilt) JWT: a platform admin's
  * write is recorded in its target school.

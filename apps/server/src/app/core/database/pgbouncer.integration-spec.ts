@@ -16,7 +16,7 @@ import { setupDatabase } from './setup-database.js';
 // database and role, so concurrent units of work share them); the notifier LISTENs on the direct URL.
 const STATEMENT_TIMEOUT_MS = 1_000;
 // PostgreSQL ends the session; PgBouncer, which then loses the server connection under a client in a transaction,
-// closes that client too, and TypeORM releases a query runner whose connection failed: the next statement meets one of these.
+// closes that client too, and the unit of work's connection can no longer be queried: the next statement meets one of these.
 const IDLE_ENDED = /idle-in-transaction timeout|server conn crashed|Connection terminated|not queryable/;
 
 let pgb: TestPgBouncer;

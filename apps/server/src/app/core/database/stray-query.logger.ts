@@ -1,6 +1,6 @@
 import { Logger as NestLogger } from '@nestjs/common';
 import type { Logger, QueryRunner } from 'typeorm';
-import { openFrameRunner } from '../tenancy/tenant-context.js';
+import { currentRunner, isInFrame } from '../tenancy/tenant-context.js';
 
 /**
  * Flags any query issued inside a unit of work on a connection other than the frame's: such a query
@@ -11,8 +11,8 @@ export class StrayQueryLogger implements Logger {
   readonly strays: string[] = [];
 
   logQuery(query: string, _parameters?: unknown[], queryRunner?: QueryRunner): void {
-    const frame = openFrameRunner();
-    if (frame && queryRunner !== frame.runner) {
+    // Inside a frame, any runner but its own (none made yet included) is outside its transaction.
+    if (isInFrame() && queryRunner !== currentRunner()) {
       this.strays.push(query);
       this.logger.error(`Query outside the unit of work's transaction: ${query.slice(0, 200)}`);
     }

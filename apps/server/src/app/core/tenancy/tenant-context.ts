@@ -99,14 +99,8 @@ export const repo = <T extends ObjectLiteral>(entity: EntityTarget<T>): Reposito
 
 export const isInFrame = (): boolean => frames.getStore() !== undefined;
 
-/**
- * For stray-query detection: whether a unit of work is open, and its query runner if a service has made one. Inside a
- * frame, a TypeORM query on any other runner (none made yet included) is outside its transaction.
- */
-export const openFrameRunner = (): { runner: QueryRunner | undefined } | undefined => {
-  const frame = frames.getStore();
-  return frame && { runner: frame.runner };
-};
+/** The open frame's query runner, if a service has made one: for stray-query detection (see isInFrame). */
+export const currentRunner = (): QueryRunner | undefined => frames.getStore()?.runner;
 
 /** The frame will roll back instead of committing: a refused call must leave nothing behind. */
 export const markRollbackOnly = (): void => {

@@ -2,7 +2,7 @@ import { ConflictException, Injectable } from '@nestjs/common';
 import { ERROR_SENTENCES, toolError, type AgentToolResult } from '@naalya/agent-tools';
 import type { JwtPayload } from '../../core/auth/jwt-payload.js';
 import { withCode } from '../../core/http/error-code.js';
-import { AUDIT_ROW_INSERT } from '../../core/audit/audit-log.service.js';
+import { AUDIT_ROW_INSERT, AUDIT_ROW_PARAMS } from '../../core/audit/audit-log.service.js';
 import { frameQuery } from '../../core/tenancy/tenant-context.js';
 import { canonicalHash } from './canonical-hash.js';
 
@@ -27,7 +27,6 @@ const WAIT_RAN_OUT = new Set(['57014', '55P03']);
  */
 export const MIN_CLAIM_WAIT_MS = 100;
 
-const AUDIT_ROW_PARAMS = 16;
 const ledgerParam = (index: number) => `$${AUDIT_ROW_PARAMS + index}`;
 
 /**
