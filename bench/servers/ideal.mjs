@@ -4,7 +4,7 @@
 // captures both again on every run and reports whether they still match.
 //
 // BENCH_IDEAL_FUSED=1 (what the server issues since issue 25): a read in 4 statements (BEGIN; open_tool_call: the pin,
-// the run's dispatch state and the caller with their permissions; the departments with their members; COMMIT), a write
+// the run's dispatch state (a write's locking the run's row, a read's not) and the caller with their permissions; the departments with their members; COMMIT), a write
 // in 6 (BEGIN; open_tool_call; claim_tool_call: the advisory lock and the ledger lookup; the INSERT; the audit row and
 // the ledger row in one statement; COMMIT). Otherwise the statements before it, the 7- and 10-statement pipelines,
 // kept as variants (e7) and (e10) to measure the server against.
@@ -50,7 +50,7 @@ const SQL = {
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, COALESCE($13, audit_resource_name($5, $6)), $14) RETURNING id`,
   insertLedger: `INSERT INTO tool_call_ledger (call_id, school_id, event, request_hash, actor_id, result, run_id) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
   // The fused statements (BENCH_IDEAL_FUSED=1).
-  openToolCall: 'SELECT * FROM open_tool_call($1, $2, $3, $4, $5, $6)',
+  openToolCall: 'SELECT * FROM open_tool_call($1, $2, $3, $4, $5, $6, $7)',
   claim: 'SELECT request_hash, result FROM claim_tool_call($1, $2)',
   departmentsWithMembers: `SELECT department.id, department.name, department.campus_id AS "campusId", campus.name AS "campusName",
               COALESCE((SELECT json_agg(json_build_object('staffId', member.user_id, 'fullName', staff.full_name, 'isHead', member.is_head)
@@ -115,13 +115,14 @@ const dispatchClaims = (token) => {
   return JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
 };
 
-const inTransaction = async ({ identity, meta }, work) => {
+// `fence`: a write's run lookup locks the run's row until it commits (a cancel waits for it); a read's does not.
+const inTransaction = async ({ identity, meta }, work, fence) => {
   const claims = dispatchClaims(meta.dispatchToken);
   const client = await pool.connect();
   try {
     await client.query(SQL.begin);
     if (FUSED) {
-      const { rows: [opened] } = await client.query(SQL.openToolCall, [identity.schoolId, '', identity.sub, STATEMENT_TIMEOUT_MS, IDLE_IN_TRANSACTION_TIMEOUT_MS, claims?.runId]);
+      const { rows: [opened] } = await client.query(SQL.openToolCall, [identity.schoolId, '', identity.sub, STATEMENT_TIMEOUT_MS, IDLE_IN_TRANSACTION_TIMEOUT_MS, claims?.runId, fence]);
       if (!(opened.run_status === 'running' && opened.run_epoch === claims?.epoch && opened.run_lease_live && opened.run_owner_id === identity.sub && opened.run_thread_id === claims?.threadId)) {
         await client.query('ROLLBACK');
         return { error: 'run not in flight' };
@@ -170,7 +171,7 @@ const listDepartments = (envelope) => {
       members: members.filter((m) => m.departmentId === d.id).map(({ staffId, fullName, isHead }) => ({ staffId, fullName, isHead })),
     }));
     return { data, scopeContext: 'Your access covers the whole school.' };
-  });
+  }, false);
 };
 
 const createDepartment = (envelope) => {
@@ -202,7 +203,7 @@ const createDepartment = (envelope) => {
     const result = { data, scopeContext: 'Your access covers the whole school.', auditId: audit.id };
     await client.query(SQL.insertLedger, [meta.callId, identity.schoolId, 'create.department', hash, identity.sub, JSON.stringify(result), claims?.runId ?? null]);
     return result;
-  });
+  }, true);
 };
 
 const HANDLERS = { 'list.departments': listDepartments, 'create.department': createDepartment };

@@ -19,10 +19,11 @@ import { McpTokens1764662400018 } from './migrations/1764662400018-mcp-tokens.js
 import { AssistantReplySearch1764662400019 } from './migrations/1764662400019-assistant-reply-search.js';
 import { ToolCallStatements1764662400020 } from './migrations/1764662400020-tool-call-statements.js';
 import { ApprovalEdits1764662400021 } from './migrations/1764662400021-approval-edits.js';
+import { UnfencedReads1764662400022 } from './migrations/1764662400022-unfenced-reads.js';
 import { StrayQueryLogger } from './stray-query.logger.js';
 import { DEFAULT_STATEMENT_TIMEOUT_MS, registerTransactionTimeouts, transactionTimeoutsFor } from './transaction-timeouts.js';
 
-export const MIGRATIONS = [CreateTenancySchema1764662400000, CreateSchoolDomain1764662400001, CreateAgentRuns1764662400002, DispatchRunState1764662400003, CreateToolCallApprovals1764662400004, RunLeases1764662400005, NotifyRunEventsPerStatement1764662400006, ModelPolicyAndTokenUsage1764662400007, SharedToolCallQuota1764662400009, PerUserRunLimits1764662400011, TraceIds1764662400012, RetentionPurge1764662400013, LoginAttemptCounters1764662400014, AuditActivity1764662400015, ThreadSearch1764662400016, SchoolTimeZones1764662400017, McpTokens1764662400018, AssistantReplySearch1764662400019, ToolCallStatements1764662400020, ApprovalEdits1764662400021];
+export const MIGRATIONS = [CreateTenancySchema1764662400000, CreateSchoolDomain1764662400001, CreateAgentRuns1764662400002, DispatchRunState1764662400003, CreateToolCallApprovals1764662400004, RunLeases1764662400005, NotifyRunEventsPerStatement1764662400006, ModelPolicyAndTokenUsage1764662400007, SharedToolCallQuota1764662400009, PerUserRunLimits1764662400011, TraceIds1764662400012, RetentionPurge1764662400013, LoginAttemptCounters1764662400014, AuditActivity1764662400015, ThreadSearch1764662400016, SchoolTimeZones1764662400017, McpTokens1764662400018, AssistantReplySearch1764662400019, ToolCallStatements1764662400020, ApprovalEdits1764662400021, UnfencedReads1764662400022];
 
 /** The entity classes the app maps; the app hands its list down (core does not know the domain). */
 export type EntityList = NonNullable<DataSourceOptions['entities']>;

@@ -5,6 +5,7 @@ import {
   ERROR_SENTENCES,
   agentRunLeaseReplySchema,
   createDepartmentTool,
+  listDepartmentsTool,
   listStaffTool,
   type AgentRunEvent,
   type AgentRunLeaseReply,
@@ -741,6 +742,32 @@ describe('cancel', () => {
       expect(await callTool(owner, createDepartmentTool, { name: after }, run.token)).toEqual(REFUSED);
       expect(await departmentsNamed(after)).toBe(0);
       expect((await cancelRun(owner, run)).body).toMatchObject({ cancelled: false, committedWrites: [expect.objectContaining({ callId })] });
+    } finally {
+      if (blocker.isTransactionActive) await blocker.rollbackTransaction();
+      await blocker.release();
+    }
+  });
+
+  it('a cancel does not wait for a read held inside its transaction (a read commits nothing, so it takes no lock on the run); a read after the cancel is refused', async () => {
+    const owner = schoolA.personas.schoolAdmin;
+    const run = await newRun(owner);
+    expect((await lease('claim', run.token)).granted).toBe(true);
+    // Another transaction holds the departments table: the read waits inside its transaction, after its run check.
+    const blocker = testApp.owner.createQueryRunner();
+    await blocker.connect();
+    await blocker.startTransaction();
+    try {
+      await blocker.query('LOCK TABLE departments IN ACCESS EXCLUSIVE MODE');
+      const read = callTool(owner, listDepartmentsTool, {}, run.token);
+      expect(await waitUntil(async () => (await lockWaiters()) >= 1)).toBe(true);
+
+      const cancelled = await Promise.race([cancelRun(owner, run), sleep(5_000).then(() => 'the cancel waited for the read')]);
+      expect(cancelled).toEqual({ status: 200, body: { runId: run.runId, status: 'cancelled', cancelled: true, committedWrites: [] } });
+
+      await blocker.rollbackTransaction();
+      // Checked before the cancel, the read answers; nothing it did needed the cancel to wait.
+      expect(await read).toMatchObject({ data: expect.any(Array) });
+      expect(await callTool(owner, listDepartmentsTool, {}, run.token)).toEqual(REFUSED);
     } finally {
       if (blocker.isTransactionActive) await blocker.rollbackTransaction();
       await blocker.release();

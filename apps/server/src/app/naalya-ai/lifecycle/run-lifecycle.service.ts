@@ -114,7 +114,7 @@ export class RunLifecycle {
 
   /**
    * Cancels a run this unit of work holds, unless it has ended: its tokens are revoked first (the update waits for
-   * every tool call of the run still inside its transaction, each holding a KEY SHARE lock on the row), then the stream
+   * every tool write of the run still inside its transaction, each holding a KEY SHARE lock on the row), then the stream
    * ends with a cancelled outcome naming the writes that stayed. Null when there was nothing to cancel.
    */
   async cancelHeld(runId: string): Promise<{ committedWrites: CommittedWrite[] } | null> {

@@ -293,7 +293,7 @@ export class AgentRunStore {
 
   /**
    * The run's row locked for the lifecycle (cancel, the sweeper, a dead-lettered step); null if gone or (skipLocked)
-   * held elsewhere. FOR UPDATE waits for the run's tool calls still inside their transactions (each holds KEY SHARE).
+   * held elsewhere. FOR UPDATE waits for the run's writes still inside their transactions (each holds KEY SHARE; reads hold none).
    */
   async lock(runId: string, options: { skipLocked?: boolean } = {}): Promise<LockedRun | null> {
     const [run] = (await currentManager().query(

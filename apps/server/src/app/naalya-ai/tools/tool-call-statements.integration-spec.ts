@@ -27,11 +27,33 @@ const appClient = async (): Promise<pg.Client> => {
   return client;
 };
 
-/** BEGIN and open_tool_call as execute() sends them, pinned to `schoolId` and acting as `userId`. */
-const openToolCall = async (client: pg.Client, schoolId: string, userId: string, runId: string) => {
+/** BEGIN and open_tool_call as execute() sends them, pinned to `schoolId` and acting as `userId`; `fence` for a write. */
+const openToolCall = async (client: pg.Client, schoolId: string, userId: string, runId: string, fence = true) => {
   await client.query('START TRANSACTION');
-  const { rows } = await client.query(`SELECT * FROM open_tool_call($1, $2, $3, $4, $5, $6)`, [schoolId, '', userId, '10000', '20000', runId]);
+  const { rows } = await client.query(`SELECT * FROM open_tool_call($1, $2, $3, $4, $5, $6, $7)`, [schoolId, '', userId, '10000', '20000', runId, fence]);
   return rows[0] as Record<string, unknown>;
+};
+
+/** Whether `FOR UPDATE` of the run's row (what a cancel takes) is refused at once because another transaction locks it. */
+const cancelWouldWait = async (runId: string): Promise<boolean> => {
+  const cancel = await ownerClient();
+  await cancel.query('START TRANSACTION');
+  try {
+    await cancel.query('SELECT id FROM agent_runs WHERE id = $1 FOR UPDATE NOWAIT', [runId]);
+    return false;
+  } catch (error) {
+    if ((error as { code?: string }).code === '55P03') return true;
+    throw error;
+  } finally {
+    await cancel.query('ROLLBACK');
+  }
+};
+
+const ownerClient = async (): Promise<pg.Client> => {
+  const client = new pg.Client({ connectionString: testApp.database.ownerUrl });
+  await client.connect();
+  clients.push(client);
+  return client;
 };
 
 describe('open_tool_call', () => {
@@ -65,6 +87,44 @@ describe('open_tool_call', () => {
     // The run is read by the narrow definer lookup, as before; everything under RLS sees school A only.
     expect(opened).toMatchObject({ caller_school_id: schoolB.id, caller_permissions: [] });
     expect((await client.query(`SELECT count(*)::int AS n FROM users WHERE school_id = $1`, [schoolB.id])).rows[0].n).toBe(1);
+    await client.query('ROLLBACK');
+  });
+
+  it('a write (fenced) holds a KEY SHARE lock on its run until it ends, so a cancel waits for it; a read (unfenced) takes none and no transaction id', async () => {
+    const admin = testApp.demo.schools[0].personas.schoolAdmin;
+    const { runId } = personaRun(admin.id);
+    const write = await appClient();
+    await openToolCall(write, admin.schoolId!, admin.id, runId, true);
+    expect(await cancelWouldWait(runId)).toBe(true);
+    await write.query('ROLLBACK');
+
+    const read = await appClient();
+    const opened = await openToolCall(read, admin.schoolId!, admin.id, runId, false);
+    expect(opened).toMatchObject({ run_status: 'running', run_owner_id: admin.id, caller_active: true });
+    expect(await cancelWouldWait(runId)).toBe(false);
+    // No lock, so no transaction id: the read commits without a WAL record to flush.
+    expect((await read.query('SELECT txid_current_if_assigned() AS xid')).rows[0].xid).toBeNull();
+    await read.query('COMMIT');
+  });
+
+  it("the unfenced run lookup (agent_run_read_state) reads only the pinned user's run: another user's run, of this school or another school, is no run", async () => {
+    const [schoolA, schoolB] = testApp.demo.schools;
+    const admin = schoolA.personas.schoolAdmin;
+    const colleague = Object.values(schoolA.personas).find((persona) => persona.id !== admin.id)!;
+    const stranger = schoolB.personas.schoolAdmin;
+    const client = await appClient();
+    for (const other of [colleague, stranger]) {
+      // The fenced lookup (agent_run_dispatch_state, unchanged) does read it; execute() then refuses it as not the caller's.
+      expect(await openToolCall(client, admin.schoolId!, admin.id, personaRun(other.id).runId, true)).toMatchObject({ run_owner_id: other.id });
+      await client.query('ROLLBACK');
+      expect(await openToolCall(client, admin.schoolId!, admin.id, personaRun(other.id).runId, false)).toMatchObject({ run_status: null, run_owner_id: null });
+      await client.query('ROLLBACK');
+    }
+    // Called directly with another school's pin and user, it answers for that user's run only: never the one asked for.
+    await client.query('START TRANSACTION');
+    await client.query(`SELECT set_config('app.school_id', $1, true), set_config('app.user_id', $2, true)`, [schoolB.id, stranger.id]);
+    expect((await client.query('SELECT * FROM agent_run_read_state($1)', [personaRun(admin.id).runId])).rows).toEqual([]);
+    expect((await client.query('SELECT status FROM agent_run_read_state($1)', [personaRun(stranger.id).runId])).rows).toEqual([{ status: 'running' }]);
     await client.query('ROLLBACK');
   });
 

@@ -78,10 +78,15 @@ const inCallCampus = <A>(definition: AnyAgentTool, scope: AgentCallScope, args: 
   definition.campusScoped && scope.mode === 'campus' ? { ...args, campusId: scope.campusId } : args;
 
 /**
- * A tool call's first statement after BEGIN (open_tool_call, migration 1764662400020): the tenant pin and time limits,
- * the token's run as agent_run_dispatch_state sees it, and the caller with their permissions, in one round trip.
+ * A tool call's first statement after BEGIN (open_tool_call, migrations 1764662400020 and 022): the tenant pin and time
+ * limits, the token's run, and the caller with their permissions, in one round trip. `fence`: a write's run lookup
+ * holds a KEY SHARE lock on the run's row until the call commits, so a cancel waits for it (see runInFlight); a read
+ * or a preview commits nothing, so it takes no lock (and stays a read-only transaction).
  */
-const openToolCall = (runId: string): PinningRead => ({ sql: `SELECT * FROM open_tool_call($1, $2, $3, $4, $5, $6)`, params: [runId] });
+const openToolCall = (runId: string, fence: boolean): PinningRead => ({
+  sql: `SELECT * FROM open_tool_call($1, $2, $3, $4, $5, $6, $7)`,
+  params: [runId, fence],
+});
 
 type OpenedCall = {
   run_status: string | null;
@@ -275,7 +280,7 @@ export class ToolExecutor {
             this.runInFrame(plan, opened, { ...posture, audit: undefined }, callArgs, async (): Promise<ConfirmationPreview> => ({
               question: await render(callArgs, plan.tenantJwt),
             })),
-          openToolCall(plan.dispatch.runId),
+          openToolCall(plan.dispatch.runId, false),
         );
         // The handler's result type is the call's; a preview's data is the question, which only a preview request reads.
         return previewed as AgentToolResult<never>;
@@ -283,7 +288,7 @@ export class ToolExecutor {
       return await inTenantScope(
         plan.tenantJwt,
         (opened) => this.runInFrame(plan, opened, posture, callArgs, () => fn(callArgs, plan.tenantJwt)),
-        openToolCall(plan.dispatch.runId),
+        openToolCall(plan.dispatch.runId, mutating),
       );
     } catch (error) {
       // Logged here, once, with the call's ids: the worker and the model only ever see the masked sentence.
@@ -386,10 +391,11 @@ export class ToolExecutor {
 
   /**
    * The token's run is still running under the token's epoch with a live lease (a direct run needs none), is the token's
-   * caller's, and is in the token's thread. open_tool_call read it through agent_run_dispatch_state, which takes a KEY
-   * SHARE lock on the run's row until this call's transaction ends, so a cancel (which locks the row FOR UPDATE) waits for
-   * the call: it commits before the cancel answers, or finds the run cancelled here and commits nothing. Lease renewals
-   * and stored events do not wait. (A method, not a free function, so the battery's weakened server can switch the
+   * caller's, and is in the token's thread. For a write, open_tool_call read it through agent_run_dispatch_state, which
+   * takes a KEY SHARE lock on the run's row until this call's transaction ends, so a cancel (which locks the row FOR
+   * UPDATE) waits for the call: it commits before the cancel answers, or finds the run cancelled here and commits
+   * nothing. A read is checked the same way without the lock (agent_run_read_state): it commits nothing, so a cancel
+   * need not wait for it. Lease renewals and stored events do not wait. (A method, not a free function, so the battery's weakened server can switch the
    * fence off in its sabotage test.)
    */
   runInFlight(opened: OpenedCall | undefined, claims: DispatchClaims): boolean {
