@@ -16,6 +16,24 @@ import { APP_GROUP_ROLE } from '../database-roles.js';
  * - open_tool_call takes p_fence: true for a write (agent_run_dispatch_state, the lock held until the call commits),
  *   false for a read or a preview (agent_run_read_state). Everything else it does is unchanged (migration 020).
  */
+/** open_tool_call's signature before (migration 020) and after this migration, and what it returns (unchanged). */
+const PARAMS = 'p_school_id text, p_platform text, p_user_id text, p_statement_timeout text, p_idle_timeout text, p_run_id uuid';
+const RETURNS = `RETURNS TABLE (run_status text, run_owner_id uuid, run_thread_id uuid, run_epoch integer, run_lease_live boolean,
+                 caller_active boolean, caller_type text, caller_school_id uuid, caller_campus_id uuid, caller_permissions json)`;
+
+/** The pin and the time limits, transaction-local, as the unit of work's own set_config statement sets them. */
+const PIN = `PERFORM set_config('app.school_id', p_school_id, true), set_config('app.platform', p_platform, true),
+                  set_config('app.user_id', p_user_id, true), set_config('statement_timeout', p_statement_timeout, true),
+                  set_config('idle_in_transaction_session_timeout', p_idle_timeout, true);`;
+
+/** The token's run as `lookup` answers it, and the caller with their permissions read under the pin just made. */
+const runAndCaller = (lookup: 'agent_run_dispatch_state' | 'agent_run_read_state') => `
+            SELECT run.status, run.owner_id, run.thread_id, run.epoch, run.lease_live,
+                   caller."isActive", caller."userType", caller."schoolId", caller."campusId", caller.permissions
+              FROM (SELECT) AS one
+              LEFT JOIN public.${lookup}(p_run_id) AS run ON true
+              LEFT JOIN public.caller_with_permissions(p_user_id::uuid) AS caller ON true`;
+
 export class UnfencedReads1764662400022 implements MigrationInterface {
   name = 'UnfencedReads1764662400022';
 
@@ -34,31 +52,17 @@ export class UnfencedReads1764662400022 implements MigrationInterface {
       GRANT EXECUTE ON FUNCTION agent_run_read_state(uuid) TO ${APP_GROUP_ROLE};
 
       DROP FUNCTION open_tool_call(text, text, text, text, text, uuid);
-      CREATE FUNCTION open_tool_call(p_school_id text, p_platform text, p_user_id text, p_statement_timeout text,
-                                     p_idle_timeout text, p_run_id uuid, p_fence boolean)
-        RETURNS TABLE (run_status text, run_owner_id uuid, run_thread_id uuid, run_epoch integer, run_lease_live boolean,
-                       caller_active boolean, caller_type text, caller_school_id uuid, caller_campus_id uuid, caller_permissions json)
+      CREATE FUNCTION open_tool_call(${PARAMS}, p_fence boolean)
+        ${RETURNS}
         LANGUAGE plpgsql VOLATILE SECURITY INVOKER
         AS $$
         BEGIN
-          PERFORM set_config('app.school_id', p_school_id, true), set_config('app.platform', p_platform, true),
-                  set_config('app.user_id', p_user_id, true), set_config('statement_timeout', p_statement_timeout, true),
-                  set_config('idle_in_transaction_session_timeout', p_idle_timeout, true);
+          ${PIN}
           -- Two queries rather than one with a condition: each keeps its own cached plan, and the fenced one alone locks.
           IF p_fence THEN
-            RETURN QUERY
-              SELECT run.status, run.owner_id, run.thread_id, run.epoch, run.lease_live,
-                     caller."isActive", caller."userType", caller."schoolId", caller."campusId", caller.permissions
-                FROM (SELECT) AS one
-                LEFT JOIN public.agent_run_dispatch_state(p_run_id) AS run ON true
-                LEFT JOIN public.caller_with_permissions(p_user_id::uuid) AS caller ON true;
+            RETURN QUERY ${runAndCaller('agent_run_dispatch_state')};
           ELSE
-            RETURN QUERY
-              SELECT run.status, run.owner_id, run.thread_id, run.epoch, run.lease_live,
-                     caller."isActive", caller."userType", caller."schoolId", caller."campusId", caller.permissions
-                FROM (SELECT) AS one
-                LEFT JOIN public.agent_run_read_state(p_run_id) AS run ON true
-                LEFT JOIN public.caller_with_permissions(p_user_id::uuid) AS caller ON true;
+            RETURN QUERY ${runAndCaller('agent_run_read_state')};
           END IF;
         END
         $$;
@@ -70,22 +74,13 @@ export class UnfencedReads1764662400022 implements MigrationInterface {
   async down(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(`
       DROP FUNCTION IF EXISTS open_tool_call(text, text, text, text, text, uuid, boolean);
-      CREATE FUNCTION open_tool_call(p_school_id text, p_platform text, p_user_id text, p_statement_timeout text,
-                                     p_idle_timeout text, p_run_id uuid)
-        RETURNS TABLE (run_status text, run_owner_id uuid, run_thread_id uuid, run_epoch integer, run_lease_live boolean,
-                       caller_active boolean, caller_type text, caller_school_id uuid, caller_campus_id uuid, caller_permissions json)
+      CREATE FUNCTION open_tool_call(${PARAMS})
+        ${RETURNS}
         LANGUAGE plpgsql VOLATILE SECURITY INVOKER
         AS $$
         BEGIN
-          PERFORM set_config('app.school_id', p_school_id, true), set_config('app.platform', p_platform, true),
-                  set_config('app.user_id', p_user_id, true), set_config('statement_timeout', p_statement_timeout, true),
-                  set_config('idle_in_transaction_session_timeout', p_idle_timeout, true);
-          RETURN QUERY
-            SELECT run.status, run.owner_id, run.thread_id, run.epoch, run.lease_live,
-                   caller."isActive", caller."userType", caller."schoolId", caller."campusId", caller.permissions
-              FROM (SELECT) AS one
-              LEFT JOIN public.agent_run_dispatch_state(p_run_id) AS run ON true
-              LEFT JOIN public.caller_with_permissions(p_user_id::uuid) AS caller ON true;
+          ${PIN}
+          RETURN QUERY ${runAndCaller('agent_run_dispatch_state')};
         END
         $$;
       REVOKE ALL ON FUNCTION open_tool_call(text, text, text, text, text, uuid) FROM PUBLIC;
