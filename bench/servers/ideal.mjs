@@ -4,9 +4,9 @@
 // captures both again on every run and reports whether they still match.
 //
 // BENCH_IDEAL_FUSED=1 (what the server issues since issue 25): a read in 4 statements (BEGIN; open_tool_call: the pin,
-// the run's dispatch state (a write's locking the run's row, a read's not) and the caller with their permissions; the departments with their members; COMMIT), a write
-// in 6 (BEGIN; open_tool_call; claim_tool_call: the advisory lock and the ledger lookup; the INSERT; the audit row and
-// the ledger row in one statement; COMMIT). Otherwise the statements before it, the 7- and 10-statement pipelines,
+// the run's dispatch state (a write's lookup locking the run's row, a read's not) and the caller with their
+// permissions; the departments with their members; COMMIT), a write in 6 (BEGIN; open_tool_call; claim_tool_call: the
+// advisory lock and the ledger lookup; the INSERT; the audit row and the ledger row in one statement; COMMIT). Otherwise the statements before it, the 7- and 10-statement pipelines,
 // kept as variants (e7) and (e10) to measure the server against.
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { serveRawRpc } from '../lib/raw-rpc-server.mjs';

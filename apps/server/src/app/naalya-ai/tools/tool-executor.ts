@@ -395,8 +395,8 @@ export class ToolExecutor {
    * takes a KEY SHARE lock on the run's row until this call's transaction ends, so a cancel (which locks the row FOR
    * UPDATE) waits for the call: it commits before the cancel answers, or finds the run cancelled here and commits
    * nothing. A read is checked the same way without the lock (agent_run_read_state): it commits nothing, so a cancel
-   * need not wait for it. Lease renewals and stored events do not wait. (A method, not a free function, so the battery's weakened server can switch the
-   * fence off in its sabotage test.)
+   * need not wait for it. Lease renewals and stored events do not wait. (A method, not a free function, so the
+   * battery's weakened server can switch the fence off in its sabotage test.)
    */
   runInFlight(opened: OpenedCall | undefined, claims: DispatchClaims): boolean {
     return (
