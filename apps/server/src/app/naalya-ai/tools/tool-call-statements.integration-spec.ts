@@ -20,12 +20,15 @@ afterAll(async () => {
   await testApp?.close();
 });
 
-const appClient = async (): Promise<pg.Client> => {
-  const client = new pg.Client({ connectionString: testApp.database.appUrl });
+/** A connection of its own, closed after the file: the app role's (appUrl) or the owner's (ownerUrl, a cancel's lock). */
+const connected = async (connectionString: string): Promise<pg.Client> => {
+  const client = new pg.Client({ connectionString });
   await client.connect();
   clients.push(client);
   return client;
 };
+
+const appClient = (): Promise<pg.Client> => connected(testApp.database.appUrl);
 
 /** BEGIN and open_tool_call as execute() sends them, pinned to `schoolId` and acting as `userId`; `fence` for a write. */
 const openToolCall = async (client: pg.Client, schoolId: string, userId: string, runId: string, fence = true) => {
@@ -36,7 +39,7 @@ const openToolCall = async (client: pg.Client, schoolId: string, userId: string,
 
 /** Whether `FOR UPDATE` of the run's row (what a cancel takes) is refused at once because another transaction locks it. */
 const cancelWouldWait = async (runId: string): Promise<boolean> => {
-  const cancel = await ownerClient();
+  const cancel = await connected(testApp.database.ownerUrl);
   await cancel.query('START TRANSACTION');
   try {
     await cancel.query('SELECT id FROM agent_runs WHERE id = $1 FOR UPDATE NOWAIT', [runId]);
@@ -47,13 +50,6 @@ const cancelWouldWait = async (runId: string): Promise<boolean> => {
   } finally {
     await cancel.query('ROLLBACK');
   }
-};
-
-const ownerClient = async (): Promise<pg.Client> => {
-  const client = new pg.Client({ connectionString: testApp.database.ownerUrl });
-  await client.connect();
-  clients.push(client);
-  return client;
 };
 
 describe('open_tool_call', () => {
