@@ -74,6 +74,28 @@ describe('a pinning read (how a tool call opens its unit of work in one statemen
     expect(visible).toEqual([{ school: schoolA.id }]);
   });
 
+  it('a pinning read that fails runs no work, rolls its transaction back and returns its connection clean to the pool', async () => {
+    const admin = schoolA.personas.schoolAdmin;
+    const failing = { sql: `SELECT $1::text, $2::text, $3::text, $4::text, $5::text, 1 / $6::int AS boom`, params: [0] };
+    let ran = false;
+    await expect(
+      withSchool(
+        schoolA.id,
+        admin.id,
+        async () => {
+          ran = true;
+        },
+        failing,
+      ),
+    ).rejects.toThrow(/division by zero/);
+    expect(ran).toBe(false);
+    // More units of work than the pool has connections: were one left in its aborted transaction, its next pin would fail.
+    const after = await Promise.all(
+      Array.from({ length: 12 }, () => withSchool(schoolB.id, schoolB.personas.schoolAdmin.id, async (rows) => rows, PROBE)),
+    );
+    expect(after.flat().map((row) => row['school'])).toEqual(Array.from({ length: 12 }, () => schoolB.id));
+  });
+
   it('inside an open unit of work of the same tenant it answers on that connection; another tenant or actor is refused', async () => {
     const admin = schoolA.personas.schoolAdmin;
     const answered = await withSchool(schoolA.id, admin.id, async () => withSchool(schoolA.id, admin.id, async (rows) => rows, PROBE));

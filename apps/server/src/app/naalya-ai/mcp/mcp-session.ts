@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import {
@@ -43,7 +43,7 @@ export const NO_ELICITATION_REFUSAL =
  * call (the ledger answers it), the same id in another session is another call.
  */
 export const mcpCallId = (sessionId: string, requestId: string | number): string =>
-  createHash('sha256').update(`mcp:${sessionId}:${typeof requestId}:${String(requestId)}`).digest('hex');
+  hash('sha256', `mcp:${sessionId}:${typeof requestId}:${String(requestId)}`, 'hex');
 
 /** The form's fields for a confirmation: the editable arguments as text, each with its current value. */
 const editableProperties = (editable: readonly string[], args: Record<string, unknown>) =>

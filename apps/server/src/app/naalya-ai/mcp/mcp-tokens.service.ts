@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { ForbiddenException, HttpException, HttpStatus, Inject, Injectable, NotFoundException } from '@nestjs/common';
 import { HTTP_ERROR_SENTENCES, USER_TYPES, type ConnectedApp, type ConnectedAppCreated, type UserType } from '@naalya/access';
 import { DataSource } from 'typeorm';
@@ -15,7 +15,7 @@ import { asCaller } from '../threads/agent-caller.guard.js';
 export const MCP_TOKEN_PREFIX = 'nmcp_';
 
 /** What is stored and looked up: the sha256 of the whole token. The token itself is shown once and never kept. */
-export const mcpTokenHash = (token: string): string => createHash('sha256').update(token).digest('hex');
+export const mcpTokenHash = (token: string): string => hash('sha256', token, 'hex');
 
 export type CreateConnectedAppDto = { name: string; campusId?: string; expiresInDays: number };
 
