@@ -373,7 +373,7 @@ export class ToolExecutor {
             action: posture.audit.action,
             resourceType: posture.audit.resourceType,
             resourceId: posture.audit.resourceId?.(result.data),
-            resourceName: nameBefore,
+            resourceName: nameBefore ?? posture.audit.resourceName?.(result.data) ?? null,
           },
           { callId: plan.callId, tool: plan.toolName, runId: plan.dispatch.runId, args, source: plan.source, approval },
         )

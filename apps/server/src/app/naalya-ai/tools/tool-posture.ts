@@ -8,6 +8,11 @@ export type ToolAuditDescriptor<T> = {
   resourceType: string;
   resourceId?: (result: T) => string;
   /**
+   * The resource's display name from the result, for a write whose result carries the very name the audit row would
+   * otherwise read back by id in its own statement (audit_resource_name: a department's name, a lesson plan's title).
+   */
+  resourceName?: (result: T) => string;
+  /**
    * For a write that removes its resource (a delete): the resource's id from the arguments, so its display name is
    * read before the call and the audit row still names what was removed.
    */

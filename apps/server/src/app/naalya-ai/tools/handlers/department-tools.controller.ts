@@ -46,6 +46,7 @@ export class DepartmentToolsController {
           action: ActionAuditAction.CREATE,
           resourceType: AuditResourceType.DEPARTMENT,
           resourceId: (result: DepartmentEntity) => result.id,
+          resourceName: (result: DepartmentEntity) => result.name,
         },
       },
       (dto, jwt) => this.departmentService.create(dto, jwt),

@@ -17,7 +17,11 @@ export type ListLessonPlansPayload = AgentToolPayload[typeof listLessonPlansTool
 export type ListPendingLessonPlansPayload = AgentToolPayload[typeof listPendingLessonPlansTool.event];
 export type ApproveLessonPlanPayload = AgentToolPayload[typeof approveLessonPlanTool.event];
 
-const LESSON_PLAN_AUDIT = { resourceType: AuditResourceType.LESSON_PLAN, resourceId: (result: LessonPlanEntity) => result.id };
+const LESSON_PLAN_AUDIT = {
+  resourceType: AuditResourceType.LESSON_PLAN,
+  resourceId: (result: LessonPlanEntity) => result.id,
+  resourceName: (result: LessonPlanEntity) => result.title,
+};
 
 @Controller()
 export class LessonPlansToolsController {
