@@ -114,7 +114,7 @@ export const ratios = (phases, concurrencies, pairs = PAIRS) => {
       const perRound = [];
       for (const p of phases.filter((x) => x.variant === num && x.concurrency === concurrency)) {
         const q = phases.find((x) => x.variant === den && x.concurrency === concurrency && x.round === p.round);
-        if (q) perRound.push({ p50: p.p50 / q.p50, throughput: p.callsPerSec / q.callsPerSec });
+        if (q) perRound.push({ p50: p.p50 / q.p50, throughput: p.callsPerSec / q.callsPerSec, serverCpu: p.cpu.server / q.cpu.server });
       }
       if (perRound.length === 0) continue;
       out.push({
@@ -126,6 +126,9 @@ export const ratios = (phases, concurrencies, pairs = PAIRS) => {
         p50s: perRound.map((r) => r.p50),
         throughput: median(perRound.map((r) => r.throughput)),
         throughputs: perRound.map((r) => r.throughput),
+        // The server's CPU per call over the other's: the cost of the code around the same statements (the ideal has none).
+        serverCpu: median(perRound.map((r) => r.serverCpu)),
+        serverCpus: perRound.map((r) => r.serverCpu),
       });
     }
   }
@@ -151,6 +154,8 @@ export const targets = (ratioRows) => {
     check('(d) calls/s at c64 ≥ 1.1× (e10): 6 statements against the 10-statement ideal', find('(d)/(e10)', 64), 'throughput', '>=', 1.1),
     check('(c) p50 at c1 ≤ 1× (e7)', find('(c)/(e7)', 1), 'p50', '<=', 1),
     check('(d) p50 at c1 ≤ 1× (e10)', find('(d)/(e10)', 1), 'p50', '<=', 1),
+    check('(c) server CPU per call at c64 ≤ 1.3× (e), tracing off', find('(c)/(e)', 64), 'serverCpu', '<=', 1.3),
+    check('(d) server CPU per call at c64 ≤ 1.3× (e), tracing off (not a target)', find('(d)/(e)', 64), 'serverCpu', '<=', 1.3),
     check('(c) calls/s at c64 ≥ 0.95× (c mem): shared quota count', find('(c)/(c mem)', 64), 'throughput', '>=', 0.95),
     check('(d) calls/s at c64 ≥ 0.95× (d mem): shared quota count', find('(d)/(d mem)', 64), 'throughput', '>=', 0.95),
   ];
@@ -177,9 +182,11 @@ export const markdown = ({ rows, ratioRows, targetRows, statements, meta }) => {
     );
   }
   lines.push('');
-  lines.push('| ratio | conc | p50 ratio (lower is better) | calls/s ratio (higher is better) |');
-  lines.push('|---|---|---|---|');
-  for (const r of ratioRows) lines.push(`| ${r.pair} | ${r.concurrency} | ${fmt(r.p50)}${range(r.p50s, 2)} | ${fmt(r.throughput)}${range(r.throughputs, 2)} |`);
+  lines.push('| ratio | conc | p50 ratio (lower is better) | calls/s ratio (higher is better) | server CPU per call ratio |');
+  lines.push('|---|---|---|---|---|');
+  for (const r of ratioRows) {
+    lines.push(`| ${r.pair} | ${r.concurrency} | ${fmt(r.p50)}${range(r.p50s, 2)} | ${fmt(r.throughput)}${range(r.throughputs, 2)} | ${fmt(r.serverCpu)}${range(r.serverCpus, 2)} |`);
+  }
   lines.push('');
   lines.push('| target | measured | met |');
   lines.push('|---|---|---|');
