@@ -126,7 +126,8 @@ export const ratios = (phases, concurrencies, pairs = PAIRS) => {
         p50s: perRound.map((r) => r.p50),
         throughput: median(perRound.map((r) => r.throughput)),
         throughputs: perRound.map((r) => r.throughput),
-        // The server's CPU per call over the other's: the cost of the code around the same statements (the ideal has none).
+        // The numerator's server CPU per call over the denominator's, per round: for (c)/(e) and (d)/(e), what the server's
+        // code costs around the same statements (the ideal runs nothing else).
         serverCpu: median(perRound.map((r) => r.serverCpu)),
         serverCpus: perRound.map((r) => r.serverCpu),
       });

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { HttpException, HttpStatus, Inject, Injectable, Logger, type BeforeApplicationShutdown, type OnApplicationBootstrap } from '@nestjs/common';
 import { HTTP_ERROR_SENTENCES } from '@naalya/access';
 import { DataSource } from 'typeorm';
@@ -14,7 +14,7 @@ export const loginAttemptsExceeded = () =>
  * The counters hold a hash, not the email or the address: the table is read by no one, but a database dump would
  * otherwise list who tried to sign in from where.
  */
-const counterKey = (kind: 'account' | 'address', value: string): string => createHash('sha256').update(`${kind}:${value}`).digest('base64url');
+const counterKey = (kind: 'account' | 'address', value: string): string => hash('sha256', `${kind}:${value}`, 'base64url');
 
 /**
  * Counts login attempts per account and per client address in PostgreSQL (migration 1764662400014), so every replica
